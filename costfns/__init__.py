@@ -1,0 +1,12 @@
+"""Cost sources for epslap: dense arrays, point sets and the paper's problem classes.
+
+Every source knows its ``shape`` and ``dtype`` and produces any row from compiled code
+(``state()``), so the solver can stream it; ``dense()`` materialises the matrix.
+"""
+from ._base import CostSource
+from .classes import (PROBLEMS, Disjoint, Geometric, LowRank, Random, RandomInt, Sanity,
+                      generate, problem)
+from .sources import Dense, SqEuclidean
+
+__all__ = ["CostSource", "Dense", "SqEuclidean", "Random", "RandomInt", "Geometric", "Disjoint",
+           "Sanity", "LowRank", "PROBLEMS", "problem", "generate"]

@@ -1,0 +1,218 @@
+"""The paper's problem classes (ALGORITHM.md §6), each a cost source that can regenerate any row.
+
+Guthe & Thuerck, ACM TOMS 47(2), 2021, §5.1. Entries that the paper draws independently per
+element (random, integer) come from a counter-based hash of (seed, i, j), so row ``i`` is the same
+whether it is computed alone, in a dense matrix, or on another device. Point and weight vectors
+(geometric, disjoint, sanity, low rank) are O(n) and drawn once from ``numpy.random.default_rng``.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ._base import CostSource
+from .sources import SqEuclidean
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_ROW_MUL = np.uint64(0xD1B54A32D192ED03)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix64(z):
+    """SplitMix64's finaliser: a bijective avalanche mix of a uint64."""
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hash_ij(key, i, j):
+    """64 random bits for element (i, j) under ``key`` (a mixed seed)."""
+    return _mix64(_mix64(key ^ (np.uint64(i) * _ROW_MUL)) + np.uint64(j) * _GOLDEN)
+
+
+def _key(seed: int) -> np.uint64:
+    return np.uint64(int(_mix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF))))
+
+
+class _RandomState(NamedTuple):
+    key: np.uint64
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _random_fill(s, i, buf):
+    scale = 1.0 / 9007199254740992.0  # 2**-53
+    for j in range(buf.shape[0]):
+        buf[j] = np.float64(_hash_ij(s.key, i, j) >> np.uint64(11)) * scale
+    return buf
+
+
+_RandomState._fill_row = _random_fill
+
+
+class _RandomIntState(NamedTuple):
+    key: np.uint64
+    span: np.uint64  # values are uniform in [0, span - 1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _random_int_fill(s, i, buf):
+    for j in range(buf.shape[0]):
+        buf[j] = np.int64(_hash_ij(s.key, i, j) % s.span)
+    return buf
+
+
+_RandomIntState._fill_row = _random_int_fill
+
+
+def _check_n(n: int, n2: int | None) -> tuple[int, int]:
+    n2 = n if n2 is None else n2
+    if int(n) < 0 or int(n2) < 0:
+        raise ValueError(f"sizes must be non-negative, got n={n}, n2={n2}")
+    return int(n), int(n2)
+
+
+class Random(CostSource):
+    """``c ~ U[0, 1)`` float64, element (i, j) a hash of (seed, i, j): the paper's "random"."""
+
+    def __init__(self, n: int, seed: int = 0, n2: int | None = None):
+        self.shape = _check_n(n, n2)
+        self.seed = int(seed)
+        self.dtype = np.dtype(np.float64)
+
+    def state(self):
+        return _RandomState(_key(self.seed))
+
+
+class RandomInt(CostSource):
+    """Uniform integers in ``[0, high]`` (int64), hashed per element like :class:`Random`."""
+
+    def __init__(self, n: int, high: int, seed: int = 0, n2: int | None = None):
+        self.shape = _check_n(n, n2)
+        if int(high) < 0:
+            raise ValueError(f"high must be >= 0, got {high}")
+        self.high = int(high)
+        self.seed = int(seed)
+        self.dtype = np.dtype(np.int64)
+
+    def state(self):
+        return _RandomIntState(_key(self.seed), np.uint64(self.high + 1))
+
+
+def Geometric(n: int, seed: int = 0, dim: int = 2) -> SqEuclidean:
+    """Squared distances between n random sources and n random targets in ``[0, 1)^dim``."""
+    rng = np.random.default_rng(seed)
+    return SqEuclidean(rng.random((n, dim)), rng.random((n, dim)))
+
+
+def Disjoint(n: int, seed: int = 0) -> SqEuclidean:
+    """Like geometric, sources in ``[0,1)² ∪ [1,2)²``, targets in ``[1,2)×[0,1) ∪ [0,1)×[1,2)``."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 2))
+    y = rng.random((n, 2))
+    half = n // 2
+    x[half:] += 1.0          # second half of the sources in [1,2)^2
+    y[:half, 0] += 1.0       # first half of the targets in [1,2)x[0,1)
+    y[half:, 1] += 1.0       # second half in [0,1)x[1,2)
+    return SqEuclidean(x, y)
+
+
+class _SanityState(NamedTuple):
+    a: np.ndarray
+    b: np.ndarray
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sanity_fill(s, i, buf):
+    ai = s.a[i]
+    b = s.b
+    for j in range(buf.shape[0]):
+        buf[j] = ai + b[j] + (0.1 if i != j else 0.0)
+    return buf
+
+
+_SanityState._fill_row = _sanity_fill
+
+
+class Sanity(CostSource):
+    """``c_ij = a_i + b_j + 0.1·[i ≠ j]``: the identity is the unique optimum."""
+
+    def __init__(self, n: int, seed: int = 0):
+        rng = np.random.default_rng(seed)
+        self.a = rng.random(n)
+        self.b = rng.random(n)
+        self.shape = (int(n), int(n))
+        self.dtype = np.dtype(np.float64)
+
+    def state(self):
+        return _SanityState(self.a, self.b)
+
+
+class _LowRankState(NamedTuple):
+    w: np.ndarray   # (r, n1) row factors
+    wt: np.ndarray  # (r, n2) column factors, scaled by 1/r
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _low_rank_fill(s, i, buf):
+    n2 = buf.shape[0]
+    for j in range(n2):
+        buf[j] = 0.0
+    for k in range(s.w.shape[0]):
+        wi = s.w[k, i]
+        for j in range(n2):
+            buf[j] += wi * s.wt[k, j]
+    return buf
+
+
+_LowRankState._fill_row = _low_rank_fill
+
+
+class LowRank(CostSource):
+    """``c_ij = (1/r) Σ_k w_k[i] w_k[j]`` with ``w_k ~ U[0,1)^n`` (rank 1 is SSP's worst case)."""
+
+    def __init__(self, n: int, rank: int, seed: int = 0):
+        if int(rank) < 1:
+            raise ValueError(f"rank must be >= 1, got {rank}")
+        rng = np.random.default_rng(seed)
+        self.rank = int(rank)
+        self.w = rng.random((self.rank, n))
+        self.shape = (int(n), int(n))
+        self.dtype = np.dtype(np.float64)
+
+    def state(self):
+        return _LowRankState(self.w, self.w / self.rank)
+
+
+#: The paper's classes by name: ``name -> (n, seed) -> CostSource``.
+PROBLEMS = {
+    "random": lambda n, seed: Random(n, seed),
+    "geometric": lambda n, seed: Geometric(n, seed),
+    "disjoint": lambda n, seed: Disjoint(n, seed),
+    "sanity": lambda n, seed: Sanity(n, seed),
+    "rank1": lambda n, seed: LowRank(n, 1, seed),
+    "rank2": lambda n, seed: LowRank(n, 2, seed),
+    "rank4": lambda n, seed: LowRank(n, 4, seed),
+    "rank8": lambda n, seed: LowRank(n, 8, seed),
+    "integer": lambda n, seed: RandomInt(n, 10 * n, seed),
+    "integer0.1n": lambda n, seed: RandomInt(n, max(n // 10, 1), seed),
+    "integer1n": lambda n, seed: RandomInt(n, n, seed),
+}
+
+
+def problem(name: str, n: int, seed: int = 0) -> CostSource:
+    """The paper's problem class ``name`` (see ``PROBLEMS``) at size n as an on-demand source."""
+    try:
+        make = PROBLEMS[name]
+    except KeyError:
+        raise ValueError(f"unknown problem {name!r}; choose one of {sorted(PROBLEMS)}") from None
+    return make(int(n), int(seed))
+
+
+def generate(name: str, n: int, seed: int = 0) -> np.ndarray:
+    """The dense n×n matrix of problem class ``name`` for ``seed``."""
+    return problem(name, n, seed).dense()

@@ -1,0 +1,94 @@
+"""General cost sources: a dense array and squared Euclidean distances between point sets."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ._base import CostSource
+
+
+class _DenseState(NamedTuple):
+    matrix: np.ndarray  # (n1, n2), C-contiguous
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dense_fill(s, i, buf):
+    m = s.matrix
+    for j in range(buf.shape[0]):
+        buf[j] = m[i, j]
+    return buf
+
+
+_DenseState._fill_row = _dense_fill
+
+
+class Dense(CostSource):
+    """A cost matrix held in memory (any dtype the solver accepts)."""
+
+    def __init__(self, matrix):
+        m = np.asarray(matrix)
+        if m.ndim != 2:
+            raise ValueError(f"Dense: expected a 2-D matrix, got {m.ndim} dimensions")
+        self.matrix = np.ascontiguousarray(m)
+        self.shape = self.matrix.shape
+        self.dtype = self.matrix.dtype
+
+    def state(self):
+        return _DenseState(self.matrix)
+
+    def transpose(self):
+        return Dense(self.matrix.T)
+
+    def dense(self):
+        return self.matrix
+
+
+class _SqEuclideanState(NamedTuple):
+    x: np.ndarray   # (n1, d) float64, row points
+    yt: np.ndarray  # (d, n2) float64, column points, transposed for unit-stride rows
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sqeuclidean_fill(s, i, buf):
+    x = s.x
+    yt = s.yt
+    n2 = buf.shape[0]
+    for j in range(n2):
+        buf[j] = 0.0
+    for k in range(x.shape[1]):
+        xi = x[i, k]
+        for j in range(n2):
+            t = xi - yt[k, j]
+            buf[j] += t * t
+    return buf
+
+
+_SqEuclideanState._fill_row = _sqeuclidean_fill
+
+
+class SqEuclidean(CostSource):
+    r"""Squared Euclidean distance :math:`c_{ij} = \lVert x_i - y_j \rVert^2` (float64).
+
+    ``X`` has shape (n1, d), ``Y`` (n2, d); rows are the points of ``X``.
+    """
+
+    def __init__(self, X, Y):
+        x = np.asarray(X, dtype=np.float64)
+        y = np.asarray(Y, dtype=np.float64)
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
+            raise ValueError(f"SqEuclidean: X and Y must be (n, d) arrays with the same d, got "
+                             f"shapes {x.shape} and {y.shape}")
+        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+            raise ValueError("SqEuclidean: points must be finite (found NaN or inf)")
+        self.X = np.ascontiguousarray(x)
+        self.Y = np.ascontiguousarray(y)
+        self.shape = (x.shape[0], y.shape[0])
+        self.dtype = np.dtype(np.float64)
+
+    def state(self):
+        return _SqEuclideanState(self.X, np.ascontiguousarray(self.Y.T))
+
+    def transpose(self):
+        return SqEuclidean(self.Y, self.X)

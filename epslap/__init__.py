@@ -1,0 +1,25 @@
+"""epslap: exact, fast, larger-than-memory linear assignment by ε-pricing shortest paths.
+
+Public API: :func:`solve`, :func:`linear_sum_assignment` (a scipy drop-in), :func:`verify`,
+:class:`Solution`, :func:`precompile`.
+"""
+from ._api import linear_sum_assignment, solve
+from .certificate import verify
+from .errors import GPUUnavailableError, InfeasibleError
+from .solution import Solution
+
+__version__ = "0.1.0"
+
+__all__ = ["solve", "linear_sum_assignment", "verify", "Solution", "InfeasibleError",
+           "GPUUnavailableError", "precompile", "__version__"]
+
+
+def precompile() -> float:
+    """Compile (or load from Numba's disk cache) the CPU kernels for every dtype; return seconds."""
+    import time
+
+    import numpy as np
+    t0 = time.perf_counter()
+    for dtype in (np.float64, np.float32, np.int64, np.int32):
+        solve(np.arange(9, dtype=dtype).reshape(3, 3))
+    return time.perf_counter() - t0

@@ -1,0 +1,108 @@
+"""The public entry points: ``solve`` and the scipy drop-in ``linear_sum_assignment``."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ._validate import canonical_dense
+from .solution import Solution
+
+_BACKENDS = ("cpu",)
+
+
+def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
+          progress: bool = False) -> Solution:
+    r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
+
+    Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
+    side to the longer one (Guthe & Thuerck, "Algorithm 1015", ACM TOMS 47(2), 2021,
+    doi:10.1145/3442348): an estimate of the column potentials, a few ε-scaled passes that refine
+    them, and a final exact pass (ε = 0) whose result is optimal.
+
+    Parameters
+    ----------
+    cost : array_like, shape (n1, n2)
+        Cost matrix: float64, float32 (solved exactly as given) or any integer dtype (exact integer
+        arithmetic). ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``).
+    maximize : bool
+        Maximise instead of minimise.
+    epsilon : bool
+        Use ε-pricing (default). ``False`` runs plain successive shortest paths (one exact pass).
+    backend : {"cpu"}
+        Where to solve.
+    progress : bool
+        Draw a progress bar on stderr during the passes.
+
+    Returns
+    -------
+    Solution
+        ``row_ind``, ``col_ind`` (scipy conventions), ``cost``, duals ``u``, ``v`` and ``stats``.
+
+    Raises
+    ------
+    ValueError
+        Not a matrix; NaN or -inf entries; no complete finite assignment (``InfeasibleError``);
+        integer values that could overflow int64.
+    TypeError
+        A non-numeric array.
+    """
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+    t_start = time.perf_counter()
+    canon = canonical_dense(cost, maximize)
+    m = canon.matrix
+    n1, n2 = m.shape
+    if n1 == 0:
+        row_to_col = np.zeros(0, np.int64)
+        v = np.zeros(n2, np.int64 if canon.integral else np.float64)
+        stats: dict = {"backend": backend, "rows_evaluated": 0, "passes": 0, "epsilons": [],
+                       "time_estimate_s": 0.0, "time_solve_s": 0.0, "compile_s": 0.0}
+    else:
+        from .cpu.solver import solve_rows
+        row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
+                                          epsilon=epsilon, progress=progress)
+    return _finish(cost, canon, row_to_col, v, stats, maximize, t_start)
+
+
+def _finish(cost, canon, row_to_col, v, stats, maximize, t_start) -> Solution:
+    """Map the canonical solution back: transpose, sign, duals, and the objective value."""
+    m = canon.matrix
+    n1, n2 = m.shape
+    rows = np.arange(n1, dtype=np.int64)
+    work = v.dtype
+    assigned = m[rows, row_to_col].astype(work) if n1 else np.zeros(0, work)
+    u = assigned - v[row_to_col] if n1 else np.zeros(0, work)
+    if n2:
+        shift = v.max()  # unassigned columns tie at max v: after the shift their dual is 0
+        v = v - shift
+        u = u + shift
+    if maximize:
+        u, v = -u, -v
+    if canon.transposed:
+        order = np.argsort(row_to_col, kind="stable")
+        row_ind, col_ind = row_to_col[order], rows[order]
+        u, v = v, u
+    else:
+        row_ind, col_ind = rows, row_to_col
+    total = assigned.sum(dtype=work)
+    if maximize:
+        total = -total
+    stats = dict(stats)
+    stats.update(n_rows=int(m.shape[1] if canon.transposed else n1),
+                 n_cols=int(n1 if canon.transposed else n2),
+                 transposed=canon.transposed, maximize=maximize,
+                 time_total_s=time.perf_counter() - t_start)
+    cost_value = int(total) if canon.integral else float(total)
+    return Solution(row_ind=row_ind, col_ind=col_ind, cost=cost_value, u=u, v=v, stats=stats)
+
+
+def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Drop-in for :func:`scipy.optimize.linear_sum_assignment`: same results and errors.
+
+    Returns ``(row_ind, col_ind)`` as int64 arrays, ``row_ind`` sorted; the optimal assignment
+    is ``cost_matrix[row_ind, col_ind]``.
+    """
+    sol = solve(cost_matrix, maximize=maximize)
+    return sol.row_ind, sol.col_ind

@@ -1,0 +1,85 @@
+"""Input normalisation at the edge: validate once, then hand the core the canonical problem.
+
+Canonical problem: a C-contiguous 2-D array with ``n1 <= n2`` (transposed if needed), minimised
+(negated if ``maximize``), dtype float64, float32, int64 or int32, with no NaN and no -inf.
+Error messages for dense input are scipy's, so ``linear_sum_assignment`` is a drop-in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Largest |cost| times (4·n + 8) that keeps every potential and path length inside int64.
+_INT_LIMIT = 2**62
+
+
+@dataclass(frozen=True)
+class CanonicalDense:
+    matrix: np.ndarray  # (n1, n2), n1 <= n2, C-contiguous, minimised
+    transposed: bool
+    integral: bool
+
+
+def _float_kind(dtype: np.dtype) -> np.dtype | None:
+    if dtype == np.float64 or dtype == np.float32:
+        return dtype
+    if dtype == np.float16:
+        return np.dtype(np.float32)  # exact widening
+    return None
+
+
+def as_matrix(cost) -> np.ndarray:
+    """``np.asarray`` with scipy's type and shape errors."""
+    if hasattr(cost, "__cuda_array_interface__") and not isinstance(cost, np.ndarray):
+        raise TypeError("a GPU array was given to the CPU backend: pass backend='gpu' or "
+                        "copy it to the host first (cupy.asnumpy)")
+    arr = np.asarray(cost)
+    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and _float_kind(arr.dtype) is None
+                                         and arr.dtype != np.float64):
+        raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "
+                        "according to the rule 'safe'")
+    if arr.ndim != 2:
+        raise ValueError(f"expected a matrix (2-D array), got a {arr.ndim} array")
+    return arr
+
+
+def canonical_dense(cost, maximize: bool) -> CanonicalDense:
+    """Validate and orient a dense cost matrix; see the module docstring."""
+    arr = as_matrix(cost)
+    integral = arr.dtype.kind in "biu"
+    if integral:
+        arr = _integer_matrix(arr, maximize)
+    else:
+        arr = arr.astype(_float_kind(arr.dtype), copy=False)
+        if maximize:
+            arr = -arr
+        if arr.size and (np.isnan(arr).any() or np.isneginf(arr).any()):
+            raise ValueError("matrix contains invalid numeric entries")
+    transposed = arr.shape[0] > arr.shape[1]
+    if transposed:
+        arr = arr.T
+    return CanonicalDense(np.ascontiguousarray(arr), transposed, integral)
+
+
+def _integer_matrix(arr: np.ndarray, maximize: bool) -> np.ndarray:
+    """Integers stay exact: int32 where every value fits, else int64; refuse what could overflow."""
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    lo, hi = int(arr.min()), int(arr.max())
+    if maximize:
+        lo, hi = -hi, -lo
+    n = max(arr.shape)
+    bound = max(abs(lo), abs(hi)) * (4 * n + 8)
+    if bound >= _INT_LIMIT:
+        raise ValueError(
+            f"integer costs in [{lo}, {hi}] could overflow int64 during the solve of an "
+            f"{arr.shape[0]}x{arr.shape[1]} problem (|cost| * (4n + 8) must stay below 2**62); "
+            "shift or rescale the costs, or pass them as float64")
+    target = np.int32 if (lo >= -2**31 and hi < 2**31) else np.int64
+    out = arr.astype(target if not maximize else np.int64)
+    if maximize:
+        out = -out
+        if target == np.int32:
+            out = out.astype(np.int32)
+    return out

@@ -1,0 +1,9 @@
+"""Exceptions raised by epslap. Each is a subclass of the builtin a scipy user already catches."""
+
+
+class InfeasibleError(ValueError):
+    """No complete assignment with finite cost exists."""
+
+
+class GPUUnavailableError(RuntimeError):
+    """The GPU backend was asked for but CuPy or a CUDA device is missing."""
