@@ -51,22 +51,24 @@ def _augment(src, buf, f, n1, n2, v, eps, inf_val, d, pred, closed, closed_list,
             dj = row[j] - v[j]
             d[j] = dj
             pred[j] = f
-            jf = owner[j] < 0
-            if _better(dj, best, jf, best_free) or jmin < 0:
-                best = dj
-                jmin = j
-                best_free = jf
+            if dj <= best:
+                jf = owner[j] < 0
+                if _better(dj, best, jf, best_free):
+                    best = dj
+                    jmin = j
+                    best_free = jf
     else:
         for j in range(n2):
             dj = zero - v[j]
             d[j] = dj
             pred[j] = f
-            jf = owner[j] < 0
-            if _better(dj, best, jf, best_free) or jmin < 0:
-                best = dj
-                jmin = j
-                best_free = jf
-    if not best < inf_val:
+            if dj <= best:
+                jf = owner[j] < 0
+                if _better(dj, best, jf, best_free):
+                    best = dj
+                    jmin = j
+                    best_free = jf
+    if jmin < 0 or not best < inf_val:
         return STATUS_INFEASIBLE
     mn = best
     n_closed = 1
@@ -86,31 +88,35 @@ def _augment(src, buf, f, n1, n2, v, eps, inf_val, d, pred, closed, closed_list,
                 if closed[j]:
                     continue
                 cand = ((row[j] - cij) - (v[j] - vjmin)) + mn
-                if cand < d[j]:
+                dj = d[j]
+                if cand < dj:
                     d[j] = cand
                     pred[j] = i
-                dj = d[j]
-                jf = owner[j] < 0
-                if _better(dj, best, jf, best_free) or jnext < 0:
-                    best = dj
-                    jnext = j
-                    best_free = jf
+                    dj = cand
+                if dj <= best:
+                    jf = owner[j] < 0
+                    if _better(dj, best, jf, best_free):
+                        best = dj
+                        jnext = j
+                        best_free = jf
         else:
             # A virtual row: cost 0 everywhere.
             for j in range(n2):
                 if closed[j]:
                     continue
                 cand = (vjmin - v[j]) + mn
-                if cand < d[j]:
+                dj = d[j]
+                if cand < dj:
                     d[j] = cand
                     pred[j] = i
-                dj = d[j]
-                jf = owner[j] < 0
-                if _better(dj, best, jf, best_free) or jnext < 0:
-                    best = dj
-                    jnext = j
-                    best_free = jf
-        if not best < inf_val:
+                    dj = cand
+                if dj <= best:
+                    jf = owner[j] < 0
+                    if _better(dj, best, jf, best_free):
+                        best = dj
+                        jnext = j
+                        best_free = jf
+        if jnext < 0 or not best < inf_val:
             for k in range(n_closed):
                 closed[closed_list[k]] = False
             return STATUS_INFEASIBLE

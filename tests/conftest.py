@@ -1,0 +1,41 @@
+"""Shared helpers: the independent references every test compares against."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import epslap
+
+
+def scipy_optimum(cost, maximize=False):
+    """scipy's optimal value, or None where scipy finds the matrix infeasible."""
+    c = np.asarray(cost)
+    try:
+        r, k = scipy_lsa(c.astype(np.float64), maximize=maximize)
+    except ValueError:
+        return None
+    return c[r, k].astype(np.float64).sum()
+
+
+def assert_optimal(cost, sol, maximize=False, rel=1e-9):
+    """The solution's cost equals scipy's, the assignment is complete and the duals certify it."""
+    c = np.asarray(cost)
+    ref = scipy_optimum(c, maximize)
+    assert ref is not None, "scipy found this matrix infeasible but epslap solved it"
+    scale = max(1.0, float(np.abs(c[np.isfinite(c)]).max()) if c.size else 1.0)
+    tol = rel * scale * max(c.shape)
+    got = c[sol.row_ind, sol.col_ind].astype(np.float64).sum()
+    assert abs(got - ref) <= tol, (got, ref)
+    assert abs(float(sol.cost) - ref) <= tol
+    assert len(sol.row_ind) == min(c.shape)
+    assert np.all(np.diff(sol.row_ind) > 0)
+    assert len(np.unique(sol.col_ind)) == len(sol.col_ind)
+    cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
+    assert cert["optimal"], cert
+    assert cert["max_violation"] <= tol and abs(cert["gap"]) <= tol, cert
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

@@ -1,0 +1,199 @@
+"""The CPU solver against scipy (optimal value) and its own dual certificate."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import costfns
+import epslap
+from conftest import assert_optimal, scipy_optimum
+
+DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.uint8]
+
+
+@st.composite
+def cost_matrices(draw):
+    """Small matrices of every kind: rectangular, integer/float32, heavy ties, +inf patterns."""
+    n1 = draw(st.integers(1, 9))
+    n2 = draw(st.integers(1, 9))
+    dtype = draw(st.sampled_from(DTYPES))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    levels = draw(st.sampled_from([2, 5, 100, 0]))  # few distinct values = many ties; 0: continuous
+    if levels:
+        c = rng.integers(0, levels, size=(n1, n2)).astype(dtype)
+    elif np.issubdtype(dtype, np.integer):
+        c = rng.integers(0, min(np.iinfo(dtype).max, 2**40), size=(n1, n2)).astype(dtype)
+    else:
+        c = (rng.random((n1, n2)) * 100).astype(dtype)
+    if np.issubdtype(dtype, np.floating) and draw(st.booleans()):
+        c[rng.random((n1, n2)) < draw(st.sampled_from([0.2, 0.5, 0.8]))] = np.inf
+    return c
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(c=cost_matrices(), maximize=st.booleans())
+def test_matches_scipy(c, maximize):
+    if maximize and np.issubdtype(c.dtype, np.floating):
+        c = np.where(np.isinf(c), -np.inf, c)  # forbidden pairs are -inf when maximising
+    ref = scipy_optimum(c, maximize)
+    if ref is None:
+        with pytest.raises(ValueError, match="cost matrix is infeasible"):
+            epslap.solve(c, maximize=maximize)
+        return
+    sol = epslap.solve(c, maximize=maximize)
+    assert_optimal(c, sol, maximize)
+    if np.issubdtype(c.dtype, np.integer):
+        assert isinstance(sol.cost, int) and sol.cost == int(round(ref))
+
+
+@pytest.mark.parametrize("epsilon", [True, False])
+@pytest.mark.parametrize("name", ["random", "geometric", "disjoint", "sanity", "rank1", "rank2",
+                                  "rank4", "rank8", "integer", "integer0.1n", "integer1n"])
+def test_paper_classes_against_scipy(name, epsilon):
+    c = costfns.generate(name, 300, seed=7)
+    sol = epslap.solve(c, epsilon=epsilon)
+    assert_optimal(c, sol)
+    assert sol.stats["passes"] >= 1 and sol.stats["rows_evaluated"] >= 300
+
+
+@pytest.mark.parametrize("name", ["random", "geometric", "rank8"])
+def test_paper_classes_n1000(name):
+    c = costfns.generate(name, 1000, seed=1)
+    sol = epslap.solve(c)
+    assert_optimal(c, sol)
+    assert sol.stats["passes"] >= 2, "ε-pricing should run at least one ε-pass here"
+
+
+def test_sanity_class_returns_identity_in_n_rows():
+    c = costfns.generate("sanity", 500, seed=3)
+    sol = epslap.solve(c)
+    np.testing.assert_array_equal(sol.col_ind, np.arange(500))
+    assert sol.stats["rows_evaluated"] == 500  # ALGORITHM.md §2: one exact pass, n rows
+
+
+@pytest.mark.parametrize("shape", [(40, 90), (90, 40), (1, 50), (50, 1), (1, 1)])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_rectangular_both_ways(shape, dtype, rng):
+    c = (rng.random(shape) * 1000).astype(dtype)
+    sol = epslap.solve(c)
+    assert_optimal(c, sol)
+    r, k = scipy_lsa(c)
+    np.testing.assert_array_equal(sol.row_ind, r)  # same rows (scipy's convention) ...
+    assert c[sol.row_ind, sol.col_ind].sum() == pytest.approx(c[r, k].sum())  # ... same optimum
+
+
+def test_float32_is_solved_as_given(rng):
+    # values that collide in float32 but not in float64: the answer is optimal for the float32 data
+    c = (rng.random((60, 60)) * 1e4).astype(np.float32)
+    sol = epslap.solve(c)
+    assert_optimal(c, sol)
+    assert isinstance(sol.cost, float)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 5), (5, 0)])
+def test_empty(shape):
+    sol = epslap.solve(np.zeros(shape))
+    assert sol.row_ind.shape == (0,) and sol.col_ind.shape == (0,) and sol.cost == 0
+    r, k = epslap.linear_sum_assignment(np.zeros(shape))
+    assert r.dtype == np.int64 and k.dtype == np.int64
+
+
+def test_scipy_drop_in_examples():
+    # the examples of scipy's documentation and test suite
+    cost = np.array([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
+    r, k = epslap.linear_sum_assignment(cost)
+    np.testing.assert_array_equal(r, [0, 1, 2])
+    np.testing.assert_array_equal(k, [1, 0, 2])
+    assert cost[r, k].sum() == 5
+    c2 = np.array([[400, 150, 400], [400, 450, 600], [300, 225, 300]])
+    r, k = epslap.linear_sum_assignment(c2)
+    assert c2[r, k].sum() == 850
+    r, k = epslap.linear_sum_assignment(c2, maximize=True)
+    assert c2[r, k].sum() == scipy_optimum(c2, maximize=True)
+    c3 = np.array([[10, 10, 8], [9, 8, 1], [9, 7, 4]], dtype=float)
+    r, k = epslap.linear_sum_assignment(c3.T)
+    rs, ks = scipy_lsa(c3.T)
+    assert c3.T[r, k].sum() == c3.T[rs, ks].sum()
+    b = np.array([[True, False], [False, True]])
+    np.testing.assert_array_equal(epslap.linear_sum_assignment(b)[1], scipy_lsa(b)[1])
+
+
+def test_inf_forbidden_pairs_and_infeasible():
+    c = np.array([[np.inf, 1.0], [2.0, np.inf]])
+    sol = epslap.solve(c)
+    np.testing.assert_array_equal(sol.col_ind, [1, 0])
+    bad = np.array([[np.inf, np.inf], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        epslap.solve(bad)
+    with pytest.raises(epslap.InfeasibleError):
+        epslap.linear_sum_assignment(bad)
+    # infeasible only through the matching structure (Hall's condition), not a whole row
+    hall = np.array([[1.0, np.inf, np.inf], [2.0, np.inf, np.inf], [1.0, 1.0, 1.0]])
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        epslap.solve(hall)
+
+
+@pytest.mark.parametrize("bad, exc, match", [
+    (np.array([[np.nan, 1.0], [1.0, 2.0]]), ValueError, "matrix contains invalid numeric entries"),
+    (np.array([[-np.inf, 1.0], [1.0, 2.0]]), ValueError, "matrix contains invalid numeric entries"),
+    (np.zeros(3), ValueError, r"expected a matrix \(2-D array\), got a 1 array"),
+    (np.zeros((2, 2, 2)), ValueError, r"expected a matrix \(2-D array\), got a 3 array"),
+    (np.array([["a", "b"]]), TypeError, "Cannot cast array data from dtype"),
+    (np.array([[1 + 1j]]), TypeError, "Cannot cast array data from dtype"),
+    (np.array([[object()]]), TypeError, "Cannot cast array data from dtype"),
+    (np.array([[2**62, 0], [0, 1]], dtype=np.int64), ValueError, "could overflow int64"),
+])
+def test_bad_input_errors(bad, exc, match):
+    with pytest.raises(exc, match=match):
+        epslap.solve(bad)
+    with pytest.raises(exc, match=match):
+        epslap.linear_sum_assignment(bad)
+    try:  # the same exception type as scipy, where scipy raises at all
+        scipy_lsa(bad)
+    except (ValueError, TypeError) as ref:
+        assert isinstance(ref, exc)
+
+
+def test_maximize_with_inf_is_invalid_like_scipy():
+    c = np.array([[np.inf, 1.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c, maximize=True)
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        epslap.solve(np.eye(2), backend="tpu")
+
+
+def test_plain_ssp_evaluates_more_rows_than_epsilon_on_rank1():
+    c = costfns.generate("rank1", 400, seed=0)
+    with_eps = epslap.solve(c).stats["rows_evaluated"]
+    without = epslap.solve(c, epsilon=False).stats["rows_evaluated"]
+    assert with_eps * 10 < without  # ALGORITHM.md §5: 3,503 vs 500,500 at n = 1000
+
+
+def test_stats_fields():
+    sol = epslap.solve(costfns.generate("geometric", 200, 0))
+    for key in ("rows_evaluated", "passes", "epsilons", "time_estimate_s", "time_solve_s",
+                "compile_s"):
+        assert key in sol.stats
+    assert len(sol.stats["epsilons"]) == sol.stats["passes"]
+    assert sol.stats["epsilons"][-1] == 0.0
+    r, k = sol  # unpacks like scipy's tuple
+    assert r is sol.row_ind and k is sol.col_ind
+
+
+def test_verify_detects_a_wrong_answer():
+    c = costfns.generate("random", 50, 1)
+    sol = epslap.solve(c)
+    cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)
+    assert cert["optimal"] and abs(cert["gap"]) < 1e-9
+    worse = np.roll(sol.col_ind, 1)
+    cert = epslap.verify(c, sol.row_ind, worse, sol.u, sol.v)
+    assert not cert["optimal"] and cert["gap"] > 1e-6
+    cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u + 1.0, sol.v)
+    assert not cert["optimal"] and cert["max_violation"] > 0.5
