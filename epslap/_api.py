@@ -13,7 +13,7 @@ _BACKENDS = ("cpu",)
 
 
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
-          progress: bool = False) -> Solution:
+          memory: int | str | None = None, cache: str = "auto", progress: bool = False) -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
 
     Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
@@ -23,15 +23,21 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
 
     Parameters
     ----------
-    cost : array_like, shape (n1, n2)
+    cost : array_like, shape (n1, n2), or a ``costfns.CostSource``
         Cost matrix: float64, float32 (solved exactly as given) or any integer dtype (exact integer
-        arithmetic). ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``).
+        arithmetic). ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``). A cost source
+        (point sets, a function, a file, the paper's classes) is evaluated row by row on demand.
     maximize : bool
         Maximise instead of minimise.
     epsilon : bool
         Use ε-pricing (default). ``False`` runs plain successive shortest paths (one exact pass).
     backend : {"cpu"}
         Where to solve.
+    memory : int or str, optional
+        Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
+        whole matrix fits it is computed once as a table, else rows go through a row cache.
+    cache : {"auto", "lfu", "slru"}
+        Row cache policy; ``auto`` picks LFU when at least a quarter of the rows fit, else SLRU.
     progress : bool
         Draw a progress bar on stderr during the passes.
 
@@ -51,11 +57,17 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
     t_start = time.perf_counter()
+    from costfns import CostSource
+    if isinstance(cost, CostSource):
+        from ._ondemand import solve_source
+        return solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
+                            progress=progress, t_start=t_start)
     canon = canonical_dense(cost, maximize)
     m = canon.matrix
     n1, n2 = m.shape
     if n1 == 0:
         row_to_col = np.zeros(0, np.int64)
+        assigned = np.zeros(0, np.int64 if canon.integral else np.float64)
         v = np.zeros(n2, np.int64 if canon.integral else np.float64)
         stats: dict = {"backend": backend, "rows_evaluated": 0, "passes": 0, "epsilons": [],
                        "time_estimate_s": 0.0, "time_solve_s": 0.0, "compile_s": 0.0}
@@ -63,16 +75,20 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         from .cpu.solver import solve_rows
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
                                           epsilon=epsilon, progress=progress)
-    return _finish(cost, canon, row_to_col, v, stats, maximize, t_start)
+        assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
+    return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
+                  maximize, t_start)
 
 
-def _finish(cost, canon, row_to_col, v, stats, maximize, t_start) -> Solution:
-    """Map the canonical solution back: transpose, sign, duals, and the objective value."""
-    m = canon.matrix
-    n1, n2 = m.shape
+def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize,
+           t_start) -> Solution:
+    """Map the canonical solution back: transpose, sign, duals, and the objective value.
+
+    ``assigned[i]`` is the canonical cost of row i's assigned pair (work dtype).
+    """
+    n1, n2 = shape
     rows = np.arange(n1, dtype=np.int64)
     work = v.dtype
-    assigned = m[rows, row_to_col].astype(work) if n1 else np.zeros(0, work)
     u = assigned - v[row_to_col] if n1 else np.zeros(0, work)
     if n2:
         shift = v.max()  # unassigned columns tie at max v: after the shift their dual is 0
@@ -80,21 +96,20 @@ def _finish(cost, canon, row_to_col, v, stats, maximize, t_start) -> Solution:
         u = u + shift
     if maximize:
         u, v = -u, -v
-    if canon.transposed:
+    if transposed:
         order = np.argsort(row_to_col, kind="stable")
         row_ind, col_ind = row_to_col[order], rows[order]
         u, v = v, u
     else:
         row_ind, col_ind = rows, row_to_col
-    total = assigned.sum(dtype=work)
+    total = assigned.sum(dtype=work) if n1 else work.type(0)
     if maximize:
         total = -total
     stats = dict(stats)
-    stats.update(n_rows=int(m.shape[1] if canon.transposed else n1),
-                 n_cols=int(n1 if canon.transposed else n2),
-                 transposed=canon.transposed, maximize=maximize,
+    stats.update(n_rows=int(n2 if transposed else n1), n_cols=int(n1 if transposed else n2),
+                 transposed=transposed, maximize=maximize,
                  time_total_s=time.perf_counter() - t_start)
-    cost_value = int(total) if canon.integral else float(total)
+    cost_value = int(total) if integral else float(total)
     return Solution(row_ind=row_ind, col_ind=col_ind, cost=cost_value, u=u, v=v, stats=stats)
 
 

@@ -16,6 +16,7 @@ from ._rows import get_row
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
+STATUS_INVALID = 3  # NaN or -inf in a row (only possible for on-demand sources)
 
 
 @njit(cache=True, nogil=True)
@@ -61,6 +62,14 @@ def _greedy_bounds(src, buf, n1, n2, perm, vf, pick_out):
 
 
 @njit(cache=True, nogil=True)
+def _assigned_costs(src, buf, row_to_col, out):
+    """out[i] = c[i][row_to_col[i]] (one more read of each row, for on-demand sources)."""
+    for i in range(row_to_col.shape[0]):
+        row = get_row(src, i, buf)
+        out[i] = row[row_to_col[i]]
+
+
+@njit(cache=True, nogil=True)
 def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
     """Stages A–E. Returns (status, eps_upper, eps_lower) as floats; fills v_out and perm_out."""
     # ---- A: forward sweep ------------------------------------------------------------------
@@ -77,6 +86,8 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
         p = -1
         for j in range(n2):
             c = np.float64(row[j])
+            if c != c or c == -np.inf:
+                return STATUS_INVALID, 0.0, 0.0
             if c < rmin:
                 rmin = c
             if not picked[j] and (c < pmin or p < 0):

@@ -75,11 +75,16 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     est_args = (src, buf, n1, n2, v, perm, integral)
     compile_s = _compile(est._estimate, est_args)
     t0 = time.perf_counter()
-    if epsilon:
-        status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
-        if status != est.STATUS_OK:
-            raise InfeasibleError("cost matrix is infeasible")
-    else:
+    # the estimate also validates every row of an on-demand source (NaN, -inf, empty rows)
+    status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
+    if status == est.STATUS_INVALID:
+        raise ValueError("matrix contains invalid numeric entries (NaN or -inf produced by the "
+                         "cost source)")
+    if status != est.STATUS_OK:
+        raise InfeasibleError("cost matrix is infeasible")
+    if not epsilon:  # plain SSP: start from v = 0, natural row order
+        v[:] = 0
+        perm[:] = np.arange(n1)
         eps_upper = eps_lower = 0.0
     time_estimate = time.perf_counter() - t0
 
@@ -108,3 +113,11 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         "threads": 1,
     }
     return row_to_col, v, stats
+
+
+def assigned_costs(src, n2: int, row_dtype, row_to_col: np.ndarray, work) -> np.ndarray:
+    """Canonical cost of every assigned pair, read through ``src``."""
+    out = np.empty(len(row_to_col), dtype=work)
+    if len(row_to_col):
+        est._assigned_costs(src, np.empty(n2, row_dtype), row_to_col, out)
+    return out

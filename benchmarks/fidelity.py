@@ -1,0 +1,60 @@
+"""Rows evaluated by epslap vs the paper's Table 1 (ALGORITHM.md §5), mean over seeds.
+
+    python benchmarks/fidelity.py --sizes 1000 2000 4000 --seeds 3 --json benchmarks/fidelity.json
+
+Prints a Markdown table (ours, paper, ratio) to paste into RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+
+import numpy as np
+
+import costfns
+import epslap
+
+PAPER = {  # Guthe & Thuerck 2021, Table 1 (rows evaluated with ε, CPU)
+    1000: dict(sanity=1000, random=12824, geometric=19998, disjoint=28229, rank1=3503,
+               rank2=28969, rank4=25239, rank8=22989),
+    2000: dict(sanity=2000, random=29606, geometric=54741, disjoint=76140, rank1=7435,
+               rank2=72742, rank4=61461, rank8=57539),
+    4000: dict(sanity=4000, random=65389, geometric=125907, disjoint=190391, rank1=16519,
+               rank2=185804, rank4=142926, rank8=120681),
+    8000: dict(sanity=8000, random=153469, geometric=301640, disjoint=496800, rank1=35822,
+               rank2=456406, rank4=328156, rank8=276196),
+}
+CLASSES = ["sanity", "random", "geometric", "disjoint", "rank1", "rank2", "rank4", "rank8"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--classes", nargs="+", default=CLASSES)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    rows = []
+    for n in args.sizes:
+        for name in args.classes:
+            counts, passes = [], []
+            for seed in range(args.seeds):
+                sol = epslap.solve(costfns.generate(name, n, seed))
+                counts.append(sol.stats["rows_evaluated"])
+                passes.append(sol.stats["passes"])
+            ours = float(np.mean(counts))
+            paper = PAPER.get(n, {}).get(name)
+            rows.append(dict(n=n, cls=name, ours=ours, paper=paper, passes=float(np.mean(passes)),
+                             ratio=ours / paper if paper else None))
+            r = rows[-1]
+            print(f"| {n} | {name} | {ours:,.0f} | {paper or '–':,} | "
+                  f"{r['ratio']:.2f} | {r['passes']:.1f} |" if paper else
+                  f"| {n} | {name} | {ours:,.0f} | – | – | {r['passes']:.1f} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine=platform.platform(), rows=rows), fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""User-defined costs: a function of (i, j) or of a row, and a ``.npy`` file on disk.
+
+A Numba-jitted function is called from the compiled solver directly (no Python round trip); a
+plain Python function is called through Numba's object mode, one row at a time.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+from numba import njit, objmode
+from numba.core.registry import CPUDispatcher
+
+from ._base import CostSource
+
+
+class _JitElementState(NamedTuple):
+    fn: Any
+
+
+@njit(nogil=True, inline="always")
+def _jit_element_fill(s, i, buf):
+    for j in range(buf.shape[0]):
+        buf[j] = s.fn(i, j)
+    return buf
+
+
+_JitElementState._fill_row = _jit_element_fill
+
+
+class _JitRowState(NamedTuple):
+    fn: Any
+
+
+@njit(nogil=True, inline="always")
+def _jit_row_fill(s, i, buf):
+    s.fn(i, buf)
+    return buf
+
+
+_JitRowState._fill_row = _jit_row_fill
+
+
+# Python callables are looked up by key from object mode (a NamedTuple cannot hold a PyObject).
+_PY_FUNCS: dict[int, Callable] = {}
+_KEYS = itertools.count(1)
+
+
+def _py_fill(key, i, buf):
+    _PY_FUNCS[int(key)](int(i), buf)
+
+
+class _PyState(NamedTuple):
+    key: np.int64
+
+
+@njit(nogil=True)
+def _py_row_fill(s, i, buf):
+    with objmode():
+        _py_fill(s.key, i, buf)
+    return buf
+
+
+_PyState._fill_row = _py_row_fill
+
+
+class FunctionSource(CostSource):
+    """Costs from a user function; build it with :func:`from_function`."""
+
+    def __init__(self, fn, shape, dtype, kind):
+        self.fn, self.kind = fn, kind
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.dtype = np.dtype(dtype)
+        self._key = None
+
+    def state(self):
+        if isinstance(self.fn, CPUDispatcher):
+            return (_JitElementState if self.kind == "element" else _JitRowState)(self.fn)
+        if self._key is None:
+            self._key = next(_KEYS)
+            _PY_FUNCS[self._key] = self._python_row
+        return _PyState(np.int64(self._key))
+
+    def _python_row(self, i: int, buf: np.ndarray) -> None:
+        n2 = self.shape[1]
+        if self.kind == "element":
+            for j in range(n2):
+                buf[j] = self.fn(i, j)
+            return
+        out = self.fn(i) if _arity(self.fn) == 1 else self.fn(i, buf)
+        if out is None:
+            return
+        out = np.asarray(out)
+        if out.shape != (n2,):
+            raise ValueError(f"cost function returned shape {out.shape} for row {i}; "
+                             f"expected ({n2},)")
+        if not np.can_cast(out.dtype, self.dtype, "same_kind"):
+            raise ValueError(f"cost function returned dtype {out.dtype} for row {i}; "
+                             f"expected {self.dtype}")
+        buf[:] = out
+
+
+def _arity(fn) -> int:
+    import inspect
+    try:
+        return len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return 2
+
+
+def from_function(fn: Callable, shape: tuple[int, int], *, dtype=np.float64,
+                  kind: str = "element") -> FunctionSource:
+    """A cost source from ``fn``.
+
+    ``kind="element"``: ``fn(i, j) -> cost``. ``kind="row"``: ``fn(i) -> row`` or ``fn(i, out)``
+    filling ``out`` (shape (n2,)). A Numba-jitted ``fn`` (``@numba.njit``; for rows the
+    ``fn(i, out)`` form) runs inside the compiled solver; a plain Python one through object mode.
+    NaN or -inf values are reported as errors by the solve.
+    """
+    if kind not in ("element", "row"):
+        raise ValueError(f"kind must be 'element' or 'row', got {kind!r}")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if len(shape) != 2 or min(shape) < 0:
+        raise ValueError(f"shape must be (n1, n2) with non-negative sizes, got {shape}")
+    dt = np.dtype(dtype)
+    if dt not in (np.float64, np.float32, np.int64, np.int32):
+        raise ValueError(f"dtype must be float64, float32, int64 or int32, got {dt}")
+    return FunctionSource(fn, shape, dt, kind)
+
+
+class OnDisk(CostSource):
+    """A ``.npy`` matrix read through a memory map: only the rows the solver asks for are read."""
+
+    def __init__(self, path):
+        try:
+            self.matrix = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"OnDisk: cannot read {path!r} as a .npy file: {exc}") from exc
+        if self.matrix.ndim != 2:
+            raise ValueError(f"OnDisk: expected a 2-D matrix, got {self.matrix.ndim} dimensions")
+        if not self.matrix.flags.c_contiguous:
+            raise ValueError("OnDisk: the .npy file must be in C order (rows contiguous)")
+        self.path = path
+        self.shape = self.matrix.shape
+        self.dtype = self.matrix.dtype
+
+    def state(self):
+        # a plain ndarray over the mapped buffer: the solver takes row views, pages load lazily
+        return np.asarray(self.matrix)
+
+    def transpose(self):
+        raise ValueError("OnDisk: a matrix with more rows than columns cannot be streamed "
+                         "transposed; save its transpose (in C order) instead")

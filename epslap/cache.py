@@ -1,0 +1,191 @@
+"""Row caches under a memory budget: LFU and SLRU over fixed row slots (ALGORITHM.md §7).
+
+Guthe & Thuerck 2021, §4: the solver only ever needs one cost row at a time; rows that do not fit
+are recomputed on demand. A cache is itself a cost source (a ``NamedTuple`` with ``_fill_row``)
+wrapping another one, so the one compiled solver loop is unchanged.
+
+- **LFU**: access counts per row id for the whole solve (an evicted row keeps its count); the
+  victim is the slot whose row has the lowest count (ties: higher row id); empty slots first.
+- **SLRU**: a probationary and a protected segment (protected capacity ⌊E/2⌋). A miss replaces the
+  probationary LRU slot (empty slots first) and puts it at the probationary MRU end; a hit in
+  probationary promotes to the protected MRU end (demoting the protected LRU to the probationary MRU
+  end when protected is full); a hit in protected moves it to the protected MRU end.
+
+State arrays (E slots, n rows): ``slots`` (E, n2), ``slot_row`` (E,), ``row_slot`` (n,),
+``counts`` (n,), ``prev``/``nxt`` (E,) list links, ``seg`` (E,) segment of a slot (0 probationary,
+1 protected, -1 empty), ``meta`` int64[8]: [policy, heads/tails of the two lists, protected
+size, protected capacity, unused], ``hits`` int64[2]: [hits, misses].
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .cpu._rows import get_row
+
+LFU, SLRU = 0, 1
+POLICIES = {"lfu": LFU, "slru": SLRU}
+# meta indices
+_POLICY, _PH, _PT, _QH, _QT, _QSIZE, _QCAP = 0, 1, 2, 3, 4, 5, 6  # P: probationary, Q: protected
+
+
+class CachedState(NamedTuple):
+    inner: Any
+    slots: np.ndarray
+    slot_row: np.ndarray
+    row_slot: np.ndarray
+    counts: np.ndarray
+    prev: np.ndarray
+    nxt: np.ndarray
+    seg: np.ndarray
+    meta: np.ndarray
+    hits: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def _unlink(s, k, head, tail):
+    p, q = s.prev[k], s.nxt[k]
+    if p >= 0:
+        s.nxt[p] = q
+    else:
+        s.meta[head] = q
+    if q >= 0:
+        s.prev[q] = p
+    else:
+        s.meta[tail] = p
+    s.prev[k] = -1
+    s.nxt[k] = -1
+
+
+@njit(cache=True, nogil=True)
+def _push_mru(s, k, head, tail):
+    """Append slot k at the MRU end (the tail) of a list."""
+    t = s.meta[tail]
+    s.prev[k] = t
+    s.nxt[k] = -1
+    if t >= 0:
+        s.nxt[t] = k
+    else:
+        s.meta[head] = k
+    s.meta[tail] = k
+
+
+@njit(cache=True, nogil=True)
+def _slru_hit(s, k):
+    if s.seg[k] == 1:
+        _unlink(s, k, _QH, _QT)
+        _push_mru(s, k, _QH, _QT)
+        return
+    _unlink(s, k, _PH, _PT)
+    if s.meta[_QCAP] == 0:  # E = 1: no protected segment
+        _push_mru(s, k, _PH, _PT)
+        return
+    if s.meta[_QSIZE] >= s.meta[_QCAP]:
+        lru = s.meta[_QH]
+        _unlink(s, lru, _QH, _QT)
+        s.seg[lru] = 0
+        _push_mru(s, lru, _PH, _PT)
+        s.meta[_QSIZE] -= 1
+    s.seg[k] = 1
+    _push_mru(s, k, _QH, _QT)
+    s.meta[_QSIZE] += 1
+
+
+@njit(cache=True, nogil=True)
+def _victim(s, i):
+    """The slot to (re)fill for a missed row ``i`` (removed from its list for SLRU)."""
+    n_slots = s.slot_row.shape[0]
+    if s.meta[_POLICY] == LFU:
+        best = -1
+        for k in range(n_slots):
+            r = s.slot_row[k]
+            if r < 0:
+                return k
+            if best < 0:
+                best = k
+                continue
+            rb = s.slot_row[best]
+            if s.counts[r] < s.counts[rb] or (s.counts[r] == s.counts[rb] and r > rb):
+                best = k
+        return best
+    for k in range(n_slots):  # empty slots first
+        if s.seg[k] < 0:
+            return k
+    k = s.meta[_PH]
+    _unlink(s, k, _PH, _PT)
+    return k
+
+
+@njit(cache=True, nogil=True)
+def access(s, i):
+    """Slot holding row ``i`` after one access (computing the row on a miss)."""
+    s.counts[i] += 1
+    k = s.row_slot[i]
+    if k >= 0:
+        s.hits[0] += 1
+        if s.meta[_POLICY] == SLRU:
+            _slru_hit(s, k)
+        return k
+    s.hits[1] += 1
+    k = _victim(s, i)
+    old = s.slot_row[k]
+    if old >= 0:
+        s.row_slot[old] = -1
+    slot = s.slots[k]
+    row = get_row(s.inner, i, slot)
+    for j in range(slot.shape[0]):  # a no-op when the inner source filled the slot itself
+        slot[j] = row[j]
+    s.slot_row[k] = i
+    s.row_slot[i] = k
+    if s.meta[_POLICY] == SLRU:
+        s.seg[k] = 0
+        _push_mru(s, k, _PH, _PT)
+    return k
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cached_fill(s, i, buf):
+    return s.slots[access(s, i)]
+
+
+CachedState._fill_row = _cached_fill
+
+
+def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str, dtype) -> CachedState:
+    """A cache of ``capacity`` row slots over ``inner_state`` (a cost source's compiled state)."""
+    if capacity < 1:
+        raise ValueError(f"cache capacity must be at least one row, got {capacity}")
+    if policy not in POLICIES:
+        raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {policy!r}")
+    capacity = int(min(capacity, max(n_rows, 1)))
+    meta = np.full(8, -1, np.int64)
+    meta[_POLICY] = POLICIES[policy]
+    meta[_QSIZE] = 0
+    meta[_QCAP] = capacity // 2
+    return CachedState(inner_state, np.empty((capacity, n_cols), dtype),
+                       np.full(capacity, -1, np.int64), np.full(n_rows, -1, np.int64),
+                       np.zeros(n_rows, np.int64), np.full(capacity, -1, np.int64),
+                       np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64), meta,
+                       np.zeros(2, np.int64))
+
+
+_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,
+          "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12, "tib": 2**40}
+
+
+def parse_memory(memory) -> int:
+    """Bytes from an int or a string such as ``"512MiB"``, ``"2 GB"``, ``"1.5GiB"``."""
+    if isinstance(memory, (int, np.integer)) and not isinstance(memory, bool):
+        value = int(memory)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(memory))
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"memory must be a number of bytes or a string like '2GiB' or "
+                             f"'500MB', got {memory!r}")
+        value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise ValueError(f"memory must be positive, got {memory!r}")
+    return value
