@@ -6,7 +6,8 @@ Every source knows its ``shape`` and ``dtype`` and produces any row from compile
 from ._base import CostSource
 from .classes import (PROBLEMS, Disjoint, Geometric, LowRank, Random, RandomInt, Sanity,
                       generate, problem)
+from .functions import FunctionSource, OnDisk, from_function
 from .sources import Dense, SqEuclidean
 
 __all__ = ["CostSource", "Dense", "SqEuclidean", "Random", "RandomInt", "Geometric", "Disjoint",
-           "Sanity", "LowRank", "PROBLEMS", "problem", "generate"]
+           "Sanity", "LowRank", "OnDisk", "from_function", "FunctionSource", "PROBLEMS", "problem", "generate"]

@@ -22,6 +22,15 @@ def _materialise(state, out):
         get_row(state, i, out[i])
 
 
+@njit(cache=True, nogil=True)
+def _fill_block(state, start, out):
+    """out[k] = row start + k, serially (for a few rows; ``_materialise`` for all of them)."""
+    for k in range(out.shape[0]):
+        row = get_row(state, start + k, out[k])
+        for j in range(out.shape[1]):  # a no-op when the source filled out[k] itself
+            out[k, j] = row[j]
+
+
 class CostSource:
     """Base class of cost sources. Subclasses set ``shape``, ``dtype`` and implement ``state()``."""
 
@@ -43,9 +52,13 @@ class CostSource:
         """Row ``i`` as a new array (computed by the compiled row function)."""
         if not 0 <= i < self.shape[0]:
             raise IndexError(f"row {i} out of range for shape {self.shape}")
-        out = np.empty((1, self.shape[1]), dtype=self.dtype)
-        _materialise(_RowOffset.make(self.state(), i), out)
-        return out[0]
+        return self.rows(i, i + 1)[0]
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start … stop-1`` as a new (stop - start, n2) array."""
+        out = np.empty((max(stop - start, 0), self.shape[1]), dtype=self.dtype)
+        _fill_block(self.state(), np.int64(start), out)
+        return out
 
     def dense(self) -> np.ndarray:
         """Materialise the whole matrix (n1 × n2 × itemsize bytes)."""
@@ -55,28 +68,3 @@ class CostSource:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, dtype={np.dtype(self.dtype).name})"
-
-
-from typing import Any, NamedTuple  # noqa: E402
-
-
-class _RowOffset(NamedTuple):
-    """Row ``i + offset`` of an inner state: lets ``row()`` reuse the materialiser."""
-
-    inner: Any
-    offset: int
-
-    @staticmethod
-    def make(inner, offset):
-        return _RowOffset(inner, np.int64(offset))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_offset_fill(s, i, buf):
-    row = get_row(s.inner, i + s.offset, buf)
-    for j in range(buf.shape[0]):  # a no-op when the inner source filled buf itself
-        buf[j] = row[j]
-    return buf
-
-
-_RowOffset._fill_row = _row_offset_fill

@@ -47,8 +47,17 @@ _PY_FUNCS: dict[int, Callable] = {}
 _KEYS = itertools.count(1)
 
 
+_PY_ERRORS: dict[int, BaseException] = {}
+
+
 def _py_fill(key, i, buf):
-    _PY_FUNCS[int(key)](int(i), buf)
+    """Never raises into compiled code: an error is kept for the host and the row becomes NaN,
+    which stops the solve (the host then re-raises the original exception)."""
+    try:
+        _PY_FUNCS[int(key)](int(i), buf)
+    except BaseException as exc:  # noqa: BLE001 - re-raised by FunctionSource.raise_pending
+        _PY_ERRORS.setdefault(int(key), exc)
+        buf[:] = np.nan
 
 
 class _PyState(NamedTuple):
@@ -81,6 +90,27 @@ class FunctionSource(CostSource):
             self._key = next(_KEYS)
             _PY_FUNCS[self._key] = self._python_row
         return _PyState(np.int64(self._key))
+
+    def transpose(self) -> "FunctionSource":
+        if self.kind == "element" and not isinstance(self.fn, CPUDispatcher):
+            fn = self.fn
+            return FunctionSource(lambda i, j: fn(j, i), self.shape[::-1], self.dtype, "element")
+        raise ValueError("a row function with more rows than columns cannot be solved "
+                         "transposed; give the function of the transposed problem (rows = the "
+                         "shorter side)")
+
+    def raise_pending(self) -> None:
+        """Re-raise the first exception the user function raised during a compiled solve."""
+        if self._key is not None and self._key in _PY_ERRORS:
+            raise _PY_ERRORS.pop(self._key)
+
+    def dense(self) -> np.ndarray:
+        if isinstance(self.fn, CPUDispatcher):
+            return super().dense()
+        out = np.empty(self.shape, dtype=self.dtype)
+        for i in range(self.shape[0]):
+            self._python_row(i, out[i])
+        return out
 
     def _python_row(self, i: int, buf: np.ndarray) -> None:
         n2 = self.shape[1]

@@ -30,6 +30,13 @@ def _negated_fill(s, i, buf):
 _NegatedState._fill_row = _negated_fill
 
 
+def _raise_pending(source) -> None:
+    """A Python cost function that raised inside the compiled solve: surface its exception."""
+    pending = getattr(source, "raise_pending", None)
+    if pending is not None:
+        pending()
+
+
 def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start):
     """Solve a ``costfns.CostSource`` on the CPU (see :func:`epslap.solve`)."""
     n1, n2 = source.shape
@@ -68,9 +75,13 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start)
         v = np.zeros(n2, np.int64 if integral else np.float64)
         stats = {"backend": "cpu", "rows_evaluated": 0, "passes": 0, "epsilons": []}
     else:
-        row_to_col, v, stats = solve_rows(inner, n1, n2, dtype, integral=integral,
-                                          epsilon=epsilon, progress=progress)
+        try:
+            row_to_col, v, stats = solve_rows(inner, n1, n2, dtype, integral=integral,
+                                              epsilon=epsilon, progress=progress)
+        finally:
+            _raise_pending(source)
     assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
+    _raise_pending(source)
     stats.update(cache_info)
     cached = inner.inner if maximize else inner
     if hasattr(cached, "hits"):

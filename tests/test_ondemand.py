@@ -1,0 +1,213 @@
+"""Cost sources and the row cache: streamed and materialised paths agree; policies match a model."""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import costfns
+import epslap
+from conftest import assert_optimal
+from epslap.cache import access, make_cache, parse_memory
+
+SOURCES = {
+    "random": lambda: costfns.Random(50, seed=3),
+    "geometric": lambda: costfns.Geometric(50, seed=3),
+    "disjoint": lambda: costfns.Disjoint(50, seed=3),
+    "sanity": lambda: costfns.Sanity(50, seed=3),
+    "rank2": lambda: costfns.LowRank(50, 2, seed=3),
+    "integer": lambda: costfns.RandomInt(50, 500, seed=3),
+}
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_source_rows_match_dense_and_generator(name):
+    src = SOURCES[name]()
+    dense = src.dense()
+    assert dense.shape == src.shape and dense.dtype == src.dtype
+    for i in (0, 17, 49):
+        np.testing.assert_array_equal(src.row(i), dense[i])
+    np.testing.assert_array_equal(costfns.problem(name, 50, 3).dense(), dense)
+
+
+def test_class_definitions():
+    g = costfns.Geometric(30, seed=1)
+    d = ((g.X[:, None, :] - g.Y[None, :, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(g.dense(), d, rtol=1e-12)
+    s = costfns.Sanity(20, seed=2)
+    np.testing.assert_allclose(s.dense(), s.a[:, None] + s.b[None, :] + 0.1 * (1 - np.eye(20)))
+    lr = costfns.LowRank(20, 3, seed=2)
+    np.testing.assert_allclose(lr.dense(), lr.w.T @ lr.w / 3)
+    r = costfns.Random(300, seed=5).dense()
+    assert 0 <= r.min() and r.max() < 1 and abs(r.mean() - 0.5) < 0.01
+    assert not np.array_equal(r, costfns.Random(300, seed=6).dense())
+    ri = costfns.RandomInt(200, 10, seed=1).dense()
+    assert ri.min() == 0 and ri.max() == 10
+
+
+@pytest.mark.parametrize("memory_rows", [1, 3, 15, 60, None])
+@pytest.mark.parametrize("cache", ["lfu", "slru", "auto"])
+def test_cache_sizes_give_the_dense_optimum(memory_rows, cache):
+    src = costfns.Geometric(60, seed=4)
+    memory = None if memory_rows is None else memory_rows * 60 * 8
+    sol = epslap.solve(src, memory=memory, cache=cache)
+    assert_optimal(src.dense(), sol)
+    dense_sol = epslap.solve(src.dense())
+    assert sol.stats["rows_evaluated"] == dense_sol.stats["rows_evaluated"]
+    if memory_rows is not None and memory_rows < 60:
+        assert sol.stats["cache_rows"] == memory_rows
+        assert sol.stats["cache_misses"] >= 60
+        if cache == "auto":
+            assert sol.stats["cache_policy"] == ("lfu" if 4 * memory_rows >= 60 else "slru")
+    else:
+        assert sol.stats["cache_policy"] == "table"
+
+
+def test_rectangular_integer_and_maximize_sources():
+    src = costfns.SqEuclidean(np.random.default_rng(0).random((30, 3)),
+                              np.random.default_rng(1).random((45, 3)))
+    for s in (src, src.T):
+        for maximize in (False, True):
+            sol = epslap.solve(s, memory=5 * 45 * 8, maximize=maximize)
+            assert_optimal(s.dense(), sol, maximize=maximize)
+    ints = costfns.RandomInt(40, 1000, seed=2)
+    sol = epslap.solve(ints, memory=4 * 40 * 8)
+    assert isinstance(sol.cost, int)
+    assert_optimal(ints.dense(), sol)
+
+
+def test_function_sources_python_and_numba():
+    rng = np.random.default_rng(3)
+    c = rng.random((25, 30))
+
+    @numba.njit
+    def elem(i, j):
+        return c_global[i, j]
+
+    @numba.njit
+    def fill(i, out):
+        out[:] = c_global[i]
+
+    global c_global
+    c_global = c
+    variants = [
+        costfns.from_function(lambda i, j: c[i, j], c.shape),
+        costfns.from_function(lambda i: c[i], c.shape, kind="row"),
+        costfns.from_function(lambda i, out: out.__setitem__(slice(None), c[i]), c.shape,
+                              kind="row"),
+        costfns.from_function(elem, c.shape),
+        costfns.from_function(fill, c.shape, kind="row"),
+    ]
+    for src in variants:
+        np.testing.assert_array_equal(src.dense(), c)
+        assert_optimal(c, epslap.solve(src, memory=3 * 30 * 8))
+
+
+def test_ondisk(tmp_path):
+    c = costfns.Random(40, seed=9).dense()
+    np.save(tmp_path / "c.npy", c)
+    src = costfns.OnDisk(tmp_path / "c.npy")
+    assert_optimal(c, epslap.solve(src, memory=4 * 40 * 8))
+    with pytest.raises(ValueError, match="cannot read"):
+        costfns.OnDisk(tmp_path / "missing.npy")
+
+
+def test_bad_sources_and_budgets():
+    src = costfns.Random(100, seed=0)
+    with pytest.raises(ValueError, match="smaller than one cost row"):
+        epslap.solve(src, memory=100)
+    with pytest.raises(ValueError, match="memory must be"):
+        epslap.solve(src, memory="lots")
+    with pytest.raises(ValueError, match="cache must be one of"):
+        epslap.solve(src, cache="fifo")
+
+    def raises(i, j):
+        raise RuntimeError(f"sensor {i} offline")
+    with pytest.raises(RuntimeError, match="sensor 0 offline"):
+        epslap.solve(costfns.from_function(raises, (5, 5)))
+    with pytest.raises(ValueError, match=r"returned shape \(3,\)"):
+        epslap.solve(costfns.from_function(lambda i: np.zeros(3), (5, 5), kind="row"))
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        epslap.solve(costfns.from_function(lambda i, j: np.nan, (5, 5)))
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        epslap.solve(costfns.from_function(lambda i, j: np.nan, (50, 50)), memory=2 * 50 * 8)
+    with pytest.raises(ValueError, match="kind must be"):
+        costfns.from_function(lambda i, j: 0.0, (5, 5), kind="column")
+
+
+def test_parse_memory():
+    assert parse_memory("1GiB") == 2**30
+    assert parse_memory("500MB") == 500_000_000
+    assert parse_memory(4096) == 4096
+    assert parse_memory("1.5 KiB") == 1536
+
+
+class _ModelLFU:
+    def __init__(self, cap):
+        self.cap, self.slots, self.counts = cap, [], {}
+
+    def access(self, r):
+        self.counts[r] = self.counts.get(r, 0) + 1
+        if r in self.slots:
+            return True
+        if len(self.slots) < self.cap:
+            self.slots.append(r)
+        else:
+            victim = min(self.slots, key=lambda x: (self.counts[x], -x))
+            self.slots[self.slots.index(victim)] = r
+        return False
+
+
+class _ModelSLRU:
+    def __init__(self, cap):
+        self.cap, self.qcap = cap, cap // 2
+        self.prob, self.prot = OrderedDict(), OrderedDict()  # first = LRU
+
+    def access(self, r):
+        if r in self.prot:
+            self.prot.move_to_end(r)
+            return True
+        if r in self.prob:
+            del self.prob[r]
+            if self.qcap == 0:
+                self.prob[r] = True
+                return True
+            if len(self.prot) >= self.qcap:
+                old, _ = self.prot.popitem(last=False)
+                self.prob[old] = True
+            self.prot[r] = True
+            return True
+        if len(self.prob) + len(self.prot) >= self.cap:
+            self.prob.popitem(last=False)
+        self.prob[r] = True
+        return False
+
+
+@numba.njit
+def _replay(state, seq, out):
+    for t in range(seq.shape[0]):
+        before = state.hits[0]
+        access(state, seq[t])
+        out[t] = state.hits[0] > before
+
+
+@settings(max_examples=150, deadline=None)
+@given(cap=st.integers(1, 8), policy=st.sampled_from(["lfu", "slru"]),
+       seq=st.lists(st.integers(0, 11), min_size=1, max_size=200))
+def test_cache_policies_match_reference_model(cap, policy, seq):
+    n_rows = 12
+    src = costfns.Random(n_rows, seed=1)
+    state = make_cache(src.state(), n_rows, n_rows, cap, policy, np.float64)
+    got = np.zeros(len(seq), np.bool_)
+    _replay(state, np.array(seq, np.int64), got)
+    model = (_ModelLFU if policy == "lfu" else _ModelSLRU)(min(cap, n_rows))
+    expected = [model.access(r) for r in seq]
+    assert got.tolist() == expected
+    dense = src.dense()  # every cached slot holds its row's true values
+    for k, r in enumerate(state.slot_row):
+        if r >= 0:
+            np.testing.assert_array_equal(state.slots[k], dense[r])
