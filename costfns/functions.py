@@ -64,7 +64,7 @@ class _PyState(NamedTuple):
     key: np.int64
 
 
-@njit(nogil=True)
+@njit
 def _py_row_fill(s, i, buf):
     with objmode():
         _py_fill(s.key, i, buf)

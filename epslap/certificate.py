@@ -22,33 +22,39 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False) -> dict:
     (every line of the shorter side assigned exactly once) and ``optimal`` (all of it within a
     tolerance of 1e-9 relative to the largest |cost| involved).
     """
-    c = np.asarray(cost)
-    if c.ndim != 2:
-        raise ValueError(f"cost must be a 2-D matrix, got {c.ndim} dimensions")
+    if hasattr(cost, "rows") and hasattr(cost, "shape") and not isinstance(cost, np.ndarray):
+        shape, block_of = tuple(cost.shape), cost.rows  # a cost source: stream its rows
+    else:
+        c = np.asarray(cost)
+        if c.ndim != 2:
+            raise ValueError(f"cost must be a 2-D matrix, got {c.ndim} dimensions")
+        shape, block_of = c.shape, (lambda a, b: c[a:b])
     sign = -1.0 if maximize else 1.0
     r = np.asarray(row_ind, dtype=np.int64)
     k = np.asarray(col_ind, dtype=np.int64)
     u = sign * np.asarray(u, dtype=np.float64)
     v = sign * np.asarray(v, dtype=np.float64)
-    n1, n2 = c.shape
+    n1, n2 = shape
     if u.shape != (n1,) or v.shape != (n2,):
         raise ValueError(f"u must have shape ({n1},) and v shape ({n2},); got {u.shape} and {v.shape}")
     complete = (len(r) == min(n1, n2) and len(np.unique(r)) == len(r)
                 and len(np.unique(k)) == len(k))
-    picked = c[r, k].astype(np.float64) * sign
-    primal = float(picked.sum())
-    dual = float(u.sum() + v.sum())
-    slack = float(np.abs(picked - u[r] - v[k]).max()) if len(r) else 0.0
+    picked = np.zeros(len(r))
     worst = 0.0
     scale = 1.0
     rows_per_chunk = max(1, _CHUNK // max(n2, 1))
     for start in range(0, n1, rows_per_chunk):
-        block = c[start:start + rows_per_chunk].astype(np.float64) * sign
+        block = np.asarray(block_of(start, min(start + rows_per_chunk, n1)), np.float64) * sign
+        here = (r >= start) & (r < start + block.shape[0])
+        picked[here] = block[r[here] - start, k[here]]
         finite = np.isfinite(block)
         if finite.any():
             scale = max(scale, float(np.abs(block[finite]).max()))
             red = u[start:start + rows_per_chunk, None] + v[None, :] - block
             worst = max(worst, float(red[finite].max()))
+    primal = float(picked.sum())
+    dual = float(u.sum() + v.sum())
+    slack = float(np.abs(picked - u[r] - v[k]).max()) if len(r) else 0.0
     # the longer side's duals must be <= 0 (and 0 where unassigned, which the gap then shows)
     long_side = v if n1 <= n2 else u
     if long_side.size:

@@ -22,6 +22,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-epsilon", dest="epsilon", action="store_false",
                    help="plain successive shortest paths (no ε-pricing)")
     s.add_argument("--backend", default="cpu", help="solver backend (default: cpu)")
+    s.add_argument("--memory", help="budget for cost rows of an on-demand problem, e.g. 1GiB")
+    s.add_argument("--cache", default="auto", choices=["auto", "lfu", "slru"],
+                   help="row cache policy when the matrix does not fit the budget")
+    s.add_argument("--dense", action="store_true",
+                   help="materialise a generated problem as a dense matrix first")
     s.add_argument("--progress", action="store_true", help="show a progress bar")
     s.add_argument("--json", metavar="OUT", help="write the result and statistics as JSON")
     s.add_argument("--no-verify", dest="verify", action="store_false",
@@ -41,10 +46,12 @@ def _load_cost(args):
     if args.problem not in costfns.PROBLEMS:
         raise SystemExit(f"epslap solve: unknown problem {args.problem!r}; choose one of "
                          f"{', '.join(sorted(costfns.PROBLEMS))}")
-    t0 = time.perf_counter()
-    cost = costfns.generate(args.problem, args.n, args.seed)
-    print(f"generated {args.problem} n={args.n} seed={args.seed} in "
-          f"{time.perf_counter() - t0:.2f}s")
+    cost = costfns.problem(args.problem, args.n, args.seed)
+    if args.dense:
+        t0 = time.perf_counter()
+        cost = cost.dense()
+        print(f"generated {args.problem} n={args.n} seed={args.seed} in "
+              f"{time.perf_counter() - t0:.2f}s")
     return cost, f"{args.problem}(n={args.n}, seed={args.seed})"
 
 
@@ -52,8 +59,9 @@ def _solve(args) -> int:
     import epslap
     cost, label = _load_cost(args)
     try:
+        kw = {} if isinstance(cost, np.ndarray) else dict(memory=args.memory, cache=args.cache)
         sol = epslap.solve(cost, maximize=args.maximize, epsilon=args.epsilon,
-                           backend=args.backend, progress=args.progress)
+                           backend=args.backend, progress=args.progress, **kw)
     except (ValueError, TypeError) as exc:
         print(f"epslap solve: {exc}", file=sys.stderr)
         return 2
@@ -65,6 +73,13 @@ def _solve(args) -> int:
           f"compile/load {st['compile_s']:.2f}s)")
     print(f"rows evaluated {st['rows_evaluated']:,}")
     print(f"passes         {st['passes']}  ε: " + ", ".join(f"{e:.3g}" for e in st["epsilons"]))
+    if "cache_policy" in st:
+        total = st["cache_hits"] + st["cache_misses"]
+        rate = st["cache_hits"] / total if total else 0.0
+        print(f"row cache      {st['cache_policy']}, {st['cache_rows']:,} rows, "
+              f"{st['cache_hits']:,} hits / {st['cache_misses']:,} misses ({rate:.1%} hit rate)")
+    import resource
+    print(f"peak RSS       {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     result = {"problem": label, "cost": sol.cost, "stats": st}
     if args.verify:
         cert = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=args.maximize)

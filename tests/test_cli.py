@@ -44,3 +44,10 @@ def test_bad_inputs(tmp_path, capsys):
     np.save(nan, np.array([[np.nan, 1.0], [1.0, 1.0]]))
     assert main(["solve", str(nan)]) == 2
     assert "invalid numeric entries" in capsys.readouterr().err
+
+
+def test_on_demand_problem_with_memory_budget(capsys):
+    # 80 rows of 640 bytes = 51 KiB dense; a 16 KiB budget holds 25 rows: an SLRU/LFU row cache
+    assert main(["solve", "--problem", "geometric", "--n", "80", "--memory", "16KiB"]) == 0
+    out = capsys.readouterr().out
+    assert "row cache" in out and "misses" in out and "OPTIMAL" in out and "peak RSS" in out
