@@ -32,7 +32,7 @@ def _better(dj, best, j_free, best_free):
 
 
 @njit(cache=True, nogil=True)
-def _augment(src, buf, f, n1, n2, v, eps, inf_val, d, pred, closed, closed_list,
+def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, d, pred, closed, closed_list,
              owner, row_col, acc):
     """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap).
 
@@ -41,33 +41,25 @@ def _augment(src, buf, f, n1, n2, v, eps, inf_val, d, pred, closed, closed_list,
     Reduced costs use the difference form (c[i][j] - c[i][jmin]) - (v[j] - v[jmin]) + mn.
     """
     zero = v[0] - v[0]
-    best = inf_val
-    jmin = -1
-    best_free = False
+    # a virtual row (f or an owner >= n1) costs 0 everywhere: it reads ``zero_row``, no cost row
     if f < n1:
         row = get_row(src, f, buf)
         acc[0] += 1.0
-        for j in range(n2):
-            dj = row[j] - v[j]
-            d[j] = dj
-            pred[j] = f
-            if dj <= best:
-                jf = owner[j] < 0
-                if _better(dj, best, jf, best_free):
-                    best = dj
-                    jmin = j
-                    best_free = jf
     else:
-        for j in range(n2):
-            dj = zero - v[j]
-            d[j] = dj
-            pred[j] = f
-            if dj <= best:
-                jf = owner[j] < 0
-                if _better(dj, best, jf, best_free):
-                    best = dj
-                    jmin = j
-                    best_free = jf
+        row = zero_row
+    best = inf_val
+    jmin = -1
+    best_free = False
+    for j in range(n2):
+        dj = row[j] - v[j]
+        d[j] = dj
+        pred[j] = f
+        if dj <= best:
+            jf = owner[j] < 0
+            if _better(dj, best, jf, best_free):
+                best = dj
+                jmin = j
+                best_free = jf
     if jmin < 0 or not best < inf_val:
         return STATUS_INFEASIBLE
     mn = best
@@ -76,46 +68,31 @@ def _augment(src, buf, f, n1, n2, v, eps, inf_val, d, pred, closed, closed_list,
     closed[jmin] = True
     while owner[jmin] >= 0:
         i = owner[jmin]
-        vjmin = v[jmin]
-        best = inf_val
-        jnext = -1
-        best_free = False
         if i < n1:
             row = get_row(src, i, buf)
             acc[0] += 1.0
-            cij = row[jmin] + zero
-            for j in range(n2):
-                if closed[j]:
-                    continue
-                cand = ((row[j] - cij) - (v[j] - vjmin)) + mn
-                dj = d[j]
-                if cand < dj:
-                    d[j] = cand
-                    pred[j] = i
-                    dj = cand
-                if dj <= best:
-                    jf = owner[j] < 0
-                    if _better(dj, best, jf, best_free):
-                        best = dj
-                        jnext = j
-                        best_free = jf
         else:
-            # A virtual row: cost 0 everywhere.
-            for j in range(n2):
-                if closed[j]:
-                    continue
-                cand = (vjmin - v[j]) + mn
-                dj = d[j]
-                if cand < dj:
-                    d[j] = cand
-                    pred[j] = i
-                    dj = cand
-                if dj <= best:
-                    jf = owner[j] < 0
-                    if _better(dj, best, jf, best_free):
-                        best = dj
-                        jnext = j
-                        best_free = jf
+            row = zero_row
+        vjmin = v[jmin]
+        cij = row[jmin] + zero
+        best = inf_val
+        jnext = -1
+        best_free = False
+        for j in range(n2):
+            if closed[j]:
+                continue
+            cand = ((row[j] - cij) - (v[j] - vjmin)) + mn
+            dj = d[j]
+            if cand < dj:
+                d[j] = cand
+                pred[j] = i
+                dj = cand
+            if dj <= best:
+                jf = owner[j] < 0
+                if _better(dj, best, jf, best_free):
+                    best = dj
+                    jnext = j
+                    best_free = jf
         if jnext < 0 or not best < inf_val:
             for k in range(n_closed):
                 closed[closed_list[k]] = False
@@ -177,6 +154,7 @@ def _solve_passes(src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral, inf
     closed_list = np.empty(n2, np.int64)
     owner = np.empty(n2, np.int64)
     row_col = np.empty(n2, np.int64)
+    zero_row = np.zeros(n2, buf.dtype)
     eps_cast = np.empty(1, v.dtype)
     acc = np.zeros(3)
     rows_evaluated = 0.0
@@ -202,7 +180,7 @@ def _solve_passes(src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral, inf
                 f = perm[n1 - 1 - k] if reverse else perm[k]
             else:
                 f = k
-            st = _augment(src, buf, f, n1, n2, v, eps_w, inf_val, d, pred, closed,
+            st = _augment(src, buf, zero_row, f, n1, n2, v, eps_w, inf_val, d, pred, closed,
                           closed_list, owner, row_col, acc)
             if st != STATUS_OK:
                 return st, n_pass + 1, rows_evaluated + acc[0]
