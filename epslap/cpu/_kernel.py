@@ -22,22 +22,97 @@ STATUS_INTERRUPTED = 2
 MAX_PASSES = 64
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _better(dj, best, j_free, best_free):
-    """The tie rule: smaller value; on equal values an unassigned column beats an assigned one.
+BLOCK = 256  # columns per block of the argmin: block minima narrow the index search
+_KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
+_KEY_MIN = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+# Column masks (int64 so that every step below is a vectorisable integer max/min):
+# open_mask[j] = _KEY_MIN while column j is open, _KEY_MAX once closed;
+# free_mask[j] = _KEY_MIN while column j is unassigned, _KEY_MAX once assigned.
 
-    Scanning runs in increasing column index, so among equals of one kind the lowest index stays.
+
+@njit(cache=True, nogil=True, inline="always")
+def _relax(row, cij, v, vjmin, mn, d, pred, open_mask, i):
+    """d[j] = min(d[j], reduced cost through row i) over open columns (branch-free: vectorises).
+
+    ``+ 0`` turns -0.0 into +0.0 so that equal values have equal sort keys.
     """
-    return dj < best or (dj == best and j_free and not best_free)
+    zero = d[0] - d[0]
+    for j in range(d.shape[0]):
+        cand = ((row[j] - cij) - (v[j] - vjmin)) + mn + zero
+        dj = d[j]
+        upd = (cand < dj) & (open_mask[j] < 0)
+        d[j] = cand if upd else dj
+        pred[j] = i if upd else pred[j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sort_key(k, integral):
+    """Order-preserving int64 key of a float's bits (identity for integers)."""
+    if integral:
+        return k
+    return k ^ ((k >> 63) & _KEY_MAX)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _block_minima(dkey, open_mask, free_mask, integral):
+    """(min key over open columns, min key over open unassigned columns) of one block."""
+    m = _KEY_MAX
+    mf = _KEY_MAX
+    for j in range(dkey.shape[0]):
+        k = _sort_key(dkey[j], integral)
+        om = open_mask[j]
+        k = k if k > om else om
+        m = k if k < m else m
+        fm = free_mask[j]
+        kf = k if k > fm else fm
+        mf = kf if kf < mf else mf
+    return m, mf
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral):
+    """The tie rule over open columns: smallest d; among equals an unassigned column; then the
+    lowest index. Returns the column, or -1 when no column is open.
+
+    Floats are compared through an order-preserving int64 key of their bits (``dkey`` is ``d``
+    viewed as int64), so each block's minimum is an integer max/min that the compiler vectorises;
+    the index is then searched only inside the first block that holds the minimum.
+    """
+    n = dkey.shape[0]
+    best = _KEY_MAX
+    best_free = _KEY_MAX
+    for b in range(block_min.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        m, mf = _block_minima(dkey[lo:hi], open_mask[lo:hi], free_mask[lo:hi], integral)
+        block_min[b] = m
+        block_free[b] = mf
+        best = m if m < best else best
+        best_free = mf if mf < best_free else best_free
+    if best == _KEY_MAX:
+        return -1
+    want_free = best_free == best
+    for b in range(block_min.shape[0]):
+        if (block_free[b] if want_free else block_min[b]) != best:
+            continue
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        for j in range(lo, hi):
+            if open_mask[j] > 0 or (want_free and free_mask[j] > 0):
+                continue
+            if _sort_key(dkey[j], integral) == best:
+                return j
+    return -1
 
 
 @njit(cache=True, nogil=True)
-def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, d, pred, closed, closed_list,
-             owner, row_col, acc):
+def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, integral, d, dkey, pred, open_mask,
+             free_mask, closed_list, owner, row_col, block_min, block_free, acc):
     """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap).
 
-    ``row_col`` (n2,) int64 is the column of every row, virtual ones included.
-    ``acc`` (3,) float64 accumulates [rows evaluated, Σ(mn - d_j), Σ ε]. Returns a status.
+    ``row_col`` (n2,) int64 is the column of every row, virtual ones included; every column is
+    open (``open_mask``) on entry and on exit; ``free_mask`` follows ``owner``. ``acc`` (3,) float64 accumulates
+    [rows evaluated, Σ(mn - d_j), Σ ε]. Returns a status.
     Reduced costs use the difference form (c[i][j] - c[i][jmin]) - (v[j] - v[jmin]) + mn.
     """
     zero = v[0] - v[0]
@@ -47,25 +122,16 @@ def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, d, pred, closed, cl
         acc[0] += 1.0
     else:
         row = zero_row
-    best = inf_val
-    jmin = -1
-    best_free = False
     for j in range(n2):
-        dj = row[j] - v[j]
-        d[j] = dj
+        d[j] = (row[j] - v[j]) + zero
         pred[j] = f
-        if dj <= best:
-            jf = owner[j] < 0
-            if _better(dj, best, jf, best_free):
-                best = dj
-                jmin = j
-                best_free = jf
-    if jmin < 0 or not best < inf_val:
+    jmin = _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral)
+    if jmin < 0 or not d[jmin] < inf_val:
         return STATUS_INFEASIBLE
-    mn = best
+    mn = d[jmin]
     n_closed = 1
     closed_list[0] = jmin
-    closed[jmin] = True
+    open_mask[jmin] = _KEY_MAX
     while owner[jmin] >= 0:
         i = owner[jmin]
         if i < n1:
@@ -73,34 +139,16 @@ def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, d, pred, closed, cl
             acc[0] += 1.0
         else:
             row = zero_row
-        vjmin = v[jmin]
-        cij = row[jmin] + zero
-        best = inf_val
-        jnext = -1
-        best_free = False
-        for j in range(n2):
-            if closed[j]:
-                continue
-            cand = ((row[j] - cij) - (v[j] - vjmin)) + mn
-            dj = d[j]
-            if cand < dj:
-                d[j] = cand
-                pred[j] = i
-                dj = cand
-            if dj <= best:
-                jf = owner[j] < 0
-                if _better(dj, best, jf, best_free):
-                    best = dj
-                    jnext = j
-                    best_free = jf
-        if jnext < 0 or not best < inf_val:
+        _relax(row, row[jmin] + zero, v, v[jmin], mn, d, pred, open_mask, i)
+        jnext = _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral)
+        if jnext < 0 or not d[jnext] < inf_val:
             for k in range(n_closed):
-                closed[closed_list[k]] = False
+                open_mask[closed_list[k]] = _KEY_MIN
             return STATUS_INFEASIBLE
         jmin = jnext
-        if best > mn:
-            mn = best
-        closed[jmin] = True
+        if d[jmin] > mn:
+            mn = d[jmin]
+        open_mask[jmin] = _KEY_MAX
         closed_list[n_closed] = jmin
         n_closed += 1
     # price update of every closed column (ε-scaled), statistics for the ε schedule
@@ -110,12 +158,13 @@ def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, d, pred, closed, cl
         v[j] -= delta + eps
         acc[1] += delta
         acc[2] += eps
-        closed[j] = False
+        open_mask[j] = _KEY_MIN
     # flip the alternating path back to f
     j = jmin
     while True:
         i = pred[j]
         owner[j] = i
+        free_mask[j] = _KEY_MAX
         prev = row_col[i]
         row_col[i] = j
         if i == f:
@@ -150,7 +199,12 @@ def _solve_passes(src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral, inf
     """
     d = np.empty(n2, v.dtype)
     pred = np.empty(n2, np.int64)
-    closed = np.zeros(n2, np.bool_)
+    open_mask = np.full(n2, _KEY_MIN)
+    free_mask = np.empty(n2, np.int64)
+    dkey = d.view(np.int64)
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    block_min = np.empty(n_blocks, np.int64)
+    block_free = np.empty(n_blocks, np.int64)
     closed_list = np.empty(n2, np.int64)
     owner = np.empty(n2, np.int64)
     row_col = np.empty(n2, np.int64)
@@ -173,6 +227,7 @@ def _solve_passes(src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral, inf
         eps_cast[0] = max(eps, 0.0)
         eps_w = eps_cast[0]
         owner[:] = -1
+        free_mask[:] = _KEY_MIN
         row_col[:] = -1
         acc[:] = 0.0
         for k in range(n2):
@@ -180,8 +235,9 @@ def _solve_passes(src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral, inf
                 f = perm[n1 - 1 - k] if reverse else perm[k]
             else:
                 f = k
-            st = _augment(src, buf, zero_row, f, n1, n2, v, eps_w, inf_val, d, pred, closed,
-                          closed_list, owner, row_col, acc)
+            st = _augment(src, buf, zero_row, f, n1, n2, v, eps_w, inf_val, integral, d, dkey,
+                          pred, open_mask, free_mask, closed_list, owner, row_col, block_min,
+                          block_free, acc)
             if st != STATUS_OK:
                 return st, n_pass + 1, rows_evaluated + acc[0]
             ctl[2] = k + 1
