@@ -36,7 +36,7 @@ def _relax(row, cij, v, vjmin, mn, d, pred, open_mask, i):
 
     ``+ 0`` turns -0.0 into +0.0 so that equal values have equal sort keys.
     """
-    zero = d[0] - d[0]
+    zero = v[0] - v[0]  # (v is always finite; d may hold +inf)
     for j in range(d.shape[0]):
         cand = ((row[j] - cij) - (v[j] - vjmin)) + mn + zero
         dj = d[j]
