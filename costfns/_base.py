@@ -9,6 +9,8 @@ the streamed and the materialised paths cannot disagree.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -31,6 +33,18 @@ def _fill_block(state, start, out):
             out[k, j] = row[j]
 
 
+class CudaCost(NamedTuple):
+    """A cost source's device form: CUDA source of ``cost_fn(const CostArgs& a, i, j)`` reading
+    ``a.p[k]`` (the arrays, uploaded in order), ``a.k[k]`` (int64 scalars), ``a.s[k]`` (doubles)
+    and ``a.n1``, ``a.n2``. Arithmetic must follow the CPU row function's order exactly (the
+    GPU module is compiled without FMA contraction) so both backends see identical costs."""
+
+    code: str
+    arrays: list
+    ints: list
+    floats: list
+
+
 class CostSource:
     """Base class of cost sources. Subclasses set ``shape``, ``dtype`` and implement ``state()``."""
 
@@ -39,6 +53,11 @@ class CostSource:
 
     def state(self):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def cuda_source(self) -> CudaCost:
+        """The device form for the GPU backend (sources without one cannot run there)."""
+        raise NotImplementedError(f"{type(self).__name__} has no GPU form; use backend='cpu' "
+                                  "or pass its dense matrix")
 
     def transpose(self) -> "CostSource":
         """The same costs with rows and columns swapped (used when n1 > n2)."""

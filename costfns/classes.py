@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ._base import CostSource
+from ._base import CostSource, CudaCost
 from .sources import SqEuclidean
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -37,6 +37,19 @@ def _hash_ij(key, i, j):
 
 def _key(seed: int) -> np.uint64:
     return np.uint64(int(_mix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF))))
+
+
+_CUDA_HASH = """
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+__device__ __forceinline__ unsigned long long hash_ij(unsigned long long key, long long i, long long j) {
+    return mix64(mix64(key ^ ((unsigned long long)i * 0xD1B54A32D192ED03ULL))
+                 + (unsigned long long)j * 0x9E3779B97F4A7C15ULL);
+}
+"""
 
 
 class _RandomState(NamedTuple):
@@ -87,6 +100,13 @@ class Random(CostSource):
     def state(self):
         return _RandomState(_key(self.seed))
 
+    def cuda_source(self):
+        code = _CUDA_HASH + """
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
+    return (double)(hash_ij((unsigned long long)a.k[0], i, j) >> 11) * (1.0 / 9007199254740992.0);
+}"""
+        return CudaCost(code, [], [int(_key(self.seed).view(np.int64))], [])
+
 
 class RandomInt(CostSource):
     """Uniform integers in ``[0, high]`` (int64), hashed per element like :class:`Random`."""
@@ -101,6 +121,13 @@ class RandomInt(CostSource):
 
     def state(self):
         return _RandomIntState(_key(self.seed), np.uint64(self.high + 1))
+
+    def cuda_source(self):
+        code = _CUDA_HASH + """
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
+    return (cost_t)(hash_ij((unsigned long long)a.k[0], i, j) % (unsigned long long)a.k[1]);
+}"""
+        return CudaCost(code, [], [int(_key(self.seed).view(np.int64)), self.high + 1], [])
 
 
 def Geometric(n: int, seed: int = 0, dim: int = 2) -> SqEuclidean:
@@ -151,6 +178,13 @@ class Sanity(CostSource):
     def state(self):
         return _SanityState(self.a, self.b)
 
+    def cuda_source(self):
+        code = """
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
+    return (((const double*)a.p[0])[i] + ((const double*)a.p[1])[j]) + (i != j ? 0.1 : 0.0);
+}"""
+        return CudaCost(code, [self.a, self.b], [], [])
+
 
 class _LowRankState(NamedTuple):
     w: np.ndarray   # (r, n1) row factors
@@ -186,6 +220,17 @@ class LowRank(CostSource):
 
     def state(self):
         return _LowRankState(self.w, self.w / self.rank)
+
+    def cuda_source(self):
+        code = """
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
+    const double* w = (const double*)a.p[0];
+    const double* wt = (const double*)a.p[1];
+    double s = 0.0;
+    for (long long k = 0; k < a.k[0]; ++k) s += w[k * a.k[1] + i] * wt[k * a.n2 + j];
+    return s;
+}"""
+        return CudaCost(code, [self.w, self.w / self.rank], [self.rank, self.w.shape[1]], [])
 
 
 #: The paper's classes by name: ``name -> (n, seed) -> CostSource``.

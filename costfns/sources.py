@@ -6,7 +6,20 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ._base import CostSource
+from ._base import CostSource, CudaCost
+
+_CUDA_ELEM = {np.dtype(np.float64): "double", np.dtype(np.float32): "float",
+              np.dtype(np.int64): "long long", np.dtype(np.int32): "int"}
+
+
+def dense_cuda_source(matrix) -> "CudaCost":
+    """Device form of a dense (n1, n2) C-contiguous matrix (NumPy or CuPy)."""
+    elem = _CUDA_ELEM[np.dtype(matrix.dtype)]
+    code = f"""
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {{
+    return (cost_t)((const {elem}*)a.p[0])[i * a.k[0] + j];
+}}"""
+    return CudaCost(code, [matrix], [matrix.shape[1]], [])
 
 
 class _DenseState(NamedTuple):
@@ -40,6 +53,9 @@ class Dense(CostSource):
 
     def transpose(self):
         return Dense(self.matrix.T)
+
+    def cuda_source(self):
+        return dense_cuda_source(self.matrix)
 
     def dense(self):
         return self.matrix
@@ -92,3 +108,15 @@ class SqEuclidean(CostSource):
 
     def transpose(self):
         return SqEuclidean(self.Y, self.X)
+
+    def cuda_source(self):
+        code = """
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
+    const double* x = (const double*)a.p[0];
+    const double* yt = (const double*)a.p[1];
+    const long long dim = a.k[0];
+    double s = 0.0;
+    for (long long t = 0; t < dim; ++t) { double u = x[i * dim + t] - yt[t * a.n2 + j]; s += u * u; }
+    return s;
+}"""
+        return CudaCost(code, [self.X, np.ascontiguousarray(self.Y.T)], [self.X.shape[1]], [])

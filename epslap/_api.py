@@ -9,11 +9,12 @@ import numpy as np
 from ._validate import canonical_dense
 from .solution import Solution
 
-_BACKENDS = ("cpu",)
+_BACKENDS = ("cpu", "gpu")
 
 
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
-          memory: int | str | None = None, cache: str = "auto", progress: bool = False) -> Solution:
+          memory: int | str | None = None, cache: str = "auto", progress: bool = False,
+          device: int = 0) -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
 
     Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
@@ -31,15 +32,19 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         Maximise instead of minimise.
     epsilon : bool
         Use ε-pricing (default). ``False`` runs plain successive shortest paths (one exact pass).
-    backend : {"cpu"}
-        Where to solve.
+    backend : {"cpu", "gpu"}
+        Where to solve. ``"gpu"`` (needs CuPy: the ``gpu-cuda12``/``gpu-cuda13`` extras) accepts
+        NumPy and CuPy matrices (a CuPy input never leaves the device) and cost sources with a
+        device form, whose costs are computed inside the GPU kernels.
     memory : int or str, optional
         Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
         whole matrix fits it is computed once as a table, else rows go through a row cache.
     cache : {"auto", "lfu", "slru"}
         Row cache policy; ``auto`` picks LFU when at least a quarter of the rows fit, else SLRU.
     progress : bool
-        Draw a progress bar on stderr during the passes.
+        Draw a progress bar on stderr during the passes (CPU backend).
+    device : int
+        CUDA device for ``backend="gpu"``.
 
     Returns
     -------
@@ -57,6 +62,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
     t_start = time.perf_counter()
+    if backend == "gpu":
+        from .gpu.api import solve_gpu
+        return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
+                         t_start=t_start)
     from costfns import CostSource
     if isinstance(cost, CostSource):
         from ._ondemand import solve_source

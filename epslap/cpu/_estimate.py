@@ -193,9 +193,15 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
         else:
             v_out[j] = vf[j]
 
-    # ---- ε bounds (eqs. 16–17) ---------------------------------------------------------------
+    eps_upper, eps_lower = _eps_bounds(gap_i, gap, n1, n2, integral)
+    return STATUS_OK, eps_upper, eps_lower
+
+
+@njit(cache=True, nogil=True)
+def _eps_bounds(gap_i, gap, n1, n2, integral):
+    """ε_upper (eq. 17) and ε_lower (eq. 16) from the initial gap I and the estimate's gap g."""
     if not (math.isfinite(gap_i) and math.isfinite(gap)) or gap_i <= 0.0:
-        return STATUS_OK, 0.0, 0.0
+        return 0.0, 0.0
     gp = min(gap, gap_i / 4.0)
     n2f = np.float64(n2)
     if gp < 1e-6 * gap_i:
@@ -209,4 +215,4 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
     if eps_upper < eps_lower:
         eps_upper = 0.0
         eps_lower = 0.0
-    return STATUS_OK, eps_upper, eps_lower
+    return eps_upper, eps_lower

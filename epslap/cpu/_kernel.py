@@ -157,8 +157,8 @@ def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, integral, d, dkey, 
         delta = mn - d[j]
         v[j] -= delta + eps
         acc[1] += delta
-        acc[2] += eps
         open_mask[j] = _KEY_MIN
+    acc[2] += np.float64(eps) * n_closed
     # flip the alternating path back to f
     j = jmin
     while True:

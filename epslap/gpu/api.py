@@ -1,0 +1,90 @@
+"""``solve(..., backend="gpu")``: input handling on the device, then the device solver."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import _INT_LIMIT, canonical_dense
+from .solver import import_cupy, solve_device
+
+
+def _negated(cuda_cost):
+    """The same source with every cost negated (for ``maximize``)."""
+    from costfns._base import CudaCost
+    code = cuda_cost.code.replace("cost_fn(", "cost_fn_inner(") + """
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
+    return -cost_fn_inner(a, i, j);
+}"""
+    return CudaCost(code, cuda_cost.arrays, cuda_cost.ints, cuda_cost.floats)
+
+
+def _canonical_cupy(cupy, cost, maximize):
+    """Validate and orient a CuPy matrix on the device (never copied to the host)."""
+    if cost.ndim != 2:
+        raise ValueError(f"expected a matrix (2-D array), got a {cost.ndim} array")
+    kind = cost.dtype.kind
+    if kind not in "biuf":
+        raise TypeError(f"Cannot cast array data from {cost.dtype!r} to dtype('float64') "
+                        "according to the rule 'safe'")
+    integral = kind in "biu"
+    m = cost
+    if integral:
+        m = m.astype(np.int64)
+        if m.size:
+            lo, hi = int(m.min()), int(m.max())
+            if max(abs(lo), abs(hi)) * (4 * max(m.shape) + 8) >= _INT_LIMIT:
+                raise ValueError(f"integer costs in [{lo}, {hi}] could overflow int64 during "
+                                 "the solve; shift or rescale the costs, or pass float64")
+    elif m.dtype not in (np.float64, np.float32):
+        m = m.astype(np.float32 if m.dtype == np.float16 else np.float64)
+    if maximize:
+        m = -m
+    if not integral and m.size and bool((cupy.isnan(m) | cupy.isneginf(m)).any()):
+        raise ValueError("matrix contains invalid numeric entries")
+    transposed = m.shape[0] > m.shape[1]
+    if transposed:
+        m = m.T
+    return cupy.ascontiguousarray(m), transposed, integral
+
+
+def solve_gpu(cost, *, maximize, epsilon, device, t_start):
+    """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays."""
+    from costfns import CostSource
+    from costfns.sources import dense_cuda_source
+    from .._api import finish
+    cupy = import_cupy()
+    with cupy.cuda.Device(device):
+        if isinstance(cost, CostSource):
+            n1, n2 = cost.shape
+            transposed = n1 > n2
+            src = cost.transpose() if transposed else cost
+            n1, n2 = src.shape
+            integral = np.dtype(src.dtype).kind == "i"
+            cuda_cost = src.cuda_source()
+            if maximize:
+                cuda_cost = _negated(cuda_cost)
+        else:
+            if isinstance(cost, cupy.ndarray):
+                m, transposed, integral = _canonical_cupy(cupy, cost, maximize)
+            else:
+                canon = canonical_dense(cost, maximize)
+                m, transposed, integral = canon.matrix, canon.transposed, canon.integral
+                try:
+                    m = cupy.asarray(m)
+                except cupy.cuda.memory.OutOfMemoryError as exc:
+                    raise MemoryError(
+                        f"backend='gpu': the {m.shape[0]}x{m.shape[1]} {m.dtype} matrix "
+                        f"({m.nbytes / 2**30:.1f} GiB) does not fit in device memory; pass a "
+                        "cost source (costfns) to compute costs on the device instead") from exc
+            n1, n2 = m.shape
+            cuda_cost = dense_cuda_source(m)
+        work = np.int64 if integral else np.float64
+        if n1 == 0:
+            row_to_col = np.zeros(0, np.int64)
+            v = np.zeros(n2, work)
+            assigned = np.zeros(0, work)
+            stats = {"backend": "gpu", "rows_evaluated": 0, "passes": 0, "epsilons": []}
+        else:
+            row_to_col, v, stats, assigned = solve_device(cuda_cost, n1, n2, integral=integral,
+                                                          epsilon=epsilon, device=device)
+    return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,
+                  t_start)

@@ -1,0 +1,266 @@
+"""Host driver of the GPU backend (CuPy): the same algorithm as the CPU backend, device-resident.
+
+One cooperative kernel launch per estimation sweep and per pass (``eps_pass.cu``); between
+passes the host applies the ε schedule (the CPU backend's own ``_next_eps``). Host
+synchronisations per augmentation = passes / augmentations (reported in ``stats``).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from ..cpu._estimate import _eps_bounds
+from ..cpu._kernel import _next_eps
+from ..errors import GPUUnavailableError, InfeasibleError
+
+THREADS = 512
+_SRC = os.path.join(os.path.dirname(__file__), "eps_ssp.cu")
+_MODULES: dict = {}  # (device, cost code, integral) -> RawModule, compiled once per process
+
+
+def import_cupy():
+    """CuPy and a usable device, or a clear error naming the extra to install."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise GPUUnavailableError(
+            "backend='gpu' needs CuPy: pip install 'epslap[gpu-cuda12]' (CUDA 12) or "
+            "'epslap[gpu-cuda13]' (CUDA 13)") from exc
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise GPUUnavailableError("backend='gpu': CuPy sees no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        raise GPUUnavailableError(f"backend='gpu': no usable CUDA device ({exc})") from exc
+    return cupy
+
+
+def threads_for(n2: int) -> int:
+    """Threads per block: few columns per thread keep each Dijkstra step's reductions short
+    (latency-bound), more threads per block pay once a thread would own many columns."""
+    return 128 if n2 <= 65536 else (256 if n2 <= 262144 else 512)
+
+
+def _module(cupy, code: str, integral: bool, threads: int = THREADS):
+    key = (cupy.cuda.Device().id, code, integral, threads)
+    mod = _MODULES.get(key)
+    if mod is None:
+        header = f"#define THREADS {threads}\n" + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
+                  "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n")
+        with open(_SRC) as fh:
+            body = fh.read()
+        marker = "// ---- virtual rows"
+        cut = body.index(marker)
+        src = header + body[:cut] + code + "\n" + body[cut:]
+        mod = cupy.RawModule(code=src, options=("--std=c++17", "--fmad=false"),
+                             enable_cooperative_groups=True)
+        _MODULES[key] = mod
+    return mod
+
+
+def _cost_args(cupy, cuda_cost, n1, n2):
+    """Pack a CudaCost into the kernel's CostArgs struct (4 pointers, 4 doubles, 4 int64, n1, n2)."""
+    arrays = [a if isinstance(a, cupy.ndarray) else cupy.asarray(np.ascontiguousarray(a))
+              for a in cuda_cost.arrays]
+    ptrs = [np.uint64(a.data.ptr) for a in arrays] + [np.uint64(0)] * (4 - len(arrays))
+    floats = [np.float64(x) for x in cuda_cost.floats] + [np.float64(0)] * (4 - len(cuda_cost.floats))
+    ints = [np.int64(x) for x in cuda_cost.ints] + [np.int64(0)] * (4 - len(cuda_cost.ints))
+    return tuple(ptrs + floats + ints + [np.int64(n1), np.int64(n2)]), arrays
+
+
+def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool = True,
+                 device: int = 0):
+    """Solve the canonical problem (n1 <= n2) whose costs ``cuda_cost`` computes on the device.
+
+    Returns ``(row_to_col, v, stats, assigned)`` as NumPy arrays (v, assigned in the work dtype;
+    ``assigned[i]`` is the cost of row i's pair).
+    """
+    cupy = import_cupy()
+    with cupy.cuda.Device(device):
+        t0 = time.perf_counter()
+        threads = threads_for(n2)
+        mod = _module(cupy, cuda_cost.code, integral, threads)
+        sweep = mod.get_function("estimate_sweep")
+        pass_kernel = mod.get_function("eps_pass")
+        compile_s = time.perf_counter() - t0
+        dev = cupy.cuda.Device(device)
+        sms = dev.attributes["MultiProcessorCount"]
+        grid = (int(sms),)
+        block = (threads,)
+        args, keep = _cost_args(cupy, cuda_cost, n1, n2)
+        work = np.int64 if integral else np.float64
+        try:
+            state = _DeviceState(cupy, n1, n2, grid[0], work)
+        except cupy.cuda.memory.OutOfMemoryError as exc:
+            raise MemoryError(f"backend='gpu': not enough device memory for n={n2} "
+                              f"({exc})") from exc
+        t0 = time.perf_counter()
+        eps_upper, eps_lower = _estimate_device(cupy, sweep, grid, block, args, state, n1, n2,
+                                                integral, epsilon)
+        cupy.cuda.Device().synchronize()
+        time_estimate = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        v = state.v  # work dtype, on the device
+        eps, first, second = float(eps_upper), True, False
+        reverse = eps == 0.0
+        passes, epsilons, rows_evaluated, syncs = 0, [], 0, 0
+        total_d = total_eps = 0.0
+        while eps >= 0.0:
+            eps = float(_next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n2,
+                                  integral))
+            if eps == 0.0:
+                eps = -1.0
+            epsilons.append(max(eps, 0.0))
+            state.reset_pass()
+            eps_w = work(max(eps, 0.0))
+            pass_kernel(grid, block, (*args, state.perm, np.int32(reverse), eps_w, v, state.d,
+                                      state.pred, state.col_open, state.owner, state.row_col,
+                                      state.closed_list, state.slots, state.out_f64,
+                                      state.out_i64, state.progress))
+            out_f, out_i = state.out_f64.get(), state.out_i64.get()  # one host sync per pass
+            syncs += 1
+            passes += 1
+            if out_i[0] == 1:
+                raise InfeasibleError("cost matrix is infeasible")
+            rows_evaluated += int(out_f[0])
+            total_d, total_eps = float(out_f[1]), float(out_f[2])
+            if eps > 0.0:
+                v -= v.max()
+            second, first, reverse = first, False, not reverse
+        row_to_col_dev = state.row_col[:n1].copy()
+        assigned = cupy.empty(n1, dtype=work)
+        gather = mod.get_function("gather_costs")
+        gather(((n1 + 255) // 256,), (256,), (*args, row_to_col_dev, assigned, np.int64(n1)))
+        row_to_col = row_to_col_dev.get()
+        v_host = v.get()
+        assigned = assigned.get()
+        time_solve = time.perf_counter() - t0
+    stats = {
+        "backend": "gpu",
+        "device": cupy.cuda.runtime.getDeviceProperties(device)["name"].decode(),
+        "rows_evaluated": rows_evaluated,
+        "passes": passes,
+        "epsilons": epsilons,
+        "eps_upper": float(eps_upper),
+        "eps_lower": float(eps_lower),
+        "time_estimate_s": time_estimate,
+        "time_solve_s": time_solve,
+        "compile_s": compile_s,
+        "host_syncs_per_augmentation": syncs / max(passes * n2, 1),
+        "grid": grid[0],
+        "threads_per_block": threads,
+    }
+    del keep
+    return row_to_col, v_host, stats, assigned
+
+
+class _DeviceState:
+    """Device arrays of one solve (all O(n2))."""
+
+    def __init__(self, cupy, n1, n2, n_blocks, work):
+        self.cupy, self.n1, self.n2 = cupy, n1, n2
+        self.v = cupy.zeros(n2, dtype=work)
+        self.d = cupy.empty(n2, dtype=work)
+        self.pred = cupy.empty(n2, dtype=np.int64)
+        self.col_open = cupy.ones(n2, dtype=np.uint8)
+        self.owner = cupy.empty(n2, dtype=np.int64)
+        self.row_col = cupy.empty(n2, dtype=np.int64)
+        self.closed_list = cupy.empty(n2, dtype=np.int64)
+        self.perm = cupy.arange(n1, dtype=np.int64)
+        # Cand / Pair slots: 2 * n_blocks entries of at most 40 bytes each
+        self.slots = cupy.empty(2 * n_blocks * 5, dtype=np.float64)
+        self.out_f64 = cupy.zeros(3, dtype=np.float64)
+        self.out_i64 = cupy.zeros(2, dtype=np.int64)
+        self.progress = cupy.zeros(4, dtype=np.int64)
+        # estimation
+        self.vf = cupy.zeros(n2, dtype=np.float64)
+        self.best1 = cupy.empty(n2, dtype=np.float64)
+        self.best2 = cupy.empty(n2, dtype=np.float64)
+        self.flag = cupy.zeros(n2, dtype=np.uint8)
+        self.pick = cupy.full(n1, -1, dtype=np.int64)
+        self.regret = cupy.empty(n1, dtype=np.float64)
+        self.sums = cupy.zeros(3, dtype=np.float64)
+
+    def reset_pass(self):
+        self.owner.fill(-1)
+        self.row_col.fill(-1)
+        self.col_open.fill(1)
+        self.out_f64.fill(0)
+        self.out_i64.fill(0)
+
+
+def _sweep(cupy, kernel, grid, block, args, st, mode):
+    st.sums.fill(0)
+    st.out_i64.fill(0)
+    kernel(grid, block, (*args, np.int32(mode), st.perm, st.vf, st.best1, st.best2, st.flag,
+                         st.pick, st.regret, st.slots, st.sums, st.out_i64))
+    status = int(st.out_i64.get()[0])
+    if status == 3:
+        raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
+    if status == 1:
+        raise InfeasibleError("cost matrix is infeasible")
+    return st.sums.get()
+
+
+def _shift(cupy, x):
+    m = x.max()
+    if bool(cupy.isfinite(m)):
+        x -= m
+
+
+def _estimate_device(cupy, kernel, grid, block, args, st, n1, n2, integral, epsilon):
+    """Stages A–E of ALGORITHM.md §2 (same order and arithmetic as the CPU's ``_estimate``)."""
+    st.best1.fill(np.inf)
+    st.best2.fill(np.inf)
+    st.flag.fill(0)
+    lb_a, ub_id, g_a = _sweep(cupy, kernel, grid, block, args, st, 0)
+    vf = cupy.where(cupy.isfinite(st.best2), st.best2,
+                    cupy.where(cupy.isfinite(st.best1), st.best1, 0.0))
+    st.vf[:] = vf
+    _shift(cupy, st.vf)
+    g_a = min(g_a, ub_id)
+    gap_i = ub_id - lb_a
+    g0 = g_a - lb_a
+    st.flag.fill(0)
+    lb_b, ub_b, _ = _sweep(cupy, kernel, grid, block, args, st, 1)
+    gap = min(ub_b, g_a) - lb_b
+    if gap_i < 4.0 * gap:
+        v_old = st.vf.copy()
+        idx = cupy.arange(n1)
+        order = cupy.lexsort(cupy.stack([idx, st.regret]))  # ascending regret, then index
+        st.perm[:] = order[::-1]
+        st.flag.fill(0)
+        ub_c, lb_c, _ = _sweep(cupy, kernel, grid, block, args, st, 2)
+        _sweep(cupy, kernel, grid, block, args, st, 3)       # flag = held columns from stage C
+        _shift(cupy, st.vf)
+        st.flag.fill(0)
+        ub_e, lb_e, _ = _sweep(cupy, kernel, grid, block, args, st, 2)
+        gap = min(ub_e, ub_c) - max(lb_e, lb_c)
+        if g0 > 0.0 and np.isfinite(gap):
+            rho = gap / g0
+            if rho > 1e-9:
+                st.vf[:] = rho * v_old + (1.0 - rho) * st.vf
+    if not epsilon:
+        st.v.fill(0)
+        st.perm[:] = cupy.arange(n1)
+        return 0.0, 0.0
+    st.v[:] = cupy.rint(st.vf).astype(st.v.dtype) if integral else st.vf
+    return _eps_bounds(gap_i, gap, n1, n2, integral)
+
+
+def materialise(source, device: int = 0):
+    """The dense matrix of a cost source, computed on the device (a CuPy array)."""
+    cupy = import_cupy()
+    n1, n2 = source.shape
+    integral = np.dtype(source.dtype).kind == "i"
+    with cupy.cuda.Device(device):
+        cc = source.cuda_source()
+        mod = _module(cupy, cc.code, integral)
+        args, keep = _cost_args(cupy, cc, n1, n2)
+        out = cupy.empty((n1, n2), dtype=np.int64 if integral else np.float64)
+        mod.get_function("fill_dense")((1024,), (256,), (*args, out))
+        cupy.cuda.Device().synchronize()
+        del keep
+    return out

@@ -1,0 +1,89 @@
+"""The GPU backend against scipy and the CPU backend (same algorithm: same optimum, about the
+same rows evaluated). Skipped, with the reason shown, where CuPy or a CUDA device is missing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costfns
+import epslap
+from conftest import assert_optimal
+
+
+def _gpu_reason():
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device"
+    except Exception as exc:  # ImportError, or a CUDA runtime error without a driver
+        return f"CuPy or a CUDA device is not available ({type(exc).__name__})"
+    return None
+
+
+_REASON = _gpu_reason()
+gpu = pytest.mark.skipif(_REASON is not None, reason=f"GPU test: {_REASON}")
+
+
+@pytest.mark.skipif(_REASON is None, reason="a GPU is present: the missing-GPU error cannot occur")
+def test_missing_gpu_error_names_the_extra():
+    with pytest.raises(epslap.GPUUnavailableError, match=r"epslap\[gpu-cuda1[23]\]|no usable|no CUDA"):
+        epslap.solve(np.eye(3), backend="gpu")
+
+
+CLASSES = ["random", "geometric", "disjoint", "sanity", "rank1", "rank2", "rank8", "integer"]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("n", [200, 1000])
+def test_classes_dense_and_on_demand_match_cpu(name, n):
+    src = costfns.problem(name, n, seed=3)
+    c = src.dense()
+    cpu = epslap.solve(c)
+    for cost in (c, src):
+        sol = epslap.solve(cost, backend="gpu")
+        assert_optimal(c, sol)
+        assert sol.stats["backend"] == "gpu"
+        assert sol.stats["host_syncs_per_augmentation"] <= 1
+        r_cpu, r_gpu = cpu.stats["rows_evaluated"], sol.stats["rows_evaluated"]
+        assert abs(r_gpu - r_cpu) <= 0.05 * r_cpu, (r_gpu, r_cpu)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(50, 120), (120, 50), (1, 7), (7, 1)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_rectangular_dtypes_maximize(shape, dtype, maximize):
+    rng = np.random.default_rng(sum(shape))
+    c = (rng.random(shape) * 1000).astype(dtype)
+    assert_optimal(c, epslap.solve(c, backend="gpu", maximize=maximize), maximize=maximize)
+
+
+@gpu
+@pytest.mark.gpu
+def test_cupy_input_inf_and_infeasible():
+    import cupy
+    rng = np.random.default_rng(5)
+    c = rng.random((80, 80))
+    c[rng.random((80, 80)) < 0.5] = np.inf
+    sol = epslap.solve(cupy.asarray(c), backend="gpu")
+    assert_optimal(c, sol)
+    bad = np.ones((4, 4))
+    bad[:2, :] = np.inf
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        epslap.solve(cupy.asarray(bad), backend="gpu")
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        epslap.solve(cupy.asarray(np.full((3, 3), np.nan)), backend="gpu")
+
+
+@gpu
+@pytest.mark.gpu
+def test_rectangular_source_on_device():
+    rng = np.random.default_rng(2)
+    src = costfns.SqEuclidean(rng.random((70, 3)), rng.random((150, 3)))
+    for s in (src, src.T):
+        for maximize in (False, True):
+            assert_optimal(s.dense(), epslap.solve(s, backend="gpu", maximize=maximize),
+                           maximize=maximize)
