@@ -22,6 +22,11 @@ namespace cg = cooperative_groups;
 #endif
 #define WARPS (THREADS / 32)
 
+// Data written by one block and read by another inside the same launch is loaded with
+// __ldcg (cache in L2 only): a multiprocessor's L1 may otherwise serve a stale line after the
+// grid barrier. LDG(x) reads x that way.
+#define LDG(x) __ldcg(&(x))
+
 struct CostArgs {
     const void* p[4];
     double s[4];
@@ -45,7 +50,9 @@ __device__ __forceinline__ cost_t cost_at(const CostArgs& a, long long i, long l
 
 // ---- argmin with the tie rule: smaller value; among equals an unassigned column; then the
 // ---- lowest index. idx < 0 means "none".
-struct Cand { cost_t val; int is_free; long long idx; };
+// own, vj, cij: the candidate column's owner row, its price and c[own][idx], filled by the
+// proposing thread so that the next Dijkstra step needs no dependent global loads.
+struct Cand { cost_t val; int is_free; long long idx; long long own; cost_t vj; cost_t cij; };
 
 __device__ __forceinline__ bool better(const Cand& a, const Cand& b) {
     if (a.idx < 0) return false;
@@ -60,6 +67,9 @@ __device__ __forceinline__ Cand shfl_down(const Cand& c, int off) {
     o.val = __shfl_down_sync(0xffffffffu, c.val, off);
     o.is_free = __shfl_down_sync(0xffffffffu, c.is_free, off);
     o.idx = __shfl_down_sync(0xffffffffu, c.idx, off);
+    o.own = __shfl_down_sync(0xffffffffu, c.own, off);
+    o.vj = __shfl_down_sync(0xffffffffu, c.vj, off);
+    o.cij = __shfl_down_sync(0xffffffffu, c.cij, off);
     return o;
 }
 
@@ -70,7 +80,7 @@ __device__ Cand block_argmin(Cand c, Cand* sh) {
     if (lane == 0) sh[warp] = c;
     __syncthreads();
     if (warp == 0) {
-        c = lane < WARPS ? sh[lane] : Cand{(cost_t)0, 0, -1};
+        c = lane < WARPS ? sh[lane] : Cand{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
         for (int off = 16; off > 0; off >>= 1) { Cand o = shfl_down(c, off); if (better(o, c)) c = o; }
         if (lane == 0) sh[WARPS] = c;
     }
@@ -80,13 +90,19 @@ __device__ Cand block_argmin(Cand c, Cand* sh) {
 
 // Grid-wide argmin: every block ends with the same winner. `slots` holds 2·gridDim.x entries,
 // used alternately (`parity`) so that a fast block never overwrites results a slow block reads.
-__device__ Cand grid_argmin(cg::grid_group& grid, Cand c, Cand* sh, Cand* slots, int& parity) {
+__device__ Cand grid_argmin(cg::grid_group& grid, const CostArgs& a, Cand c, Cand* sh,
+                            Cand* slots, int& parity) {
+    if (c.idx >= 0 && c.own >= 0) c.cij = cost_at(a, c.own, c.idx);
     Cand b = block_argmin(c, sh);
     Cand* mine = slots + parity * gridDim.x;
     if (threadIdx.x == 0) mine[blockIdx.x] = b;
     grid.sync();
-    Cand r{(cost_t)0, 0, -1};
-    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) if (better(mine[t], r)) r = mine[t];
+    Cand r{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
+    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
+        Cand o{LDG(mine[t].val), LDG(mine[t].is_free), LDG(mine[t].idx), LDG(mine[t].own),
+               LDG(mine[t].vj), LDG(mine[t].cij)};
+        if (better(o, r)) r = o;
+    }
     parity ^= 1;
     return block_argmin(r, sh);
 }
@@ -113,34 +129,37 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         const long long f = k < n1 ? perm[reverse ? n1 - 1 - k : k] : k;
         Cand best{(cost_t)0, 0, -1};
         for (long long j = g; j < n2; j += stride) {
-            cost_t dj = cost_at(a, f, j) - v[j];
+            const cost_t vj = LDG(v[j]);
+            const long long own = LDG(owner[j]);
+            cost_t dj = cost_at(a, f, j) - vj;
             d[j] = dj; pred[j] = f;
-            Cand c{dj, owner[j] < 0, j};
+            Cand c{dj, own < 0, j, own, vj, (cost_t)0};
             if (better(c, best)) best = c;
         }
-        Cand r = grid_argmin(grid, best, sh, slots, parity);
+        Cand r = grid_argmin(grid, a, best, sh, slots, parity);
         if (r.idx < 0 || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
         if (f < n1) rows_eval += 1.0;
-        long long jmin = r.idx, n_closed = 1;
-        cost_t mn = r.val;
+        long long jmin = r.idx, n_closed = 1, jown = r.own;
+        cost_t mn = r.val, cij = r.cij, vj = r.vj;
         if (leader) closed_list[0] = jmin;
         if (jmin % stride == g) col_open[jmin] = 0;   // the owning thread closes its column
-        while (owner[jmin] >= 0) {
-            const long long i = owner[jmin];
-            const cost_t cij = cost_at(a, i, jmin), vj = v[jmin];
-            best = Cand{(cost_t)0, 0, -1};
+        while (jown >= 0) {
+            const long long i = jown;
+            best = Cand{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
             for (long long j = g; j < n2; j += stride) {
-                if (!col_open[j]) continue;
-                cost_t cand = ((cost_at(a, i, j) - cij) - (v[j] - vj)) + mn;
+                if (!LDG(col_open[j])) continue;
+                const cost_t vjj = LDG(v[j]);
+                const long long own = LDG(owner[j]);
+                cost_t cand = ((cost_at(a, i, j) - cij) - (vjj - vj)) + mn;
                 cost_t dj = d[j];
                 if (cand < dj) { d[j] = cand; pred[j] = i; dj = cand; }
-                Cand c{dj, owner[j] < 0, j};
+                Cand c{dj, own < 0, j, own, vjj, (cost_t)0};
                 if (better(c, best)) best = c;
             }
-            r = grid_argmin(grid, best, sh, slots, parity);
+            r = grid_argmin(grid, a, best, sh, slots, parity);
             if (r.idx < 0 || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
             if (i < n1) rows_eval += 1.0;
-            jmin = r.idx;
+            jmin = r.idx; jown = r.own; cij = r.cij; vj = r.vj;
             if (r.val > mn) mn = r.val;
             if (leader) closed_list[n_closed] = jmin;
             ++n_closed;
@@ -151,16 +170,16 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             __syncthreads();                       // closed_list written by the leader
             for (long long t = threadIdx.x; t < n_closed; t += blockDim.x) {
                 const long long j = closed_list[t];
-                v[j] -= (mn - d[j]) + eps;
+                v[j] = LDG(v[j]) - ((mn - LDG(d[j])) + eps);
                 col_open[j] = 1;
             }
             if (leader) {
                 // Σ(mn - d_j) in closed order, exactly as the CPU backend sums it
-                for (long long t = 0; t < n_closed; ++t) total_d += (double)(mn - d[closed_list[t]]);
+                for (long long t = 0; t < n_closed; ++t) total_d += (double)(mn - LDG(d[closed_list[t]]));
                 total_eps += (double)eps * (double)n_closed;
                 long long j = jmin;
                 while (true) {
-                    const long long i = pred[j];
+                    const long long i = LDG(pred[j]);
                     owner[j] = i;
                     const long long prev = row_col[i];
                     row_col[i] = j;
@@ -232,7 +251,10 @@ __device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, Pair* slots, i
     if (threadIdx.x == 0) mine[blockIdx.x] = b;
     grid.sync();
     Pair r{INFINITY, INFINITY, 0, INFINITY, -1};
-    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) pair_merge(r, mine[t]);
+    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
+        Pair o{LDG(mine[t].v1), LDG(mine[t].v2), 0, LDG(mine[t].pv), LDG(mine[t].pidx)};
+        pair_merge(r, o);
+    }
     parity ^= 1;
     return block_pair(r, sh);
 }
@@ -255,14 +277,14 @@ estimate_sweep(COST_PARAMS, int mode, const long long* perm, double* v, double* 
         for (long long k = n1 - 1; k >= 0; --k) {
             const long long r = perm[k], q = pick[r];
             grid.sync();                              // v[q] final for this step everywhere
-            const double ref = (double)cost_at(a, r, q) - v[q];
+            const double ref = (double)cost_at(a, r, q) - LDG(v[q]);
             grid.sync();                              // every thread read v[q] before any write
             if (q % stride == g) flag[q] = 0;         // release the row's pick
             if (!isfinite(ref)) continue;
             for (long long j = g; j < n2; j += stride) {
                 if (j == q || !flag[j]) continue;
                 const double c = (double)cost_at(a, r, j);
-                if (c - v[j] < ref) v[j] = c - ref;
+                if (c - LDG(v[j]) < ref) v[j] = c - ref;
             }
         }
         return;
@@ -274,7 +296,7 @@ estimate_sweep(COST_PARAMS, int mode, const long long* perm, double* v, double* 
         for (long long j = g; j < n2; j += stride) {
             double c = (double)cost_at(a, r, j);
             if (mode == 0 && (c != c || c == -INFINITY)) bad = true;
-            const double t = mode == 0 ? c : c - v[j];
+            const double t = mode == 0 ? c : c - LDG(v[j]);
             Pair o{t, INFINITY, 0, flag[j] ? INFINITY : t, flag[j] ? -1 : j};
             pair_merge(p, o);
         }
@@ -292,9 +314,9 @@ estimate_sweep(COST_PARAMS, int mode, const long long* perm, double* v, double* 
             }
             if (leader) { acc0 += m.v1; acc1 += (double)cost_at(a, r, r); acc2 += m.pv; }
         } else if (mode == 1) {
-            if (leader) { regret[r] = m.v2 - m.v1; acc0 += m.v1 + v[q]; acc1 += (double)cost_at(a, r, q); }
+            if (leader) { regret[r] = m.v2 - m.v1; acc0 += m.v1 + LDG(v[q]); acc1 += (double)cost_at(a, r, q); }
         } else {
-            if (leader) { pick[r] = q; acc0 += (double)cost_at(a, r, q); acc1 += m.v1 + v[q]; }
+            if (leader) { pick[r] = q; acc0 += (double)cost_at(a, r, q); acc1 += m.v1 + LDG(v[q]); }
         }
     }
     if (leader) { sums[0] = acc0; sums[1] = acc1; sums[2] = acc2; }
@@ -317,4 +339,26 @@ extern "C" __global__ void fill_dense(COST_PARAMS, cost_t* out)
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += (long long)gridDim.x * blockDim.x)
         out[t] = cost_fn(a, t / a.n2, t % a.n2);
+}
+
+// Dual certificate on the device: worst[0] = max over finite pairs of (u_i + v_j - c_ij) / scale,
+// with u_i = c[i][row_col[i]] - v[row_col[i]] (rows < n1). Thread per (i, j), grid-stride.
+extern "C" __global__ void check_duals(COST_PARAMS, const long long* row_col, const cost_t* v,
+                                       double* worst)
+{
+    COST_BUILD
+    const long long total = a.n1 * a.n2;
+    double w = 0.0;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        const long long i = t / a.n2, j = t % a.n2, k = row_col[i];
+        const double cij = (double)cost_fn(a, i, j);
+        if (!(cij < (double)COST_INF)) continue;
+        const double u = (double)cost_fn(a, i, k) - (double)v[k];
+        const double viol = (u + (double)v[j]) - cij;
+        if (viol > w) w = viol;
+    }
+    for (int off = 16; off > 0; off >>= 1) w = fmax(w, __shfl_down_sync(0xffffffffu, w, off));
+    if ((threadIdx.x & 31) == 0 && w > 0.0)
+        atomicMax((unsigned long long*)worst, (unsigned long long)__double_as_longlong(w));
 }
