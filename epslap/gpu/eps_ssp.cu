@@ -22,10 +22,12 @@ namespace cg = cooperative_groups;
 #endif
 #define WARPS (THREADS / 32)
 
-// Data written by one block and read by another inside the same launch is loaded with
-// __ldcg (cache in L2 only): a multiprocessor's L1 may otherwise serve a stale line after the
-// grid barrier. LDG(x) reads x that way.
+// Data shared between blocks inside one launch (v, d, pred, owner, col_open, the reduction
+// slots) is read AND written at L2 only (__ldcg / __stcg): L1 is not coherent across
+// multiprocessors, and mixing an L1-cached access with an L2-only one to the same address can
+// return a stale value even within one thread. LDG(x) loads x, STG(x, y) stores y into x.
 #define LDG(x) __ldcg(&(x))
+#define STG(x, y) __stcg(&(x), (y))
 
 struct CostArgs {
     const void* p[4];
@@ -95,7 +97,11 @@ __device__ Cand grid_argmin(cg::grid_group& grid, const CostArgs& a, Cand c, Can
     if (c.idx >= 0 && c.own >= 0) c.cij = cost_at(a, c.own, c.idx);
     Cand b = block_argmin(c, sh);
     Cand* mine = slots + parity * gridDim.x;
-    if (threadIdx.x == 0) mine[blockIdx.x] = b;
+    if (threadIdx.x == 0) {
+        Cand* m = mine + blockIdx.x;
+        STG(m->val, b.val); STG(m->is_free, b.is_free); STG(m->idx, b.idx);
+        STG(m->own, b.own); STG(m->vj, b.vj); STG(m->cij, b.cij);
+    }
     grid.sync();
     Cand r{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
     for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
@@ -132,7 +138,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             const cost_t vj = LDG(v[j]);
             const long long own = LDG(owner[j]);
             cost_t dj = cost_at(a, f, j) - vj;
-            d[j] = dj; pred[j] = f;
+            STG(d[j], dj); STG(pred[j], f);
             Cand c{dj, own < 0, j, own, vj, (cost_t)0};
             if (better(c, best)) best = c;
         }
@@ -142,7 +148,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         long long jmin = r.idx, n_closed = 1, jown = r.own;
         cost_t mn = r.val, cij = r.cij, vj = r.vj;
         if (leader) closed_list[0] = jmin;
-        if (jmin % stride == g) col_open[jmin] = 0;   // the owning thread closes its column
+        if (jmin % stride == g) STG(col_open[jmin], (unsigned char)0);   // its owner closes it
         while (jown >= 0) {
             const long long i = jown;
             best = Cand{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
@@ -151,8 +157,8 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
                 const cost_t vjj = LDG(v[j]);
                 const long long own = LDG(owner[j]);
                 cost_t cand = ((cost_at(a, i, j) - cij) - (vjj - vj)) + mn;
-                cost_t dj = d[j];
-                if (cand < dj) { d[j] = cand; pred[j] = i; dj = cand; }
+                cost_t dj = LDG(d[j]);
+                if (cand < dj) { STG(d[j], cand); STG(pred[j], i); dj = cand; }
                 Cand c{dj, own < 0, j, own, vjj, (cost_t)0};
                 if (better(c, best)) best = c;
             }
@@ -163,15 +169,15 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             if (r.val > mn) mn = r.val;
             if (leader) closed_list[n_closed] = jmin;
             ++n_closed;
-            if (jmin % stride == g) col_open[jmin] = 0;
+            if (jmin % stride == g) STG(col_open[jmin], (unsigned char)0);
         }
         // price update of the closed columns and the path flip: block 0 only, then a barrier
         if (blockIdx.x == 0) {
             __syncthreads();                       // closed_list written by the leader
             for (long long t = threadIdx.x; t < n_closed; t += blockDim.x) {
                 const long long j = closed_list[t];
-                v[j] = LDG(v[j]) - ((mn - LDG(d[j])) + eps);
-                col_open[j] = 1;
+                STG(v[j], LDG(v[j]) - ((mn - LDG(d[j])) + eps));
+                STG(col_open[j], (unsigned char)1);
             }
             if (leader) {
                 // Σ(mn - d_j) in closed order, exactly as the CPU backend sums it
@@ -180,7 +186,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
                 long long j = jmin;
                 while (true) {
                     const long long i = LDG(pred[j]);
-                    owner[j] = i;
+                    STG(owner[j], i);
                     const long long prev = row_col[i];
                     row_col[i] = j;
                     if (i == f) break;
@@ -248,7 +254,10 @@ __device__ Pair block_pair(Pair p, Pair* sh) {
 __device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, Pair* slots, int& parity) {
     Pair b = block_pair(p, sh);
     Pair* mine = slots + parity * gridDim.x;
-    if (threadIdx.x == 0) mine[blockIdx.x] = b;
+    if (threadIdx.x == 0) {
+        Pair* m = mine + blockIdx.x;
+        STG(m->v1, b.v1); STG(m->v2, b.v2); STG(m->pv, b.pv); STG(m->pidx, b.pidx);
+    }
     grid.sync();
     Pair r{INFINITY, INFINITY, 0, INFINITY, -1};
     for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
@@ -284,7 +293,7 @@ estimate_sweep(COST_PARAMS, int mode, const long long* perm, double* v, double* 
             for (long long j = g; j < n2; j += stride) {
                 if (j == q || !flag[j]) continue;
                 const double c = (double)cost_at(a, r, j);
-                if (c - LDG(v[j]) < ref) v[j] = c - ref;
+                if (c - LDG(v[j]) < ref) STG(v[j], c - ref);
             }
         }
         return;
@@ -361,4 +370,19 @@ extern "C" __global__ void check_duals(COST_PARAMS, const long long* row_col, co
     for (int off = 16; off > 0; off >>= 1) w = fmax(w, __shfl_down_sync(0xffffffffu, w, off));
     if ((threadIdx.x & 31) == 0 && w > 0.0)
         atomicMax((unsigned long long*)worst, (unsigned long long)__double_as_longlong(w));
+}
+
+// Self-test of the grid barrier (tests and diagnostics): after each barrier every block must see
+// every other block's write of the same iteration. errors[0] counts violations.
+extern "C" __global__ void barrier_selftest(long long* counters, unsigned long long* errors,
+                                            int iterations)
+{
+    cg::grid_group grid = cg::this_grid();
+    for (int it = 1; it <= iterations; ++it) {
+        if (threadIdx.x == 0) STG(counters[blockIdx.x], (long long)it);
+        grid.sync();
+        for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+            if (LDG(counters[b]) != it) atomicAdd(errors, 1ULL);
+        grid.sync();
+    }
 }

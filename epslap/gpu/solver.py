@@ -91,6 +91,8 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
                              device=device, blocks=1)
     out[2]["gpu_single_block_rerun"] = True
     out[2]["time_failed_attempt_s"] = first["time_estimate_s"] + first["time_solve_s"]
+    out[2]["failed_attempt_violation"] = first["certificate_max_violation"]
+    out[2]["failed_attempt_rows_evaluated"] = first["rows_evaluated"]
     if not _certified(cuda_cost, n1, n2, integral, out, device):
         raise RuntimeError("backend='gpu': the result failed its optimality certificate; "
                            "please report this problem (use backend='cpu' meanwhile)")
@@ -168,7 +170,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             epsilons.append(max(eps, 0.0))
             state.reset_pass()
             eps_w = work(max(eps, 0.0))
-            pass_kernel(grid, block, (*args, state.perm, np.int32(reverse), eps_w, v, state.d,
+            pgrid = (int(os.environ.get("EPSLAP_GPU_PASS_BLOCKS", grid[0])),)
+            pass_kernel(pgrid, block, (*args, state.perm, np.int32(reverse), eps_w, v, state.d,
                                       state.pred, state.col_open, state.owner, state.row_col,
                                       state.closed_list, state.slots, state.out_f64,
                                       state.out_i64, state.progress))
@@ -223,7 +226,7 @@ class _DeviceState:
         self.closed_list = cupy.empty(n2, dtype=np.int64)
         self.perm = cupy.arange(n1, dtype=np.int64)
         # Cand / Pair slots: 2 * n_blocks entries of at most 48 bytes each
-        self.slots = cupy.empty(2 * n_blocks * 6, dtype=np.float64)
+        self.slots = cupy.empty(2 * max(n_blocks, 1024) * 6, dtype=np.float64)
         self.out_f64 = cupy.zeros(3, dtype=np.float64)
         self.out_i64 = cupy.zeros(2, dtype=np.int64)
         self.progress = cupy.zeros(4, dtype=np.int64)
