@@ -23,11 +23,10 @@ namespace cg = cooperative_groups;
 #define WARPS (THREADS / 32)
 
 // Data shared between blocks inside one launch (v, d, pred, owner, col_open, the reduction
-// slots) is read AND written at L2 only (__ldcg / __stcg): L1 is not coherent across
-// multiprocessors, and mixing an L1-cached access with an L2-only one to the same address can
-// return a stale value even within one thread. LDG(x) loads x, STG(x, y) stores y into x.
-#define LDG(x) __ldcg(&(x))
-#define STG(x, y) __stcg(&(x), (y))
+// slots) is accessed through volatile pointers: never kept in registers across a barrier and
+// never served from a multiprocessor's (non-coherent) L1. LDG / STG mark those accesses.
+#define LDG(x) (x)
+#define STG(x, y) ((x) = (y))
 
 struct CostArgs {
     const void* p[4];
@@ -93,12 +92,12 @@ __device__ Cand block_argmin(Cand c, Cand* sh) {
 // Grid-wide argmin: every block ends with the same winner. `slots` holds 2·gridDim.x entries,
 // used alternately (`parity`) so that a fast block never overwrites results a slow block reads.
 __device__ Cand grid_argmin(cg::grid_group& grid, const CostArgs& a, Cand c, Cand* sh,
-                            Cand* slots, int& parity) {
+                            volatile Cand* slots, int& parity) {
     if (c.idx >= 0 && c.own >= 0) c.cij = cost_at(a, c.own, c.idx);
     Cand b = block_argmin(c, sh);
-    Cand* mine = slots + parity * gridDim.x;
+    volatile Cand* mine = slots + parity * gridDim.x;
     if (threadIdx.x == 0) {
-        Cand* m = mine + blockIdx.x;
+        volatile Cand* m = mine + blockIdx.x;
         STG(m->val, b.val); STG(m->is_free, b.is_free); STG(m->idx, b.idx);
         STG(m->own, b.own); STG(m->vj, b.vj); STG(m->cij, b.cij);
     }
@@ -117,9 +116,10 @@ __device__ Cand grid_argmin(cg::grid_group& grid, const CostArgs& a, Cand c, Can
 // d, pred, col_open (all 1 on entry), owner, row_col: (n2,) device arrays, reset by the host.
 // out_f64[0..2] = rows evaluated, Σ(mn - d_j), Σ ε; out_i64[0] = status (0 ok, 1 infeasible).
 extern "C" __global__ void __launch_bounds__(THREADS)
-eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v, cost_t* d,
-         long long* pred, unsigned char* col_open, long long* owner, long long* row_col,
-         long long* closed_list, Cand* slots, double* out_f64, long long* out_i64,
+eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, volatile cost_t* v,
+         volatile cost_t* d, volatile long long* pred, volatile unsigned char* col_open,
+         volatile long long* owner, long long* row_col, volatile long long* closed_list,
+         volatile Cand* slots, double* out_f64, long long* out_i64,
          volatile long long* progress)
 {
     COST_BUILD
@@ -251,11 +251,12 @@ __device__ Pair block_pair(Pair p, Pair* sh) {
     return sh[WARPS];
 }
 
-__device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, Pair* slots, int& parity) {
+__device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, volatile Pair* slots,
+                          int& parity) {
     Pair b = block_pair(p, sh);
-    Pair* mine = slots + parity * gridDim.x;
+    volatile Pair* mine = slots + parity * gridDim.x;
     if (threadIdx.x == 0) {
-        Pair* m = mine + blockIdx.x;
+        volatile Pair* m = mine + blockIdx.x;
         STG(m->v1, b.v1); STG(m->v2, b.v2); STG(m->pv, b.pv); STG(m->pidx, b.pidx);
     }
     grid.sync();
@@ -269,9 +270,9 @@ __device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, Pair* slots, i
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-estimate_sweep(COST_PARAMS, int mode, const long long* perm, double* v, double* best1,
-               double* best2, unsigned char* flag, long long* pick, double* regret,
-               Pair* slots, double* sums, long long* out_i64)
+estimate_sweep(COST_PARAMS, int mode, const long long* perm, volatile double* v,
+               double* best1, double* best2, unsigned char* flag, long long* pick,
+               double* regret, volatile Pair* slots, double* sums, long long* out_i64)
 {
     COST_BUILD
     cg::grid_group grid = cg::this_grid();

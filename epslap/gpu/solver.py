@@ -16,6 +16,7 @@ from ..cpu._kernel import _next_eps
 from ..errors import GPUUnavailableError, InfeasibleError
 
 THREADS = 512
+SAFE_BLOCKS = 7
 _SRC = os.path.join(os.path.dirname(__file__), "eps_ssp.cu")
 _MODULES: dict = {}  # (device, cost code, integral) -> RawModule, compiled once per process
 
@@ -139,9 +140,11 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         compile_s = time.perf_counter() - t0
         dev = cupy.cuda.Device(device)
         sms = dev.attributes["MultiProcessorCount"]
-        # one block per multiprocessor; EPSLAP_GPU_BLOCKS (tests) forces fewer, so that small
-        # problems exercise the several-columns-per-thread paths
-        grid = (int(blocks or os.environ.get("EPSLAP_GPU_BLOCKS", sms)),)
+        # Interim: at most SAFE_BLOCKS blocks. With one block per multiprocessor (132 on an H100)
+        # the pass kernel still has an unfound race (results fail the certificate); with 7 blocks
+        # every checked run matched the CPU backend exactly (H100, 2026-11-22). The certificate
+        # below guards every result either way. EPSLAP_GPU_BLOCKS overrides (diagnostics).
+        grid = (int(blocks or os.environ.get("EPSLAP_GPU_BLOCKS", min(sms, SAFE_BLOCKS))),)
         block = (threads,)
         args, keep = _cost_args(cupy, cuda_cost, n1, n2)
         work = np.int64 if integral else np.float64
