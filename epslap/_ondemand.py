@@ -30,6 +30,18 @@ def _negated_fill(s, i, buf):
 _NegatedState._fill_row = _negated_fill
 
 
+def _hit_rate_text(state):
+    """Live cache hit rate for the progress bar (the kernel updates ``state.hits`` in place)."""
+    hits = getattr(state, "hits", None)
+    if hits is None:
+        return None
+
+    def text() -> str:
+        h, m = int(hits[0]), int(hits[1])
+        return f"cache hits {h / (h + m):.1%}" if h + m else "cache hits -"
+    return text
+
+
 def _raise_pending(source) -> None:
     """A Python cost function that raised inside the compiled solve: surface its exception."""
     pending = getattr(source, "raise_pending", None)
@@ -75,9 +87,11 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start)
         v = np.zeros(n2, np.int64 if integral else np.float64)
         stats = {"backend": "cpu", "rows_evaluated": 0, "passes": 0, "epsilons": []}
     else:
+        extra = _hit_rate_text(inner.inner if maximize else inner)
         try:
             row_to_col, v, stats = solve_rows(inner, n1, n2, dtype, integral=integral,
-                                              epsilon=epsilon, progress=progress)
+                                              epsilon=epsilon, progress=progress,
+                                              progress_extra=extra)
         finally:
             _raise_pending(source)
     assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)

@@ -51,3 +51,10 @@ def test_on_demand_problem_with_memory_budget(capsys):
     assert main(["solve", "--problem", "geometric", "--n", "80", "--memory", "16KiB"]) == 0
     out = capsys.readouterr().out
     assert "row cache" in out and "misses" in out and "OPTIMAL" in out and "peak RSS" in out
+
+
+def test_progress_bar_shows_cache_hit_rate(capsys):
+    assert main(["solve", "--problem", "random", "--n", "120", "--memory", "20KiB",
+                 "--progress"]) == 0
+    err = capsys.readouterr().err
+    assert "cache hits" in err and "%" in err and "ETA" in err

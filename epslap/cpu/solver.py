@@ -58,10 +58,11 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None) -> Any:
 
 
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
-               progress: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
+               progress: bool = False, progress_extra=None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
     Returns ``(row_to_col, v, stats)`` with ``v`` in the work dtype (int64 or float64).
+    ``progress_extra`` (a callable returning text) is appended to the progress bar.
     """
     work = np.int64 if integral else np.float64
     inf_val = INT_INF if integral else np.float64(np.inf)
@@ -91,7 +92,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     pass_args = (src, buf, n1, n2, v, perm, float(eps_upper), float(eps_lower), integral,
                  inf_val, row_to_col, ctl, eps_log)
     compile_s += _compile(ker._solve_passes, pass_args)
-    bar = ProgressBar(n2, ctl) if progress else None
+    bar = ProgressBar(n2, ctl, extra=progress_extra) if progress else None
     t0 = time.perf_counter()
     status, n_pass, rows_evaluated = _run_interruptibly(
         lambda: ker._solve_passes(*pass_args), ctl, bar.update if bar else None)
