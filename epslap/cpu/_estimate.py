@@ -12,6 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _argmin_open
 from ._rows import get_row
 
 STATUS_OK = 0
@@ -38,27 +39,86 @@ def _greedy_bounds(src, buf, n1, n2, perm, vf, pick_out):
     Each row picks the lowest-index minimiser of c[r][j] - v[j] among free columns.
     Returns (UB, LB): UB = Σ c[r][q], LB = Σ (min_j (c[r][j] - v[j]) + v[q]).
     """
-    taken = np.zeros(n2, np.bool_)
+    tmp = np.empty(n2)
+    tk = tmp.view(np.int64)
+    taken = np.full(n2, _KEY_MIN)
+    no_pref = np.full(n2, _KEY_MAX)
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    bmin = np.empty(n_blocks, np.int64)
+    bpref = np.empty(n_blocks, np.int64)
+    scratch = np.empty(1, np.int64)
     ub = 0.0
     lb = 0.0
     for k in range(n1):
         r = perm[k]
         row = get_row(src, r, buf)
-        best_all = np.inf
-        best_free = np.inf
-        q = -1
         for j in range(n2):
-            t = np.float64(row[j]) - vf[j]
-            if t < best_all:
-                best_all = t
-            if not taken[j] and (t < best_free or q < 0):
-                best_free = t
-                q = j
-        taken[q] = True
+            tmp[j] = (np.float64(row[j]) - vf[j]) + 0.0
+        best_all = _from_key(_min_key(tk), scratch)
+        q = _argmin_open(tk, taken, no_pref, bmin, bpref, False)
+        taken[q] = _KEY_MAX
         pick_out[r] = q
         ub += np.float64(row[q])
         lb += best_all + vf[q]
     return ub, lb
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _key(b):
+    """Order-preserving int64 key of a float64's bits; the map is its own inverse."""
+    return b ^ ((b >> 63) & _KEY_MAX)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _from_key(k, scratch):
+    """The float64 whose key is ``k`` (``scratch``: int64[1] viewed as float64)."""
+    scratch[0] = _key(k)
+    return scratch.view(np.float64)[0]
+
+
+@njit(cache=True, nogil=True)
+def _load_row(row, tmp):
+    """tmp[j] = float64(row[j]) (+0.0 so -0.0 keys like 0.0); False if NaN or -inf is seen."""
+    bad = False
+    for j in range(tmp.shape[0]):
+        c = np.float64(row[j]) + 0.0
+        tmp[j] = c
+        bad = bad | (c != c) | (c == -np.inf)
+    return not bad
+
+
+@njit(cache=True, nogil=True)
+def _min_key(tk):
+    m = _KEY_MAX
+    for j in range(tk.shape[0]):
+        k = _key(tk[j])
+        m = k if k < m else m
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _count_and_second(tk, mk):
+    """(#entries with key mk, smallest key above mk)."""
+    cnt = 0
+    s2 = _KEY_MAX
+    for j in range(tk.shape[0]):
+        k = _key(tk[j])
+        cnt += k == mk
+        k2 = k if k != mk else _KEY_MAX
+        s2 = k2 if k2 < s2 else s2
+    return cnt, s2
+
+
+@njit(cache=True, nogil=True)
+def _update_two_smallest(tmp, rmin, best1, best2):
+    """Per column: keep the two smallest row-reduced costs c - rmin (branch-free, vectorises)."""
+    for j in range(tmp.shape[0]):
+        r = tmp[j] - rmin
+        b1 = best1[j]
+        b2 = best2[j]
+        lt = r < b1
+        best2[j] = b1 if lt else (r if r < b2 else b2)
+        best1[j] = r if lt else b1
 
 
 @njit(cache=True, nogil=True)
@@ -73,39 +133,34 @@ def _assigned_costs(src, buf, row_to_col, out):
 def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
     """Stages A–E. Returns (status, eps_upper, eps_lower) as floats; fills v_out and perm_out."""
     # ---- A: forward sweep ------------------------------------------------------------------
+    # Row minima and picks are found through int64 sort keys of the float64 values (vectorised
+    # integer min) and the blocked argmin of the solver; ties resolve to the lowest index.
     best1 = np.full(n2, np.inf)
     best2 = np.full(n2, np.inf)
-    picked = np.zeros(n2, np.bool_)
+    tmp = np.empty(n2)
+    tk = tmp.view(np.int64)
+    pmask = np.full(n2, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
+    no_pref = np.full(n2, _KEY_MAX)    # no preference among equal values but the index
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    bmin = np.empty(n_blocks, np.int64)
+    bpref = np.empty(n_blocks, np.int64)
+    scratch = np.empty(1, np.int64)
     lb_a = 0.0
     ub_id = 0.0
     g_a = 0.0
     for i in range(n1):
         row = get_row(src, i, buf)
-        rmin = np.inf
-        pmin = np.inf
-        p = -1
-        for j in range(n2):
-            c = np.float64(row[j])
-            if c != c or c == -np.inf:
-                return STATUS_INVALID, 0.0, 0.0
-            if c < rmin:
-                rmin = c
-            if not picked[j] and (c < pmin or p < 0):
-                pmin = c
-                p = j
+        if not _load_row(row, tmp):
+            return STATUS_INVALID, 0.0, 0.0
+        rmin = _from_key(_min_key(tk), scratch)
         if not math.isfinite(rmin):
             return STATUS_INFEASIBLE, 0.0, 0.0
-        picked[p] = True
+        p = _argmin_open(tk, pmask, no_pref, bmin, bpref, False)
+        pmask[p] = _KEY_MAX
         lb_a += rmin
-        ub_id += np.float64(row[i])
-        g_a += pmin
-        for j in range(n2):
-            r = np.float64(row[j]) - rmin
-            if r < best1[j]:
-                best2[j] = best1[j]
-                best1[j] = r
-            elif r < best2[j]:
-                best2[j] = r
+        ub_id += tmp[i]
+        g_a += tmp[p]
+        _update_two_smallest(tmp, rmin, best1, best2)
     vf = np.empty(n2)
     for j in range(n2):
         x = best2[j]
@@ -124,27 +179,25 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
 
     # ---- B: reverse sweep on t = c - v -----------------------------------------------------
     regret = np.empty(n1)
-    picked[:] = False
+    pmask[:] = _KEY_MIN
     lb_b = 0.0
     ub_b = 0.0
     for i in range(n1 - 1, -1, -1):
         row = get_row(src, i, buf)
-        m = np.inf
-        s = np.inf
-        qv = np.inf
-        q = -1
         for j in range(n2):
-            t = np.float64(row[j]) - vf[j]
-            if t < m:
-                s = m
-                m = t
-            elif t < s:
-                s = t
-            if not picked[j] and (t < qv or q < 0):
-                qv = t
-                q = j
-        picked[q] = True
-        regret[i] = s - m
+            tmp[j] = (np.float64(row[j]) - vf[j]) + 0.0
+        mk = _min_key(tk)
+        cnt, s2 = _count_and_second(tk, mk)
+        m = _from_key(mk, scratch)
+        if cnt >= 2:
+            s_val = m  # the second order statistic counts duplicates
+        elif s2 == _KEY_MAX:
+            s_val = np.inf
+        else:
+            s_val = _from_key(s2, scratch)
+        q = _argmin_open(tk, pmask, no_pref, bmin, bpref, False)
+        pmask[q] = _KEY_MAX
+        regret[i] = s_val - m
         lb_b += m + vf[q]
         ub_b += np.float64(row[q])
     ub = min(ub_b, g_a)
@@ -170,11 +223,10 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
             held[q] = False
             if not math.isfinite(ref):
                 continue
-            for j in range(n2):
-                if held[j]:
-                    t = np.float64(row[j]) - vf[j]
-                    if t < ref:
-                        vf[j] = np.float64(row[j]) - ref
+            for j in range(n2):  # branch-free: vectorises
+                c = np.float64(row[j])
+                lower = held[j] & ((c - vf[j]) < ref)
+                vf[j] = (c - ref) if lower else vf[j]
         _shift_to_max_zero(vf)
         # ---- E: bounds again, blend towards the old v by the remaining gap ratio -----------
         ub_e, lb_e = _greedy_bounds(src, buf, n1, n2, perm_out, vf, pick)
