@@ -7,7 +7,8 @@ from ._base import CostSource
 from .classes import (PROBLEMS, Disjoint, Geometric, LowRank, Random, RandomInt, Sanity,
                       generate, problem)
 from .functions import FunctionSource, OnDisk, from_function
+from .images import ImageEMD, load_image, pixel_features
 from .sources import Dense, SqEuclidean
 
 __all__ = ["CostSource", "Dense", "SqEuclidean", "Random", "RandomInt", "Geometric", "Disjoint",
-           "Sanity", "LowRank", "OnDisk", "from_function", "FunctionSource", "PROBLEMS", "problem", "generate"]
+           "Sanity", "LowRank", "ImageEMD", "load_image", "pixel_features", "OnDisk", "from_function", "FunctionSource", "PROBLEMS", "problem", "generate"]

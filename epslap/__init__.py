@@ -1,16 +1,18 @@
 """epslap: exact, fast, larger-than-memory linear assignment by ε-pricing shortest paths.
 
 Public API: :func:`solve`, :func:`linear_sum_assignment` (a scipy drop-in), :func:`verify`,
-:class:`Solution`, :func:`precompile`.
+:class:`Solution`, :func:`precompile`, and image EMD: :func:`emd`, :func:`emd_matrix`.
 """
 from ._api import linear_sum_assignment, solve
 from .certificate import verify
+from .emd import EMDResult, emd, emd_matrix
 from .errors import GPUUnavailableError, InfeasibleError
 from .solution import Solution
 
 __version__ = "0.1.0"
 
-__all__ = ["solve", "linear_sum_assignment", "verify", "Solution", "InfeasibleError",
+__all__ = ["solve", "linear_sum_assignment", "verify", "Solution", "InfeasibleError", "emd",
+           "emd_matrix", "EMDResult",
            "GPUUnavailableError", "precompile", "__version__"]
 
 
