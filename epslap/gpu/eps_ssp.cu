@@ -148,7 +148,10 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, volatile c
         long long jmin = r.idx, n_closed = 1, jown = r.own;
         cost_t mn = r.val, cij = r.cij, vj = r.vj;
         if (leader) closed_list[0] = jmin;
-        if (jmin % stride == g) STG(col_open[jmin], (unsigned char)0);   // its owner closes it
+        // The owner closes jmin only if the search goes on. A free (terminal) column must not be
+        // closed: block 0 reopens every closed column below with no grid barrier in between, and
+        // a late close would leave the newly assigned column hidden for the rest of the pass.
+        if (jown >= 0 && jmin % stride == g) STG(col_open[jmin], (unsigned char)0);
         while (jown >= 0) {
             const long long i = jown;
             best = Cand{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
@@ -169,7 +172,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, volatile c
             if (r.val > mn) mn = r.val;
             if (leader) closed_list[n_closed] = jmin;
             ++n_closed;
-            if (jmin % stride == g) STG(col_open[jmin], (unsigned char)0);
+            if (jown >= 0 && jmin % stride == g) STG(col_open[jmin], (unsigned char)0);
         }
         // price update of the closed columns and the path flip: block 0 only, then a barrier
         if (blockIdx.x == 0) {
@@ -194,10 +197,11 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, volatile c
                 }
                 progress[0] = k + 1;
                 progress[1] = (long long)rows_eval;
+                progress[3] = progress[2];  // one snapshot of the stop request for every block
             }
         }
         grid.sync();
-        if (progress[2] != 0) { if (leader) out_i64[0] = 2; return; }   // host asked to stop
+        if (progress[3] != 0) { if (leader) out_i64[0] = 2; return; }   // host asked to stop
     }
     if (leader) { out_f64[0] = rows_eval; out_f64[1] = total_d; out_f64[2] = total_eps; }
 }
