@@ -83,9 +83,8 @@ def emd_matrix(images, *, out: str | None = None, progress: bool = True, **kw) -
         solved = 0
         for count, (i, j) in enumerate(pairs, 1):
             key = (names[i], names[j])
-            if key in done:
-                d = done[key]
-            else:
+            d = done.get(key, done.get(key[::-1]))  # a pair is the same pair either way round
+            if d is None:
                 t0 = time.perf_counter()
                 d = emd(names[i], names[j], **kw).distance
                 secs = time.perf_counter() - t0

@@ -100,6 +100,9 @@ def test_matrix_resumes_and_cli(tmp_path, capsys):
     d2 = epslap.emd_matrix(paths, out=str(out), progress=False)  # resumes: 3 done, 3 new
     assert out.read_text().count("\n") == 1 + 6
     np.testing.assert_allclose(d2[:3, :3], d1)
+    d3 = epslap.emd_matrix(paths[::-1], out=str(out), progress=False)  # any order: nothing new
+    assert out.read_text().count("\n") == 1 + 6
+    np.testing.assert_allclose(d3, d2[::-1, ::-1])
     assert np.allclose(d2, d2.T) and np.all(np.diag(d2) == 0)
     xy = classical_mds(d2)
     assert xy.shape == (4, 2)
