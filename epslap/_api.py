@@ -75,11 +75,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     m = canon.matrix
     n1, n2 = m.shape
     if n1 == 0:
-        row_to_col = np.zeros(0, np.int64)
-        assigned = np.zeros(0, np.int64 if canon.integral else np.float64)
-        v = np.zeros(n2, np.int64 if canon.integral else np.float64)
-        stats: dict = {"backend": backend, "rows_evaluated": 0, "passes": 0, "epsilons": [],
-                       "time_estimate_s": 0.0, "time_solve_s": 0.0, "compile_s": 0.0}
+        row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, backend)
     else:
         from .cpu.solver import solve_rows
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
@@ -87,6 +83,14 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)
+
+
+def empty_solve(n2: int, integral: bool, backend: str):
+    """``(row_to_col, v, assigned, stats)`` of a problem with no rows, for every backend."""
+    work = np.int64 if integral else np.float64
+    stats = {"backend": backend, "rows_evaluated": 0, "passes": 0, "epsilons": [],
+             "time_estimate_s": 0.0, "time_solve_s": 0.0, "compile_s": 0.0}
+    return np.zeros(0, np.int64), np.zeros(n2, work), np.zeros(0, work), stats
 
 
 def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize,

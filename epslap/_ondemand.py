@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ._api import finish
+from ._api import empty_solve, finish
 from .cache import make_cache, parse_memory
 from .cpu._rows import get_row
 from .cpu.solver import assigned_costs, solve_rows
@@ -83,9 +83,7 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start)
     if maximize:
         inner = _NegatedState(inner)
     if n1 == 0:
-        row_to_col = np.zeros(0, np.int64)
-        v = np.zeros(n2, np.int64 if integral else np.float64)
-        stats = {"backend": "cpu", "rows_evaluated": 0, "passes": 0, "epsilons": []}
+        row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")
     else:
         extra = _hit_rate_text(inner.inner if maximize else inner)
         try:

@@ -35,8 +35,7 @@ def as_matrix(cost) -> np.ndarray:
         raise TypeError("a GPU array was given to the CPU backend: pass backend='gpu' or "
                         "copy it to the host first (cupy.asnumpy)")
     arr = np.asarray(cost)
-    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and _float_kind(arr.dtype) is None
-                                         and arr.dtype != np.float64):
+    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and _float_kind(arr.dtype) is None):
         raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "
                         "according to the rule 'safe'")
     if arr.ndim != 2:

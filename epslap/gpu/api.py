@@ -50,7 +50,7 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays."""
     from costfns import CostSource
     from costfns.sources import dense_cuda_source
-    from .._api import finish
+    from .._api import empty_solve, finish
     cupy = import_cupy()
     with cupy.cuda.Device(device):
         if isinstance(cost, CostSource):
@@ -77,12 +77,8 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start):
                         "cost source (costfns) to compute costs on the device instead") from exc
             n1, n2 = m.shape
             cuda_cost = dense_cuda_source(m)
-        work = np.int64 if integral else np.float64
         if n1 == 0:
-            row_to_col = np.zeros(0, np.int64)
-            v = np.zeros(n2, work)
-            assigned = np.zeros(0, work)
-            stats = {"backend": "gpu", "rows_evaluated": 0, "passes": 0, "epsilons": []}
+            row_to_col, v, assigned, stats = empty_solve(n2, integral, "gpu")
         else:
             row_to_col, v, stats, assigned = solve_device(cuda_cost, n1, n2, integral=integral,
                                                           epsilon=epsilon, device=device)
