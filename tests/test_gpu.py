@@ -46,6 +46,7 @@ def test_classes_dense_and_on_demand_match_cpu(name, n):
         assert_optimal(c, sol)
         assert sol.stats["backend"] == "gpu"
         assert sol.stats["host_syncs_per_augmentation"] <= 1
+        assert sol.stats["gpu_single_block_rerun"] is False  # the full grid was exact itself
         r_cpu, r_gpu = cpu.stats["rows_evaluated"], sol.stats["rows_evaluated"]
         assert abs(r_gpu - r_cpu) <= 0.05 * r_cpu, (r_gpu, r_cpu)
 
@@ -106,11 +107,17 @@ def test_grid_barrier_selftest(blocks):
 
 @gpu
 @pytest.mark.gpu
-def test_certificate_guards_every_gpu_result():
-    """Multi-block passes can still end suboptimal (an open race); the device certificate must
-    catch it and the single-block rerun must return the optimum."""
-    src = costfns.problem("geometric", 3000, seed=1)
+@pytest.mark.parametrize("name", ["geometric", "random", "integer", "rank8", "disjoint"])
+def test_full_grid_is_exact_at_larger_n(name):
+    """One block per multiprocessor, n = 4000 (where the old multi-block race showed): the first
+    attempt must certify on its own (no single-block rerun) and match scipy and the CPU."""
+    src = costfns.problem(name, 4000, seed=1)
     c = src.dense()
-    sol = epslap.solve(c, backend="gpu")
-    assert_optimal(c, sol)
-    assert sol.stats["certificate_max_violation"] <= 1e-9 * 3000
+    cpu = epslap.solve(c)
+    for cost in (c, src):
+        sol = epslap.solve(cost, backend="gpu")
+        assert sol.stats["grid"] >= 2
+        assert sol.stats["gpu_single_block_rerun"] is False
+        assert sol.stats["certificate_max_violation"] <= 1e-9 * 4000
+        assert abs(float(sol.cost) - float(cpu.cost)) <= 1e-9 * 4000 * max(1.0, abs(float(cpu.cost)))
+        assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]

@@ -16,7 +16,6 @@ from ..cpu._kernel import _next_eps
 from ..errors import GPUUnavailableError, InfeasibleError
 
 THREADS = 512
-SAFE_BLOCKS = 7
 _SRC = os.path.join(os.path.dirname(__file__), "eps_ssp.cu")
 _MODULES: dict = {}  # (device, cost code, integral) -> RawModule, compiled once per process
 
@@ -44,6 +43,13 @@ def threads_for(n2: int) -> int:
     if forced:
         return int(forced)
     return 128 if n2 <= 65536 else (256 if n2 <= 262144 else 512)
+
+
+def _wide_grid(cupy) -> tuple:
+    """Grid of the grid-stride helper kernels: 4 blocks of 256 threads per multiprocessor, which
+    stays within what a cooperative launch allows (the module is built with cooperative groups, so
+    CuPy launches every kernel of it cooperatively)."""
+    return (4 * cupy.cuda.Device().attributes["MultiProcessorCount"],)
 
 
 def _module(cupy, code: str, integral: bool, threads: int = THREADS):
@@ -77,10 +83,10 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
                  device: int = 0):
     """Solve on the device, then check the dual certificate of the result on the device.
 
-    Known issue (see benchmarks/RESULTS.md): with several blocks the pass kernel can, on some
-    dense inputs of a few thousand columns and more, end suboptimal (a race not yet found). The
-    certificate catches it; the solve is then repeated with one block, which is exact. Nothing
-    suboptimal is ever returned; ``stats["gpu_single_block_rerun"]`` says when this happened.
+    Every result is checked against its dual certificate on the device. Should a check ever fail
+    (a defect: the multi-block race of 2026-11-22 is fixed and the GPU tests assert that no rerun
+    happens), the solve is repeated with one block, which serialises the search, and
+    ``stats["gpu_single_block_rerun"]`` says so; nothing uncertified is ever returned.
     """
     out = _solve_device_once(cuda_cost, n1, n2, integral=integral, epsilon=epsilon,
                              device=device, blocks=None)
@@ -109,7 +115,7 @@ def _certified(cuda_cost, n1, n2, integral, out, device) -> bool:
         mod = _module(cupy, cuda_cost.code, integral, threads_for(n2))
         args, keep = _cost_args(cupy, cuda_cost, n1, n2)
         worst = cupy.zeros(1, dtype=np.float64)
-        mod.get_function("check_duals")((1024,), (256,), (*args, cupy.asarray(row_to_col),
+        mod.get_function("check_duals")(_wide_grid(cupy), (256,), (*args, cupy.asarray(row_to_col),
                                                           cupy.asarray(v), worst))
         w = float(worst.get()[0])
         del keep
@@ -140,11 +146,9 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         compile_s = time.perf_counter() - t0
         dev = cupy.cuda.Device(device)
         sms = dev.attributes["MultiProcessorCount"]
-        # Interim: at most SAFE_BLOCKS blocks. With one block per multiprocessor (132 on an H100)
-        # the pass kernel still has an unfound race (results fail the certificate); with 7 blocks
-        # every checked run matched the CPU backend exactly (H100, 2026-11-22). The certificate
-        # below guards every result either way. EPSLAP_GPU_BLOCKS overrides (diagnostics).
-        grid = (int(blocks or os.environ.get("EPSLAP_GPU_BLOCKS", min(sms, SAFE_BLOCKS))),)
+        # One block per multiprocessor: all co-resident, as the cooperative launch requires.
+        # EPSLAP_GPU_BLOCKS overrides (diagnostics, tests of other grid sizes).
+        grid = (int(blocks or os.environ.get("EPSLAP_GPU_BLOCKS", sms)),)
         block = (threads,)
         args, keep = _cost_args(cupy, cuda_cost, n1, n2)
         work = np.int64 if integral else np.float64
@@ -319,7 +323,7 @@ def materialise(source, device: int = 0):
         mod = _module(cupy, cc.code, integral)
         args, keep = _cost_args(cupy, cc, n1, n2)
         out = cupy.empty((n1, n2), dtype=np.int64 if integral else np.float64)
-        mod.get_function("fill_dense")((1024,), (256,), (*args, out))
+        mod.get_function("fill_dense")(_wide_grid(cupy), (256,), (*args, out))
         cupy.cuda.Device().synchronize()
         del keep
     return out
