@@ -121,3 +121,35 @@ def test_full_grid_is_exact_at_larger_n(name):
         assert sol.stats["certificate_max_violation"] <= 1e-9 * 4000
         assert abs(float(sol.cost) - float(cpu.cost)) <= 1e-9 * 4000 * max(1.0, abs(float(cpu.cost)))
         assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
+
+
+def _exchange_reference(n_threads, iterations):
+    """The checksum every block of ``exchange_selftest`` must reach (NumPy, wrap-around uint)."""
+    g = np.arange(n_threads, dtype=np.uint64)
+    total = 0
+    for it in range(iterations):
+        h = ((g * 2654435761) & 0xFFFFFFFF) ^ np.uint64((it * 40503 + 12345) & 0xFFFFFFFF)
+        val = (h >> np.uint64(7)) % np.uint64(1000)
+        key = ((h & np.uint64(1)) << np.uint64(31)) | g
+        w = np.lexsort((key, val))[0]
+        total = (total * 1000003 + int(key[w]) + int(g[w])) % 2**64
+    return total
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks,threads", [(1, 128), (7, 128), (132, 128), (33, 256), (16, 512), (64, 32)])
+def test_pass_exchange_agrees_in_every_block(blocks, threads):
+    """The slot exchange that replaces the grid barrier in the pass kernel: every block ends
+    every step with the same, correct winner (value, then tie rule)."""
+    import cupy
+    import costfns as cf
+    from epslap.gpu import solver as S
+    mod = S._module(cupy, cf.Geometric(5).cuda_source().code, False, threads)
+    slots = cupy.zeros(2 * blocks * max(threads // 32, 1) * 16, dtype=np.uint32)
+    sums = cupy.zeros(blocks, dtype=np.uint64)
+    iterations = 300
+    mod.get_function("exchange_selftest")((blocks,), (threads,), (slots, sums, np.int32(iterations)))
+    got = sums.get()
+    assert len(set(got.tolist())) == 1
+    assert int(got[0]) == _exchange_reference(blocks * threads, iterations)

@@ -49,161 +49,238 @@ __device__ __forceinline__ cost_t cost_at(const CostArgs& a, long long i, long l
     return i < a.n1 ? cost_fn(a, i, j) : (cost_t)0;
 }
 
-// ---- argmin with the tie rule: smaller value; among equals an unassigned column; then the
-// ---- lowest index. idx < 0 means "none".
-// own, vj, cij: the candidate column's owner row, its price and c[own][idx], filled by the
-// proposing thread so that the next Dijkstra step needs no dependent global loads.
-struct Cand { cost_t val; int is_free; long long idx; long long own; cost_t vj; cost_t cij; };
+// ---- one pass (ALGORITHM.md §1, §4): every real row in perm order (reversed when `reverse`),
+// ---- then every virtual row.
+//
+// Column j belongs to thread j % S of the grid (S = gridDim.x · blockDim.x): its d, pred, open
+// flag, owner and v are read and written by that thread alone during the pass (thread 0 of the
+// same block also writes owner[j] in the path flip, before a __syncthreads), so they are plain
+// cached accesses. The blocks agree on each Dijkstra step's argmin through `slots` (Slot below),
+// which is also the only grid-wide synchronisation: no grid.sync() in the pass. Every block
+// records the steps' winners and flips the augmenting path for its own columns itself.
 
-__device__ __forceinline__ bool better(const Cand& a, const Cand& b) {
-    if (a.idx < 0) return false;
-    if (b.idx < 0) return true;
-    if (a.val != b.val) return a.val < b.val;
-    if (a.is_free != b.is_free) return a.is_free > b.is_free;
-    return a.idx < b.idx;
+// A candidate column of one step. key = (column assigned ? 1u << 31 : 0) | column, so that after
+// the value a smaller key is better: the tie rule (an unassigned column, then the lowest index).
+// own: the column's owner row (-1 free); vj: its price; pred: its predecessor row.
+struct Cand { cost_t val; unsigned key; int own; cost_t vj; int pred; };
+#define NO_KEY 0xffffffffu
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ Cand no_cand() { Cand c; c.val = COST_INF; c.key = NO_KEY; c.own = -1; c.vj = 0; c.pred = -1; return c; }
+
+__device__ __forceinline__ bool cand_less(cost_t av, unsigned ak, cost_t bv, unsigned bk) {
+    if (ak == NO_KEY) return false;
+    if (bk == NO_KEY) return true;
+    return av < bv || (av == bv && ak < bk);
 }
 
-__device__ __forceinline__ Cand shfl_down(const Cand& c, int off) {
-    Cand o;
-    o.val = __shfl_down_sync(0xffffffffu, c.val, off);
-    o.is_free = __shfl_down_sync(0xffffffffu, c.is_free, off);
-    o.idx = __shfl_down_sync(0xffffffffu, c.idx, off);
-    o.own = __shfl_down_sync(0xffffffffu, c.own, off);
-    o.vj = __shfl_down_sync(0xffffffffu, c.vj, off);
-    o.cij = __shfl_down_sync(0xffffffffu, c.cij, off);
-    return o;
-}
-
-__device__ Cand block_argmin(Cand c, Cand* sh) {
-    for (int off = 16; off > 0; off >>= 1) { Cand o = shfl_down(c, off); if (better(o, c)) c = o; }
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads();                      // sh may still be read from the previous call
-    if (lane == 0) sh[warp] = c;
+// The block's best candidate, returned to every thread. Only (val, key) travel through the
+// shuffles; the thread that proposed the winner stores the whole candidate (keys are unique).
+__device__ Cand block_best(const Cand& mine, Cand* sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    cost_t v = mine.val; unsigned k = mine.key;
+    for (int off = 16; off > 0; off >>= 1) {
+        const cost_t ov = __shfl_xor_sync(FULL_MASK, v, off);
+        const unsigned ok = __shfl_xor_sync(FULL_MASK, k, off);
+        if (cand_less(ov, ok, v, k)) { v = ov; k = ok; }
+    }
+    __syncthreads();                                   // sh may still be read from the last call
+    if (k == NO_KEY) { if (lane == 0) sh[warp] = no_cand(); }
+    else if (mine.key == k) sh[warp] = mine;
     __syncthreads();
     if (warp == 0) {
-        c = lane < WARPS ? sh[lane] : Cand{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
-        for (int off = 16; off > 0; off >>= 1) { Cand o = shfl_down(c, off); if (better(o, c)) c = o; }
-        if (lane == 0) sh[WARPS] = c;
+        const Cand c = lane < WARPS ? sh[lane] : no_cand();
+        v = c.val; k = c.key;
+        for (int off = 16; off > 0; off >>= 1) {
+            const cost_t ov = __shfl_xor_sync(FULL_MASK, v, off);
+            const unsigned ok = __shfl_xor_sync(FULL_MASK, k, off);
+            if (cand_less(ov, ok, v, k)) { v = ov; k = ok; }
+        }
+        if (k == NO_KEY) { if (lane == 0) sh[WARPS] = no_cand(); }
+        else if (c.key == k) sh[WARPS] = c;
     }
     __syncthreads();
     return sh[WARPS];
 }
 
-// Grid-wide argmin: every block ends with the same winner. `slots` holds 2·gridDim.x entries,
-// used alternately (`parity`) so that a fast block never overwrites results a slow block reads.
-__device__ Cand grid_argmin(cg::grid_group& grid, const CostArgs& a, Cand c, Cand* sh,
-                            volatile Cand* slots, int& parity) {
-    if (c.idx >= 0 && c.own >= 0) c.cij = cost_at(a, c.own, c.idx);
-    Cand b = block_argmin(c, sh);
-    volatile Cand* mine = slots + parity * gridDim.x;
-    if (threadIdx.x == 0) {
-        volatile Cand* m = mine + blockIdx.x;
-        STG(m->val, b.val); STG(m->is_free, b.is_free); STG(m->idx, b.idx);
-        STG(m->own, b.own); STG(m->vj, b.vj); STG(m->cij, b.cij);
-    }
-    grid.sync();
-    Cand r{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
-    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
-        Cand o{LDG(mine[t].val), LDG(mine[t].is_free), LDG(mine[t].idx), LDG(mine[t].own),
-               LDG(mine[t].vj), LDG(mine[t].cij)};
-        if (better(o, r)) r = o;
-    }
-    parity ^= 1;
-    return block_argmin(r, sh);
+// One block's candidate of one step, as four 16-byte quads of (data, flag, data, flag) words.
+// The writer stores each quad in one access and a reader loads each quad in one access; an
+// 8-byte (data, flag) pair is never seen torn, so a reader that finds the step's sequence number
+// in all eight flags holds the whole candidate, without a fence or a barrier (the protocol NCCL
+// calls "LL"). Two buffers used alternately: a block can only overwrite a buffer after every block
+// has published the step in between, i.e. after every block finished reading it.
+struct __align__(64) Slot { unsigned w[16]; };
+
+__device__ __forceinline__ void st_quad(Slot* s, int q, unsigned a, unsigned b, unsigned c, unsigned d) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};"
+                 :: "l"(s->w + 4 * q), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
-// ---- one pass: every real row in perm order (reversed when `reverse`), then every virtual row.
-// d, pred, col_open (all 1 on entry), owner, row_col: (n2,) device arrays, reset by the host.
-// out_f64[0..2] = rows evaluated, Σ(mn - d_j), Σ ε; out_i64[0] = status (0 ok, 1 infeasible).
+__device__ __forceinline__ uint4 ld_quad(const Slot* s, int q) {
+    uint4 r;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(s->w + 4 * q) : "memory");
+    return r;
+}
+
+__device__ __forceinline__ unsigned long long bits_of(double x) { return (unsigned long long)__double_as_longlong(x); }
+__device__ __forceinline__ unsigned long long bits_of(long long x) { return (unsigned long long)x; }
+__device__ __forceinline__ void from_bits(unsigned long long b, double& x) { x = __longlong_as_double((long long)b); }
+__device__ __forceinline__ void from_bits(unsigned long long b, long long& x) { x = (long long)b; }
+
+__device__ __forceinline__ void publish(Slot* s, unsigned seq, const Cand& c, unsigned extra) {
+    const unsigned long long vb = bits_of(c.val), jb = bits_of(c.vj);
+    st_quad(s, 0, (unsigned)vb, seq, (unsigned)(vb >> 32), seq);
+    st_quad(s, 1, c.key, seq, (unsigned)c.own, seq);
+    st_quad(s, 2, (unsigned)jb, seq, (unsigned)(jb >> 32), seq);
+    st_quad(s, 3, (unsigned)c.pred, seq, extra, seq);
+}
+
+__device__ __forceinline__ Cand receive(const Slot* s, unsigned seq, unsigned& extra) {
+    uint4 q0, q1, q2, q3;
+    while (true) {
+        q0 = ld_quad(s, 0);
+        if (q0.y != seq || q0.w != seq) continue;     // not yet published: poll one quad only
+        q1 = ld_quad(s, 1); q2 = ld_quad(s, 2); q3 = ld_quad(s, 3);
+        if (q1.y == seq && q1.w == seq && q2.y == seq && q2.w == seq && q3.y == seq && q3.w == seq) break;
+    }
+    Cand c;
+    from_bits(((unsigned long long)q0.z << 32) | q0.x, c.val);
+    c.key = q1.x; c.own = (int)q1.z;
+    from_bits(((unsigned long long)q2.z << 32) | q2.x, c.vj);
+    c.pred = (int)q3.x; extra = q3.z;
+    return c;
+}
+
+// The grid's best candidate of this step, in every thread of every block. `extra` travels with
+// block 0's candidate (the host's stop request) and comes back in `*sh_extra`.
+__device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq, int& parity,
+                          unsigned extra, unsigned* sh_extra) {
+    const Cand b = block_best(mine, sh);
+    if (++seq == 0) seq = 1;                           // 0 marks a never-written slot
+    Slot* buf = slots + parity * gridDim.x;
+    parity ^= 1;
+    if (threadIdx.x == 0) publish(buf + blockIdx.x, seq, b, extra);
+    Cand r = no_cand();
+    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
+        unsigned x;
+        const Cand o = receive(buf + t, seq, x);
+        if (t == 0) *sh_extra = x;
+        if (cand_less(o.val, o.key, r.val, r.key)) r = o;
+    }
+    return block_best(r, sh);                          // its barriers also publish *sh_extra
+}
+
+__device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, long long own,
+                                         cost_t vj, long long pred) {
+    const unsigned key = (own >= 0 ? 0x80000000u : 0u) | (unsigned)j;
+    if (cand_less(dj, key, best.val, best.key)) {
+        best.val = dj; best.key = key; best.own = (int)own; best.vj = vj; best.pred = (int)pred;
+    }
+}
+
+// d, pred, col_open (all 1 on entry), owner (-1 on entry), v: (n2,) device arrays, thread-private
+// as described above. rec: (gridDim.x, 3·(n2 + 1)) int32 scratch, each block's record of the
+// steps of the current augmentation (column, its owner, its predecessor), read by the path flip.
+// slots: (2, gridDim.x) Slot, zeroed by the host. progress[2]: stop request (host → device).
+// out_f64: [rows evaluated, unused, Σ ε, then per block Σ(mn - d_j)]; out_i64[0]: status
+// (0 ok, 1 infeasible, 2 stopped).
 extern "C" __global__ void __launch_bounds__(THREADS)
-eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, volatile cost_t* v,
-         volatile cost_t* d, volatile long long* pred, volatile unsigned char* col_open,
-         volatile long long* owner, long long* row_col, volatile long long* closed_list,
-         volatile Cand* slots, double* out_f64, long long* out_i64,
-         volatile long long* progress)
+eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v, cost_t* d,
+         long long* pred, unsigned char* col_open, long long* owner, int* rec, Slot* slots,
+         double* out_f64, long long* out_i64, volatile long long* progress)
 {
     COST_BUILD
-    cg::grid_group grid = cg::this_grid();
     __shared__ Cand sh[WARPS + 1];
+    __shared__ unsigned sh_extra;
+    __shared__ double sh_sum[WARPS];
     const long long n1 = a.n1, n2 = a.n2;
-    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long S = (long long)gridDim.x * blockDim.x;
     const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
+    int* my_rec = rec + (long long)blockIdx.x * 3 * (n2 + 1);   // thread 0 of the block only
+    unsigned seq = 0;
     int parity = 0;
-    double rows_eval = 0.0, total_d = 0.0, total_eps = 0.0;
+    double my_total_d = 0.0, rows_eval = 0.0, total_eps = 0.0;
     for (long long k = 0; k < n2; ++k) {
         const long long f = k < n1 ? perm[reverse ? n1 - 1 - k : k] : k;
-        Cand best{(cost_t)0, 0, -1};
-        for (long long j = g; j < n2; j += stride) {
-            const cost_t vj = LDG(v[j]);
-            const long long own = LDG(owner[j]);
-            cost_t dj = cost_at(a, f, j) - vj;
-            STG(d[j], dj); STG(pred[j], f);
-            Cand c{dj, own < 0, j, own, vj, (cost_t)0};
-            if (better(c, best)) best = c;
+        Cand best = no_cand();
+        for (long long j = g; j < n2; j += S) {
+            const cost_t vj = v[j];
+            const cost_t dj = cost_at(a, f, j) - vj;
+            d[j] = dj; pred[j] = f;
+            consider(best, dj, j, owner[j], vj, f);
         }
-        Cand r = grid_argmin(grid, a, best, sh, slots, parity);
-        if (r.idx < 0 || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
+        const unsigned stop = leader ? (unsigned)(progress[2] != 0) : 0u;
+        Cand r = grid_best(best, sh, slots, seq, parity, stop, &sh_extra);
+        if (sh_extra != 0) { if (leader) out_i64[0] = 2; return; }     // host asked to stop
+        if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
         if (f < n1) rows_eval += 1.0;
-        long long jmin = r.idx, n_closed = 1, jown = r.own;
-        cost_t mn = r.val, cij = r.cij, vj = r.vj;
-        if (leader) closed_list[0] = jmin;
-        // The owner closes jmin only if the search goes on. A free (terminal) column must not be
-        // closed: block 0 reopens every closed column below with no grid barrier in between, and
-        // a late close would leave the newly assigned column hidden for the rest of the pass.
-        if (jown >= 0 && jmin % stride == g) STG(col_open[jmin], (unsigned char)0);
-        while (jown >= 0) {
-            const long long i = jown;
-            best = Cand{(cost_t)0, 0, -1, -1, (cost_t)0, (cost_t)0};
-            for (long long j = g; j < n2; j += stride) {
-                if (!LDG(col_open[j])) continue;
-                const cost_t vjj = LDG(v[j]);
-                const long long own = LDG(owner[j]);
-                cost_t cand = ((cost_at(a, i, j) - cij) - (vjj - vj)) + mn;
-                cost_t dj = LDG(d[j]);
-                if (cand < dj) { STG(d[j], cand); STG(pred[j], i); dj = cand; }
-                Cand c{dj, own < 0, j, own, vjj, (cost_t)0};
-                if (better(c, best)) best = c;
+        long long jmin = r.key & 0x7fffffffu, n_closed = 1;
+        cost_t mn = r.val;
+        int my_closed = 0;
+        if (threadIdx.x == 0) { my_rec[0] = (int)jmin; my_rec[1] = r.own; my_rec[2] = r.pred; }
+        while (r.own >= 0) {
+            if (jmin % S == g) { col_open[jmin] = 0; ++my_closed; }  // the owner closes jmin
+            const long long i = r.own;
+            const cost_t cij = cost_at(a, i, jmin), vjmin = r.vj;
+            best = no_cand();
+            for (long long j = g; j < n2; j += S) {
+                if (!col_open[j]) continue;
+                const cost_t vj = v[j];
+                const cost_t cand = ((cost_at(a, i, j) - cij) - (vj - vjmin)) + mn;
+                cost_t dj = d[j];
+                long long pj = pred[j];
+                if (cand < dj) { dj = cand; pj = i; d[j] = cand; pred[j] = i; }
+                consider(best, dj, j, owner[j], vj, pj);
             }
-            r = grid_argmin(grid, a, best, sh, slots, parity);
-            if (r.idx < 0 || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
+            r = grid_best(best, sh, slots, seq, parity, 0u, &sh_extra);
+            if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
             if (i < n1) rows_eval += 1.0;
-            jmin = r.idx; jown = r.own; cij = r.cij; vj = r.vj;
+            jmin = r.key & 0x7fffffffu;
             if (r.val > mn) mn = r.val;
-            if (leader) closed_list[n_closed] = jmin;
+            if (threadIdx.x == 0) {
+                int* e = my_rec + 3 * n_closed;
+                e[0] = (int)jmin; e[1] = r.own; e[2] = r.pred;
+            }
             ++n_closed;
-            if (jown >= 0 && jmin % stride == g) STG(col_open[jmin], (unsigned char)0);
         }
-        // price update of the closed columns and the path flip: block 0 only, then a barrier
-        if (blockIdx.x == 0) {
-            __syncthreads();                       // closed_list written by the leader
-            for (long long t = threadIdx.x; t < n_closed; t += blockDim.x) {
-                const long long j = closed_list[t];
-                STG(v[j], LDG(v[j]) - ((mn - LDG(d[j])) + eps));
-                STG(col_open[j], (unsigned char)1);
-            }
-            if (leader) {
-                // Σ(mn - d_j) in closed order, exactly as the CPU backend sums it
-                for (long long t = 0; t < n_closed; ++t) total_d += (double)(mn - LDG(d[closed_list[t]]));
-                total_eps += (double)eps * (double)n_closed;
-                long long j = jmin;
-                while (true) {
-                    const long long i = LDG(pred[j]);
-                    STG(owner[j], i);
-                    const long long prev = row_col[i];
-                    row_col[i] = j;
-                    if (i == f) break;
-                    j = prev;
-                }
-                progress[0] = k + 1;
-                progress[1] = (long long)rows_eval;
-                progress[3] = progress[2];  // one snapshot of the stop request for every block
+        // price update of the closed columns (and the free terminal one), by their owners
+        if (my_closed > 0 || jmin % S == g) {
+            for (long long j = g; j < n2; j += S) {
+                if (col_open[j] && j != jmin) continue;
+                const cost_t delta = mn - d[j];
+                v[j] = v[j] - (delta + eps);
+                my_total_d += (double)delta;
+                col_open[j] = 1;
             }
         }
-        grid.sync();
-        if (progress[3] != 0) { if (leader) out_i64[0] = 2; return; }   // host asked to stop
+        total_eps += (double)eps * (double)n_closed;
+        // path flip, for this block's columns: walk the record back from the terminal column;
+        // the row expanded after step t is my_rec[t].own, so each predecessor row is found by
+        // searching the record backwards (O(steps) in all)
+        if (threadIdx.x == 0) {
+            long long t = n_closed - 1, col = jmin, p = my_rec[3 * t + 2];
+            while (true) {
+                if ((col % S) / blockDim.x == blockIdx.x) owner[col] = p;
+                if (p == f) break;
+                do { --t; } while (my_rec[3 * t + 1] != p);
+                col = my_rec[3 * t]; p = my_rec[3 * t + 2];
+            }
+        }
+        __syncthreads();                                   // the block's new owners are visible
+        if (leader) { progress[0] = k + 1; progress[1] = (long long)rows_eval; }
     }
-    if (leader) { out_f64[0] = rows_eval; out_f64[1] = total_d; out_f64[2] = total_eps; }
+    // Σ(mn - d_j) per block (the host adds the blocks in order: deterministic for a given grid)
+    for (int off = 16; off > 0; off >>= 1) my_total_d += __shfl_xor_sync(FULL_MASK, my_total_d, off);
+    if ((threadIdx.x & 31) == 0) sh_sum[threadIdx.x >> 5] = my_total_d;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0.0;
+        for (int w = 0; w < WARPS; ++w) s += sh_sum[w];
+        out_f64[3 + blockIdx.x] = s;
+    }
+    if (leader) { out_f64[0] = rows_eval; out_f64[2] = total_eps; }
 }
 
 // ---- estimation sweeps (ALGORITHM.md §2), all statistics in double -----------------------
@@ -390,4 +467,28 @@ extern "C" __global__ void barrier_selftest(long long* counters, unsigned long l
             if (LDG(counters[b]) != it) atomicAdd(errors, 1ULL);
         grid.sync();
     }
+}
+
+// Self-test and timing of the pass kernel's exchange (tests and diagnostics): every thread
+// proposes a pseudo-random candidate each iteration; every block folds the winners it agreed on
+// into a checksum, checksums[block], which the host compares across blocks and with a reference.
+extern "C" __global__ void __launch_bounds__(THREADS)
+exchange_selftest(Slot* slots, unsigned long long* checksums, int iterations)
+{
+    __shared__ Cand sh[WARPS + 1];
+    __shared__ unsigned sh_extra;
+    const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned seq = 0;
+    int parity = 0;
+    unsigned long long sum = 0;
+    for (int it = 0; it < iterations; ++it) {
+        Cand c = no_cand();
+        const unsigned h = (g * 2654435761u) ^ ((unsigned)it * 40503u + 12345u);
+        c.val = (cost_t)((h >> 7) % 1000u);
+        c.key = ((h & 1u) << 31) | g;
+        c.own = (int)(h & 1u) - 1; c.vj = (cost_t)it; c.pred = (int)g;
+        const Cand r = grid_best(c, sh, slots, seq, parity, 0u, &sh_extra);
+        sum = sum * 1000003ull + (unsigned long long)r.key + (unsigned long long)r.pred;
+    }
+    if (threadIdx.x == 0) checksums[blockIdx.x] = sum;
 }

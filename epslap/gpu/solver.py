@@ -148,12 +148,16 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         sms = dev.attributes["MultiProcessorCount"]
         # One block per multiprocessor: all co-resident, as the cooperative launch requires.
         # EPSLAP_GPU_BLOCKS overrides (diagnostics, tests of other grid sizes).
-        grid = (int(blocks or os.environ.get("EPSLAP_GPU_BLOCKS", sms)),)
+        n_blocks = int(blocks or os.environ.get("EPSLAP_GPU_BLOCKS", sms))
+        if not 1 <= n_blocks <= sms:
+            raise ValueError(f"backend='gpu': {n_blocks} blocks requested; 1 to {sms} are "
+                             "possible on this device")
+        grid = (n_blocks,)
         block = (threads,)
         args, keep = _cost_args(cupy, cuda_cost, n1, n2)
         work = np.int64 if integral else np.float64
         try:
-            state = _DeviceState(cupy, n1, n2, grid[0], work)
+            state = _DeviceState(cupy, n1, n2, grid[0], threads, work)
         except cupy.cuda.memory.OutOfMemoryError as exc:
             raise MemoryError(f"backend='gpu': not enough device memory for n={n2} "
                               f"({exc})") from exc
@@ -177,22 +181,23 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             epsilons.append(max(eps, 0.0))
             state.reset_pass()
             eps_w = work(max(eps, 0.0))
-            pgrid = (int(os.environ.get("EPSLAP_GPU_PASS_BLOCKS", grid[0])),)
+            pgrid = grid
             pass_kernel(pgrid, block, (*args, state.perm, np.int32(reverse), eps_w, v, state.d,
-                                      state.pred, state.col_open, state.owner, state.row_col,
-                                      state.closed_list, state.slots, state.out_f64,
-                                      state.out_i64, state.progress))
+                                      state.pred, state.col_open, state.owner, state.rec,
+                                      state.xslots, state.out_f64, state.out_i64,
+                                      state.progress))
             out_f, out_i = state.out_f64.get(), state.out_i64.get()  # one host sync per pass
             syncs += 1
             passes += 1
             if out_i[0] == 1:
                 raise InfeasibleError("cost matrix is infeasible")
             rows_evaluated += int(out_f[0])
-            total_d, total_eps = float(out_f[1]), float(out_f[2])
+            total_d = float(sum(out_f[3:3 + pgrid[0]]))  # per-block partial sums, in block order
+            total_eps = float(out_f[2])
             if eps > 0.0:
                 v -= v.max()
             second, first, reverse = first, False, not reverse
-        row_to_col_dev = state.row_col[:n1].copy()
+        row_to_col_dev = state.row_to_col()
         assigned = cupy.empty(n1, dtype=work)
         gather = mod.get_function("gather_costs")
         gather(((n1 + 255) // 256,), (256,), (*args, row_to_col_dev, assigned, np.int64(n1)))
@@ -222,19 +227,21 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
 class _DeviceState:
     """Device arrays of one solve (all O(n2))."""
 
-    def __init__(self, cupy, n1, n2, n_blocks, work):
+    def __init__(self, cupy, n1, n2, n_blocks, threads, work):
         self.cupy, self.n1, self.n2 = cupy, n1, n2
         self.v = cupy.zeros(n2, dtype=work)
         self.d = cupy.empty(n2, dtype=work)
         self.pred = cupy.empty(n2, dtype=np.int64)
         self.col_open = cupy.ones(n2, dtype=np.uint8)
         self.owner = cupy.empty(n2, dtype=np.int64)
-        self.row_col = cupy.empty(n2, dtype=np.int64)
-        self.closed_list = cupy.empty(n2, dtype=np.int64)
         self.perm = cupy.arange(n1, dtype=np.int64)
+        # pass kernel: per block, the record of an augmentation's steps; the exchange slots
+        # (2 buffers x blocks x 64 bytes)
+        self.rec = cupy.empty(n_blocks * 3 * (n2 + 1), dtype=np.int32)
+        self.xslots = cupy.zeros(2 * n_blocks * max(threads // 32, 1) * 16, dtype=np.uint32)
         # Cand / Pair slots: 2 * n_blocks entries of at most 48 bytes each
         self.slots = cupy.empty(2 * max(n_blocks, 1024) * 6, dtype=np.float64)
-        self.out_f64 = cupy.zeros(3, dtype=np.float64)
+        self.out_f64 = cupy.zeros(3 + n_blocks, dtype=np.float64)
         self.out_i64 = cupy.zeros(2, dtype=np.int64)
         self.progress = cupy.zeros(4, dtype=np.int64)
         # estimation
@@ -248,10 +255,19 @@ class _DeviceState:
 
     def reset_pass(self):
         self.owner.fill(-1)
-        self.row_col.fill(-1)
         self.col_open.fill(1)
+        self.xslots.fill(0)
         self.out_f64.fill(0)
         self.out_i64.fill(0)
+
+    def row_to_col(self):
+        """Column of every real row, from the columns' owners (on the device)."""
+        cupy = self.cupy
+        cols = cupy.arange(self.n2, dtype=np.int64)
+        real = (self.owner >= 0) & (self.owner < self.n1)
+        out = cupy.full(self.n1, -1, dtype=np.int64)
+        out[self.owner[real]] = cols[real]
+        return out
 
 
 def _sweep(cupy, kernel, grid, block, args, st, mode):
