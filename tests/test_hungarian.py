@@ -216,6 +216,66 @@ def test_kernel_source_has_the_entry_points():
 
 
 # ---------------------------------------------------------------------------------------------
+# CPU: the kernel source itself, executed by the thread emulator (tests/kernel_emulator.py)
+# ---------------------------------------------------------------------------------------------
+
+from kernel_emulator import compiler_reason, solve_emulated  # noqa: E402
+
+_EMU_REASON = compiler_reason()
+emulated = pytest.mark.skipif(_EMU_REASON is not None, reason=f"kernel emulator: {_EMU_REASON}")
+
+
+def _emulated_solution(cost, maximize=False, **kw):
+    """hungarian.cu run by the emulator through the driver's run_kernels, mapped by finish()."""
+    from epslap._api import finish
+    canon = canonical_dense(cost, maximize)
+    m = canon.matrix
+    row_to_col, v, assigned, stats = solve_emulated(m, canon.integral, **kw)
+    return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
+                  maximize, 0.0)
+
+
+@emulated
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(1, 1), (13, 13), (9, 22), (22, 9)])
+def test_emulated_kernel_matches_scipy(kind, shape):
+    cost = make_problem(kind, *shape, 21)
+    sol = _emulated_solution(cost, blocks=1 + sum(shape) % 4, seed=sum(shape))
+    assert_optimal(cost, sol)
+    st = sol.stats
+    assert st["iterations"] == len(st["paths_per_iteration"])
+    assert st["initial_matches"] + sum(st["paths_per_iteration"]) == max(shape)  # padded square
+    if kind.startswith("int") or kind in ("ties", "constant"):
+        assert st["exact"] and st["certificate_max_violation"] <= 0
+
+
+@emulated
+@pytest.mark.parametrize("seed", range(8))
+def test_emulated_kernel_schedules_and_grids(seed):
+    """More blocks than rows, one block, several: same optimum under perturbed schedules."""
+    kind = ["int1", "float64", "ties", "inf"][seed % 4]
+    cost = make_problem(kind, 18, 18 + seed % 3, 100 + seed)
+    blocks = [1, 2, 5, 24][seed % 4]
+    assert_optimal(cost, _emulated_solution(cost, blocks=blocks, seed=seed))
+
+
+@emulated
+@pytest.mark.parametrize("kind", ["int10", "float32"])
+def test_emulated_kernel_maximize(kind):
+    cost = make_problem(kind, 11, 16, 8)
+    assert_optimal(cost, _emulated_solution(cost, maximize=True, blocks=3), maximize=True)
+
+
+@emulated
+@pytest.mark.parametrize("shape", [(6, 6), (5, 12), (12, 5)])
+def test_emulated_kernel_infeasible(shape):
+    with pytest.raises(epslap.InfeasibleError, match="cost matrix is infeasible"):
+        _emulated_solution(make_problem("infeasible", *shape, 0), blocks=2)
+    with pytest.raises(epslap.InfeasibleError, match="cost matrix is infeasible"):
+        _emulated_solution(np.full(shape, np.inf), blocks=2)
+
+
+# ---------------------------------------------------------------------------------------------
 # GPU: the kernel
 # ---------------------------------------------------------------------------------------------
 
