@@ -177,9 +177,11 @@ def _step4(st: _State) -> bool:
     barrier. A zero (i, j) whose column, then row, read uncovered is primed by a compare-and-swap
     ``prime_col[i]: -1 -> j`` (first prime of a row wins, S1); the winner covers row i and
     uncovers the column of row i's star, or, when row i has no star, signals an augmenting path.
-    Rounds repeat while some block primed a zero; a round in which nobody primed anything read
-    only current values (no writes happened since the barrier), so every zero is then covered.
-    Returns True when an augmenting path start was primed.
+    Rounds repeat while some block uncovered a column; a round in which nobody did read only
+    current values (no cover changed since the barrier), so every zero is then covered or in a
+    primed row. Unlike Lopes et al., primed rows without a star do not stop the search: it runs
+    until nothing more is reachable, so one phase yields every disjoint augmenting path.
+    Returns True when some row without a star was primed.
     """
     goto5 = False
     while True:
@@ -201,20 +203,18 @@ def _step4(st: _State) -> bool:
                     if st.prime_col[i] != -1:      # compare-and-swap lost
                         continue
                     st.prime_col[i] = j
-                    found = True
                     s = st.star_col[i]
                     if s == -1:
                         goto5 = True
                     else:
+                        found = True
                         st.cover_row[i] = 1
                         st.cover_col[s] = 0        # after a fence: the row cover first (S3)
                         progress = True
-                if not found or goto5:
+                if not found:
                     break
-        if goto5:
-            return True
         if not progress:
-            return False
+            return goto5
 
 
 def _step6(st: _State) -> int:

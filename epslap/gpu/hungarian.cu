@@ -285,16 +285,18 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
         if (phase == 0 && leader) ctl[CTL_INITIAL_STARS] = total_stars;
         if (total_stars == n) break;
 
-        // ---- steps 4 and 6 until a row without a star gets primed ----
-        bool found_path = false;
-        while (!found_path) {
+        // ---- steps 4 and 6 until a search ends with rows without a star primed ----
+        const long long first_round = round + 1;
+        for (;;) {
             ++round;
             // step 4, this block's part of one round (Lopes et al. Alg. 2, S1-S5): pass over the
-            // list until a pass primes nothing. Column checked before row (S2); the row is
+            // list until a pass uncovers nothing. Column checked before row (S2); the row is
             // covered, fenced, then the star's column uncovered (S3); covers are volatile global
             // memory read by every block (S4); rounds repeat after a grid barrier (S5). The
             // compare-and-swap keeps the FIRST prime of a row: a primed row never changes its
             // prime, which makes every alternating path finite (see _hungarian_ref._step4).
+            // Unlike Lopes et al. the search does not stop at the first row without a star: it
+            // runs until nothing more is reachable, so one phase applies every disjoint path.
             for (;;) {
                 if (tid == 0) s_flag = 0;
                 __syncthreads();
@@ -306,11 +308,11 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
                     if (cover_col[j]) continue;
                     if (cover_row[i]) continue;
                     if (atomicCAS(&prime_col[i], -1, j) != -1) continue;
-                    s_flag = 1;
                     const int s = star_col[i];          // stars are constant during step 4
                     if (s < 0) {
-                        ctl[CTL_GOTO5] = round;
+                        ctl[CTL_GOTO5] = round;         // an augmenting path ends here
                     } else {
+                        s_flag = 1;
                         cover_row[i] = 1;
                         __threadfence();
                         cover_col[s] = 0;
@@ -318,18 +320,17 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
                     }
                 }
                 __syncthreads();
-                if (tid == 0) s_flag = s_flag && ctl[CTL_GOTO5] != round;
-                __syncthreads();
                 const int again = s_flag;
                 __syncthreads();
                 if (!again) break;
             }
             grid.sync();
-            // decisions: during the next interval (until the next barrier) a block may only
-            // write CTL_GOTO5/CTL_PROGRESS = round + 1 (if it continues the search), so
-            // "== round" and ">= round" read the same truth in every block.
-            if (ctl[CTL_GOTO5] == round) { found_path = true; break; }
+            // decisions: during the next interval (until the next barrier) a block writes
+            // CTL_PROGRESS/CTL_GOTO5 only if it continues the search, and then only round + 1,
+            // so ">= round" reads the same truth in every block; when nobody continues, nobody
+            // writes them, so the CTL_GOTO5 test is stable too.
             if (ctl[CTL_PROGRESS] >= round) continue;
+            if (ctl[CTL_GOTO5] >= first_round) break;   // -> step 5
 
             // ---- step 6: dual update fused with the compression of the new zeros ----
             // m = min slack over uncovered rows x uncovered columns (the covered-column test
