@@ -176,12 +176,12 @@ def _rewrite(src: str) -> str:
     return src
 
 
-def _library(storage: np.dtype):
+def _library(storage: np.dtype, defines: str = ""):
     storage = np.dtype(storage)
     kernel = os.path.join(os.path.dirname(__file__), "..", "epslap", "gpu", "hungarian.cu")
     with open(kernel) as fh:
         body = _rewrite(fh.read())
-    code = (f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n" + _SHIM + body
+    code = (f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n{defines}\n" + _SHIM + body
             + _RUNNER)
     key = hashlib.sha1(code.encode()).hexdigest()[:16]
     if key in _LIBS:
@@ -212,8 +212,11 @@ def _arg(x):
     return ctypes.c_longlong(int(x))
 
 
-def solve_emulated(m, integral, *, blocks=3, seed=0, timeout_s=60.0):
+def solve_emulated(m, integral, *, blocks=3, seed=0, timeout_s=60.0, gather=False):
     """``hungarian.run_kernels`` with NumPy arrays and the emulated kernel.
+
+    ``gather=True`` compiles with ``COL_DIV 1``: step 6 then gathers the uncovered columns from
+    shared memory whenever they fit (small test problems otherwise always stream whole rows).
 
     Returns what ``_solve_canonical`` returns: ``(row_to_col, v, assigned, stats)``.
     """
@@ -221,7 +224,7 @@ def solve_emulated(m, integral, *, blocks=3, seed=0, timeout_s=60.0):
     from epslap.gpu.hungarian import run_kernels
     plan = numeric_plan(np, m, integral)
     store = np.ascontiguousarray(m.astype(plan["storage"]))
-    lib = _library(plan["storage"])
+    lib = _library(plan["storage"], "#define COL_DIV 1" if gather else "")
 
     def launch_solve(args):
         rc = lib.emu_solve(ctypes.c_int(blocks), ctypes.c_double(timeout_s),

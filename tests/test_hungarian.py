@@ -236,11 +236,12 @@ def _emulated_solution(cost, maximize=False, **kw):
 
 
 @emulated
+@pytest.mark.parametrize("gather", [False, True], ids=["stream", "gather"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("shape", [(1, 1), (13, 13), (9, 22), (22, 9)])
-def test_emulated_kernel_matches_scipy(kind, shape):
+def test_emulated_kernel_matches_scipy(kind, shape, gather):
     cost = make_problem(kind, *shape, 21)
-    sol = _emulated_solution(cost, blocks=1 + sum(shape) % 4, seed=sum(shape))
+    sol = _emulated_solution(cost, blocks=1 + sum(shape) % 4, seed=sum(shape), gather=gather)
     assert_optimal(cost, sol)
     st = sol.stats
     assert st["iterations"] == len(st["paths_per_iteration"])
@@ -256,7 +257,16 @@ def test_emulated_kernel_schedules_and_grids(seed):
     kind = ["int1", "float64", "ties", "inf"][seed % 4]
     cost = make_problem(kind, 18, 18 + seed % 3, 100 + seed)
     blocks = [1, 2, 5, 24][seed % 4]
-    assert_optimal(cost, _emulated_solution(cost, blocks=blocks, seed=seed))
+    sol = _emulated_solution(cost, blocks=blocks, seed=seed, gather=seed % 2 == 1)
+    assert_optimal(cost, sol)
+
+
+@emulated
+def test_emulated_kernel_gathers_when_few_columns_are_uncovered():
+    cost = make_problem("int10", 20, 20, 3)
+    sol = _emulated_solution(cost, blocks=3, gather=True)
+    assert_optimal(cost, sol)
+    assert 0 < sol.stats["dual_updates_gathered"] <= sol.stats["dual_updates"]
 
 
 @emulated

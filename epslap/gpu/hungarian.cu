@@ -29,6 +29,12 @@
 namespace cg = cooperative_groups;
 
 #define WARPS (THREADS / 32)
+#ifndef COLCAP
+#define COLCAP 4096   // uncovered columns gathered from shared memory in step 6 (16 KiB)
+#endif
+#ifndef COL_DIV
+#define COL_DIV 8     // ... when at most n / COL_DIV of them are uncovered
+#endif
 #define FULL_MASK 0xffffffffu
 #define DINF (__longlong_as_double(0x7ff0000000000000LL))
 
@@ -50,6 +56,7 @@ namespace cg = cooperative_groups;
 #define CTL_COL_INF 8       // a column without a finite cost
 #define CTL_BROKEN_A 9      // step 5a: a forward walk did not close
 #define CTL_BROKEN_B 10     // step 5b: a backward walk did not close
+#define CTL_GATHERED 11     // dual updates that gathered the uncovered columns (output)
 #define CTL_LEN 16
 
 __device__ __forceinline__ double cost_at(const cost_st* __restrict__ C, long long n1, long long n,
@@ -107,27 +114,31 @@ __device__ unsigned block_scan_flag(bool f, unsigned* s_cnt, unsigned* total) {
     return before + __popc(mask & ((1u << lane) - 1u));
 }
 
-// Append, for row i of this block, every column j with slack(i, j) <= tol (and, when
-// `uncovered_only`, j uncovered) to the block's zero list. One warp per row; the warp aggregates
-// its hits with a ballot and reserves space with one shared-memory atomic (Kawtikwar: per-block
-// counters, never a global atomic). `ui` is the row's dual to use (already updated in step 6).
-// The slack lives only in a register (Kawtikwar opt. 3).
+// Append, for row i of this block, every column j with slack(i, j) <= tol to the block's zero
+// list: over all columns (ncols < 0; with `uncovered_only`, covered columns are skipped), or over
+// the ncols columns of `cols` (the uncovered ones, from list_uncovered_columns). One warp per row;
+// the warp aggregates its hits with a ballot and reserves space with one shared-memory atomic
+// (Kawtikwar: per-block counters, never a global atomic). `ui` is the row's dual to use (already
+// updated in step 6). The slack lives only in a register (Kawtikwar opt. 3).
 __device__ void append_row_zeros(const cost_st* __restrict__ C, long long n1, long long n,
                                  long long i, long long i0, double ui, const double* __restrict__ v,
                                  double tol, bool uncovered_only,
-                                 const volatile unsigned char* cover_col, unsigned* seg,
-                                 unsigned* s_zcount) {
+                                 const volatile unsigned char* cover_col, const int* cols,
+                                 long long ncols, unsigned* seg, unsigned* s_zcount) {
     const int lane = threadIdx.x & 31;
     const cost_st* row = C + i * n;
     const bool real = i < n1;
     const unsigned local_row = (unsigned)((i - i0) * n);
-    for (long long j0 = 0; j0 < n; j0 += 32) {
-        const long long j = j0 + lane;
+    const long long len = ncols < 0 ? n : ncols;
+    for (long long k0 = 0; k0 < len; k0 += 32) {
+        const long long k = k0 + lane;
         bool z = false;
-        if (j < n) {
+        long long j = 0;
+        if (k < len) {
+            j = ncols < 0 ? k : (long long)cols[k];
             const double s = (real ? (double)row[j] : 0.0) - ui - v[j];
             z = s <= tol;
-            if (z && uncovered_only) z = cover_col[j] == 0;
+            if (z && uncovered_only && ncols < 0) z = cover_col[j] == 0;
         }
         const unsigned mask = __ballot_sync(FULL_MASK, z);
         if (mask) {
@@ -137,6 +148,31 @@ __device__ void append_row_zeros(const cost_st* __restrict__ C, long long n1, lo
             if (z) seg[base + __popc(mask & ((1u << lane) - 1u))] = local_row + (unsigned)j;
         }
     }
+}
+
+// Step 6 helper: the uncovered columns, ascending, into shared memory `s_cols` when they are
+// few (at most COLCAP and at most n / COL_DIV: then gathering them from each row beats streaming the
+// whole row). Returns their number, or -1 (too many: stream whole rows). Same answer in every
+// thread; each block builds its own copy (n bytes read from L2, no grid barrier needed).
+__device__ long long list_uncovered_columns(long long n, const volatile unsigned char* cover_col,
+                                            int* s_cols, unsigned* s_cnt, unsigned* s_n) {
+    const long long limit = COLCAP < n / COL_DIV ? COLCAP : n / COL_DIV;
+    __syncthreads();                       // s_n / s_cols free (a previous use may be reading)
+    if (threadIdx.x == 0) *s_n = 0;
+    __syncthreads();
+    for (long long base = 0; base < n; base += THREADS) {
+        const long long j = base + threadIdx.x;
+        const bool f = j < n && cover_col[j] == 0;
+        unsigned total;
+        const unsigned pos = block_scan_flag(f, s_cnt, &total);
+        const unsigned at = *s_n;
+        if (f && at + pos < limit) s_cols[at + pos] = (int)j;
+        __syncthreads();
+        if (threadIdx.x == 0) *s_n = at + total;
+        __syncthreads();
+        if (*s_n > limit) return -1;
+    }
+    return *s_n;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -173,6 +209,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
     __shared__ unsigned s_cnt[WARPS];
     __shared__ unsigned s_zcount;     // this block's zero-list length (persists: one kernel)
     __shared__ unsigned s_w;
+    __shared__ int s_cols[COLCAP];    // step 6: the uncovered columns, when few
     __shared__ int s_flag;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -214,7 +251,8 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
     if (tid == 0) s_zcount = 0;
     __syncthreads();
     for (long long i = i0 + warp; i < i1; i += WARPS)
-        append_row_zeros(C, n1, n, i, i0, u[i], v, tol, false, cover_col, seg, &s_zcount);
+        append_row_zeros(C, n1, n, i, i0, u[i], v, tol, false, cover_col, nullptr, -1, seg,
+                         &s_zcount);
     __syncthreads();
 
     // ---- step 2: greedy stars from each block's zeros (row lock, then column CAS) ----
@@ -333,14 +371,23 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             if (ctl[CTL_GOTO5] >= first_round) break;   // -> step 5
 
             // ---- step 6: dual update fused with the compression of the new zeros ----
-            // m = min slack over uncovered rows x uncovered columns (the covered-column test
-            // is only made for a candidate below the running minimum).
+            // m = min slack over uncovered rows x uncovered columns: gathered from the list of
+            // uncovered columns when they are few, else streamed over whole rows (the
+            // covered-column test is then made only for a candidate below the running minimum).
+            const long long ncols = list_uncovered_columns(n, cover_col, s_cols, s_cnt, &s_w);
             double mn = DINF;
             for (long long i = i0 + warp; i < i1; i += WARPS) {
                 if (cover_row[i]) continue;
                 const double ui = u[i];
                 double wm = DINF;
-                if (i < n1) {
+                if (ncols >= 0) {
+                    const cost_st* row = C + i * n;
+                    const bool real = i < n1;
+                    for (long long k = lane; k < ncols; k += 32) {
+                        const long long j = s_cols[k];
+                        wm = fmin(wm, (real ? (double)row[j] : 0.0) - ui - v[j]);
+                    }
+                } else if (i < n1) {
                     const cost_st* row = C + i * n;
                     for (long long j = lane; j < n; j += 32) {
                         const double s = (double)row[j] - ui - v[j];
@@ -363,6 +410,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             if (!(m < DINF)) { if (leader) ctl[CTL_STATUS] = ST_INFEASIBLE; return; }
             m = fmax(m, 0.0);   // m < 0 only through float drift (tolerance mode)
             ++dual_updates;
+            if (ncols >= 0 && leader) ctl[CTL_GATHERED] = ctl[CTL_GATHERED] + 1;
             if (dual_updates > max_dual_updates) {
                 if (leader) ctl[CTL_STATUS] = ST_ITER_LIMIT;
                 return;
@@ -375,7 +423,8 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             for (long long i = i0 + warp; i < i1; i += WARPS) {
                 if (cover_row[i]) continue;
                 const double ui = u[i] + m;
-                append_row_zeros(C, n1, n, i, i0, ui, v, tol, true, cover_col, seg, &s_zcount);
+                append_row_zeros(C, n1, n, i, i0, ui, v, tol, true, cover_col, s_cols, ncols,
+                                 seg, &s_zcount);
                 if (lane == 0) u[i] = ui;
             }
             for (long long j = gtid; j < n; j += gthreads)

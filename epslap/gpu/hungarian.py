@@ -172,6 +172,7 @@ def run_kernels(xp, m, store, plan, integral, blocks, launch_solve, launch_check
         "backend": "hungarian-gpu",
         "iterations": int(ctl[1]),            # phases: searches ended by augmenting paths
         "dual_updates": int(ctl[2]),
+        "dual_updates_gathered": int(ctl[11]),  # of which over the few uncovered columns
         "search_rounds": int(ctl[3]),         # grid-wide rounds of the path search (step 4)
         "initial_matches": int(ctl[4]),       # stars after the greedy step 2
         "paths_per_iteration": [int(x) for x in paths],
