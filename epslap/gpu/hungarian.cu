@@ -150,6 +150,39 @@ __device__ void append_row_zeros(const cost_st* __restrict__ C, long long n1, lo
     }
 }
 
+// Keep, in place and in order, the entries of seg[begin, end) that are zeros when row i's dual
+// is u_i + add: c_ij - (u_i + add) - v_j <= tol. Returns the new end (in every thread). Each
+// chunk is read completely (inside the block scan) before any of it is overwritten, and writes
+// never pass the chunk being read, so the compaction is safe in place.
+__device__ unsigned compact_zeros(const cost_st* __restrict__ C, long long n1, long long n,
+                                  long long i0, const double* __restrict__ u,
+                                  const double* __restrict__ v, double add, double tol,
+                                  unsigned* seg, unsigned begin, unsigned end, unsigned* s_cnt,
+                                  unsigned* s_w) {
+    __syncthreads();                       // s_w free (a previous use may still be reading it)
+    if (threadIdx.x == 0) *s_w = begin;
+    __syncthreads();
+    for (unsigned base = begin; base < end; base += THREADS) {
+        const unsigned k = base + threadIdx.x;
+        bool keep = false;
+        unsigned z = 0;
+        if (k < end) {
+            z = seg[k];
+            const long long i = i0 + z / (unsigned long long)n;
+            const long long j = z % (unsigned long long)n;
+            keep = cost_at(C, n1, n, i, j) - (u[i] + add) - v[j] <= tol;
+        }
+        unsigned total;
+        const unsigned pos = block_scan_flag(keep, s_cnt, &total);   // all reads done
+        const unsigned at = *s_w;
+        if (keep) seg[at + pos] = z;
+        __syncthreads();
+        if (threadIdx.x == 0) *s_w = at + total;
+        __syncthreads();
+    }
+    return *s_w;
+}
+
 // Step 6 helper: the uncovered columns, ascending, into shared memory `s_cols` when they are
 // few (at most COLCAP and at most n / COL_DIV: then gathering them from each row beats streaming the
 // whole row). Returns their number, or -1 (too many: stream whole rows). Same answer in every
@@ -209,6 +242,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
     __shared__ unsigned s_cnt[WARPS];
     __shared__ unsigned s_zcount;     // this block's zero-list length (persists: one kernel)
     __shared__ unsigned s_w;
+    __shared__ unsigned s_cand;       // step 6: end of the candidate entries behind the list
     __shared__ int s_cols[COLCAP];    // step 6: the uncovered columns, when few
     __shared__ int s_flag;
 
@@ -291,27 +325,9 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             green_row[j] = -1;
         }
         if (phase > 0) {   // drop entries that stopped being zeros (only in rows covered before)
-            const unsigned cnt = s_zcount;
-            if (tid == 0) s_w = 0;
-            __syncthreads();
-            for (unsigned base = 0; base < cnt; base += THREADS) {
-                const unsigned k = base + tid;
-                bool keep = false;
-                unsigned z = 0;
-                if (k < cnt) {
-                    z = seg[k];
-                    const long long i = i0 + z / (unsigned long long)n;
-                    const long long j = z % (unsigned long long)n;
-                    keep = cost_at(C, n1, n, i, j) - u[i] - v[j] <= tol;
-                }
-                unsigned total;
-                const unsigned pos = block_scan_flag(keep, s_cnt, &total);  // all reads done
-                if (keep) seg[s_w + pos] = z;
-                __syncthreads();
-                if (tid == 0) s_w += total;
-                __syncthreads();
-            }
-            if (tid == 0) s_zcount = s_w;
+            const unsigned kept = compact_zeros(C, n1, n, i0, u, v, 0.0, tol, seg, 0, s_zcount,
+                                                s_cnt, &s_w);
+            if (tid == 0) s_zcount = kept;
             __syncthreads();
         }
         stars = block_sum(stars, s_redl);
@@ -371,38 +387,51 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             if (ctl[CTL_GOTO5] >= first_round) break;   // -> step 5
 
             // ---- step 6: dual update fused with the compression of the new zeros ----
-            // m = min slack over uncovered rows x uncovered columns: gathered from the list of
-            // uncovered columns when they are few, else streamed over whole rows (the
-            // covered-column test is then made only for a candidate below the running minimum).
+            // One pass over uncovered rows x uncovered columns (gathered from the list of
+            // uncovered columns when they are few, else streamed over whole rows) finds
+            // m = min slack AND records, behind the block's list, every entry within 2 tol of
+            // the lane's running minimum: a superset of the entries that become zeros
+            // (s - m <= tol implies s <= m + tol <= running min + tol, as m <= running min).
+            // After the barrier that makes m known, the candidates are compacted into the list
+            // (Kawtikwar: dual update fused with compression; the slack stays in a register).
+            // The candidates are entries of uncovered rows and columns, none of them in the
+            // list, so the block's segment (R * n entries) cannot overflow.
+            if (tid == 0) s_cand = s_zcount;
             const long long ncols = list_uncovered_columns(n, cover_col, s_cols, s_cnt, &s_w);
-            double mn = DINF;
+            const unsigned cand0 = s_zcount;
+            double wm = DINF;                                   // this lane's running minimum
             for (long long i = i0 + warp; i < i1; i += WARPS) {
                 if (cover_row[i]) continue;
                 const double ui = u[i];
-                double wm = DINF;
-                if (ncols >= 0) {
-                    const cost_st* row = C + i * n;
-                    const bool real = i < n1;
-                    for (long long k = lane; k < ncols; k += 32) {
-                        const long long j = s_cols[k];
-                        wm = fmin(wm, (real ? (double)row[j] : 0.0) - ui - v[j]);
+                const cost_st* row = C + i * n;
+                const bool real = i < n1;
+                const unsigned local_row = (unsigned)((i - i0) * n);
+                const long long len = ncols < 0 ? n : ncols;
+                for (long long k0 = 0; k0 < len; k0 += 32) {
+                    const long long k = k0 + lane;
+                    bool rec = false;
+                    long long j = 0;
+                    if (k < len) {
+                        j = ncols < 0 ? k : (long long)s_cols[k];
+                        const double sl = (real ? (double)row[j] : 0.0) - ui - v[j];
+                        if (sl < DINF && sl <= wm + 2.0 * tol &&
+                            (ncols >= 0 || cover_col[j] == 0)) {
+                            rec = true;
+                            wm = fmin(wm, sl);
+                        }
                     }
-                } else if (i < n1) {
-                    const cost_st* row = C + i * n;
-                    for (long long j = lane; j < n; j += 32) {
-                        const double s = (double)row[j] - ui - v[j];
-                        if (s < wm && cover_col[j] == 0) wm = s;
-                    }
-                } else {
-                    for (long long j = lane; j < n; j += 32) {
-                        const double s = -ui - v[j];
-                        if (s < wm && cover_col[j] == 0) wm = s;
+                    const unsigned mask = __ballot_sync(FULL_MASK, rec);
+                    if (mask) {
+                        unsigned base = 0;
+                        if (lane == 0) base = atomicAdd(&s_cand, (unsigned)__popc(mask));
+                        base = __shfl_sync(FULL_MASK, base, 0);
+                        if (rec) seg[base + __popc(mask & ((1u << lane) - 1u))] = local_row + (unsigned)j;
                     }
                 }
-                mn = fmin(mn, warp_min(wm));
             }
-            mn = block_min(mn, s_red);
+            const double mn = block_min(wm, s_red);             // its barriers publish s_cand
             if (tid == 0) bmin[b] = mn;
+            const unsigned cand1 = s_cand;
             grid.sync();
             // decision: bmin is next written in the next step 6, after further barriers
             double m = DINF;
@@ -415,18 +444,16 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
                 if (leader) ctl[CTL_STATUS] = ST_ITER_LIMIT;
                 return;
             }
-            // uncovered rows: u += m, append their new zeros (only uncovered columns can get
-            // one); covered columns: v -= m. The passes read v only at uncovered columns, which
-            // nobody writes here, so no barrier separates them. The barrier after them keeps
-            // the next search round (which uncovers columns) from changing cover_col while
-            // another block still tests it here.
-            for (long long i = i0 + warp; i < i1; i += WARPS) {
-                if (cover_row[i]) continue;
-                const double ui = u[i] + m;
-                append_row_zeros(C, n1, n, i, i0, ui, v, tol, true, cover_col, s_cols, ncols,
-                                 seg, &s_zcount);
-                if (lane == 0) u[i] = ui;
-            }
+            // keep the candidates that are zeros under u_i + m (they lie in uncovered rows and
+            // columns; v there does not change), then uncovered rows: u += m, covered columns:
+            // v -= m. v is read here only at uncovered columns, which nobody writes, so no
+            // barrier separates the two. The barrier after them keeps the next search round
+            // (which uncovers columns) from changing cover_col while a block still reads it.
+            const unsigned kept = compact_zeros(C, n1, n, i0, u, v, m, tol, seg, cand0, cand1,
+                                                s_cnt, &s_w);
+            if (tid == 0) s_zcount = kept;
+            for (long long i = i0 + tid; i < i1; i += THREADS)   // after the compaction's reads
+                if (!cover_row[i]) u[i] += m;
             for (long long j = gtid; j < n; j += gthreads)
                 if (cover_col[j]) v[j] -= m;
             grid.sync();
