@@ -121,7 +121,7 @@ __device__ unsigned block_scan_flag(bool f, unsigned* s_cnt, unsigned* total) {
 // (Kawtikwar: per-block counters, never a global atomic). `ui` is the row's dual to use (already
 // updated in step 6). The slack lives only in a register (Kawtikwar opt. 3).
 __device__ void append_row_zeros(const cost_st* __restrict__ C, long long n1, long long n,
-                                 long long i, long long i0, double ui, const double* __restrict__ v,
+                                 long long i, long long i0, double ui, const double* v,
                                  double tol, bool uncovered_only,
                                  const volatile unsigned char* cover_col, const int* cols,
                                  long long ncols, unsigned* seg, unsigned* s_zcount) {
@@ -155,8 +155,8 @@ __device__ void append_row_zeros(const cost_st* __restrict__ C, long long n1, lo
 // chunk is read completely (inside the block scan) before any of it is overwritten, and writes
 // never pass the chunk being read, so the compaction is safe in place.
 __device__ unsigned compact_zeros(const cost_st* __restrict__ C, long long n1, long long n,
-                                  long long i0, const double* __restrict__ u,
-                                  const double* __restrict__ v, double add, double tol,
+                                  long long i0, const double* u,
+                                  const double* v, double add, double tol,
                                   unsigned* seg, unsigned begin, unsigned end, unsigned* s_cnt,
                                   unsigned* s_w) {
     __syncthreads();                       // s_w free (a previous use may still be reading it)
@@ -168,8 +168,8 @@ __device__ unsigned compact_zeros(const cost_st* __restrict__ C, long long n1, l
         unsigned z = 0;
         if (k < end) {
             z = seg[k];
-            const long long i = i0 + z / (unsigned long long)n;
-            const long long j = z % (unsigned long long)n;
+            const long long i = i0 + z / (unsigned)n;
+            const long long j = z % (unsigned)n;
             keep = cost_at(C, n1, n, i, j) - (u[i] + add) - v[j] <= tol;
         }
         unsigned total;
@@ -225,7 +225,7 @@ __device__ long long list_uncovered_columns(long long n, const volatile unsigned
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long long n,
                 const long long R, const double tol, const long long max_dual_updates,
-                double* __restrict__ u, double* __restrict__ v,
+                double* u, double* v,
                 int* star_col, int* star_row, int* prime_col, int* green_row, int* row_lock,
                 unsigned char* cover_row_, unsigned char* cover_col_,
                 unsigned* zeros, double* bmin, long long* bcount, int* paths, long long* ctl_)
@@ -296,8 +296,8 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
         const unsigned cnt = s_zcount;
         for (unsigned k = tid; k < cnt; k += THREADS) {
             const unsigned z = seg[k];
-            const long long i = i0 + z / (unsigned long long)n;
-            const int j = (int)(z % (unsigned long long)n);
+            const long long i = i0 + z / (unsigned)n;
+            const int j = (int)(z % (unsigned)n);
             if (vstar_col[i] >= 0 || vstar_row[j] >= 0) continue;
             if (atomicCAS(&row_lock[i], 0, 1) != 0) { s_flag = 1; continue; }   // retry later
             if (vstar_col[i] < 0 && atomicCAS(&star_row[j], -1, (int)i) == -1) vstar_col[i] = j;
@@ -357,8 +357,8 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
                 const unsigned cnt = s_zcount;
                 for (unsigned k = tid; k < cnt; k += THREADS) {
                     const unsigned z = seg[k];
-                    const long long i = i0 + z / (unsigned long long)n;
-                    const int j = (int)(z % (unsigned long long)n);
+                    const long long i = i0 + z / (unsigned)n;
+                    const int j = (int)(z % (unsigned)n);
                     if (cover_col[j]) continue;
                     if (cover_row[i]) continue;
                     if (atomicCAS(&prime_col[i], -1, j) != -1) continue;
