@@ -152,13 +152,18 @@ def main() -> None:
                     r["cost_ok"] = abs(r["cost"] - ref) <= 1e-9 * max(1.0, abs(ref)) * n
             del dev
             cupy.get_default_memory_pool().free_all_blocks()
+            _write(rows, args, device)   # after every instance: a killed run keeps its results
+    _write(rows, args, device)
+    _plot(os.path.join(args.outdir, "compare.png"), rows, args, device)
+    print(f"wrote {args.outdir}/compare.md, compare.json, compare.png", flush=True)
+
+
+def _write(rows, args, device):
     meta = dict(device=device, host=platform.node(), date=time.strftime("%Y-%m-%d %H:%M UTC",
                 time.gmtime()), args=vars(args), published_h200_int1n=PUBLISHED)
     with open(os.path.join(args.outdir, "compare.json"), "w") as fh:
         json.dump(dict(meta=meta, rows=rows), fh, indent=1)
     _table(os.path.join(args.outdir, "compare.md"), rows, meta, args)
-    _plot(os.path.join(args.outdir, "compare.png"), rows, args, device)
-    print(f"wrote {args.outdir}/compare.md, compare.json, compare.png", flush=True)
 
 
 def _table(path, rows, meta, args):
