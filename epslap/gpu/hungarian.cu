@@ -300,6 +300,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             const int j = (int)(z % (unsigned)n);
             if (vstar_col[i] >= 0 || vstar_row[j] >= 0) continue;
             if (atomicCAS(&row_lock[i], 0, 1) != 0) { s_flag = 1; continue; }   // retry later
+            __threadfence();   // acquire: see the star a previous holder wrote before unlocking
             if (vstar_col[i] < 0 && atomicCAS(&star_row[j], -1, (int)i) == -1) vstar_col[i] = j;
             __threadfence();
             atomicExch(&row_lock[i], 0);
