@@ -18,7 +18,20 @@
 //  * +inf costs are forbidden pairs: a row/column without a finite entry, or a dual update whose
 //    minimum is +inf, ends the kernel with STATUS_INFEASIBLE;
 //  * reductions with __shfl_xor_sync / __ballot_sync over full warps and __syncthreads between
-//    warps (no implicit warp-synchronous code); grid-wide steps separated by grid.sync().
+//    warps (no implicit warp-synchronous code); grid-wide steps separated by grid.sync();
+//  * a prime is claimed by compare-and-swap (the first prime of a row wins and never changes),
+//    which makes every alternating path finite without relying on a serial equivalent;
+//  * the search of a phase runs until nothing more is reachable (Lopes et al. stop at the first
+//    row without a star), so one phase applies every vertex-disjoint augmenting path found;
+//  * step 6 reads the matrix once (minimum and zero candidates in one pass) and gathers only the
+//    uncovered columns when few of them are left.
+//
+// Phases of the kernel (names shared with _hungarian_ref.py):
+//   step 1 row then column reduction -> compress (per-block zero lists) -> step 2 greedy stars
+//   loop: step 3 (reset, cover starred columns, compact lists, count stars; stop at n)
+//         { step 4 search round | grid.sync } until no column was uncovered in a round;
+//         no augmenting path yet -> step 6 (dual update + new zeros) and search again;
+//         else step 5a (forward walks, greens) | grid.sync | step 5b (flip paths) | grid.sync
 //
 // Launch (host): grid = 2 blocks per multiprocessor (__launch_bounds__(THREADS, 2) guarantees that
 // two blocks fit one SM, so the cooperative launch is co-resident), block = THREADS threads. All
