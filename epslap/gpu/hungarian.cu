@@ -128,31 +128,20 @@ __device__ unsigned block_scan_flag(bool f, unsigned* s_cnt, unsigned* total) {
 }
 
 // Append, for row i of this block, every column j with slack(i, j) <= tol to the block's zero
-// list: over all columns (ncols < 0; with `uncovered_only`, covered columns are skipped), or over
-// the ncols columns of `cols` (the uncovered ones, from list_uncovered_columns). One warp per row;
-// the warp aggregates its hits with a ballot and reserves space with one shared-memory atomic
-// (Kawtikwar: per-block counters, never a global atomic). `ui` is the row's dual to use (already
-// updated in step 6). The slack lives only in a register (Kawtikwar opt. 3).
+// list (the initial compression). One warp per row; the warp aggregates its hits with a ballot
+// and reserves space with one shared-memory atomic (Kawtikwar: per-block counters, never a
+// global atomic); the slack lives only in a register.
 __device__ void append_row_zeros(const cost_st* __restrict__ C, long long n1, long long n,
                                  long long i, long long i0, double ui, const double* v,
-                                 double tol, bool uncovered_only,
-                                 const volatile unsigned char* cover_col, const int* cols,
-                                 long long ncols, unsigned* seg, unsigned* s_zcount) {
+                                 double tol, unsigned* seg, unsigned* s_zcount) {
     const int lane = threadIdx.x & 31;
     const cost_st* row = C + i * n;
     const bool real = i < n1;
     const unsigned local_row = (unsigned)((i - i0) * n);
-    const long long len = ncols < 0 ? n : ncols;
-    for (long long k0 = 0; k0 < len; k0 += 32) {
-        const long long k = k0 + lane;
+    for (long long j0 = 0; j0 < n; j0 += 32) {
+        const long long j = j0 + lane;
         bool z = false;
-        long long j = 0;
-        if (k < len) {
-            j = ncols < 0 ? k : (long long)cols[k];
-            const double s = (real ? (double)row[j] : 0.0) - ui - v[j];
-            z = s <= tol;
-            if (z && uncovered_only && ncols < 0) z = cover_col[j] == 0;
-        }
+        if (j < n) z = (real ? (double)row[j] : 0.0) - ui - v[j] <= tol;
         const unsigned mask = __ballot_sync(FULL_MASK, z);
         if (mask) {
             unsigned base = 0;
@@ -298,8 +287,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
     if (tid == 0) s_zcount = 0;
     __syncthreads();
     for (long long i = i0 + warp; i < i1; i += WARPS)
-        append_row_zeros(C, n1, n, i, i0, u[i], v, tol, false, cover_col, nullptr, -1, seg,
-                         &s_zcount);
+        append_row_zeros(C, n1, n, i, i0, u[i], v, tol, seg, &s_zcount);
     __syncthreads();
 
     // ---- step 2: greedy stars from each block's zeros (row lock, then column CAS) ----
