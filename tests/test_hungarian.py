@@ -285,6 +285,27 @@ def test_emulated_kernel_infeasible(shape):
         _emulated_solution(np.full(shape, np.inf), blocks=2)
 
 
+@emulated
+def test_cli_and_dispatch_with_the_emulated_kernel(tmp_path, capsys, monkeypatch):
+    """``epslap solve --backend hungarian-gpu``: solve() dispatches to gpu.hungarian and the CLI
+    prints the Hungarian counts (the device driver is replaced by the emulated kernel)."""
+    import json
+
+    from epslap.cli import main
+    from epslap.gpu import hungarian
+    monkeypatch.setattr(hungarian, "solve_hungarian",
+                        lambda cost, *, maximize, device, t_start:
+                        _emulated_solution(cost, maximize, blocks=2))
+    c = make_problem("int10", 12, 12, 1)
+    path = tmp_path / "c.npy"
+    np.save(path, c)
+    out = tmp_path / "r.json"
+    assert main(["solve", str(path), "--backend", "hungarian-gpu", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "iterations" in text and "dual updates" in text and "OPTIMAL" in text
+    assert json.loads(out.read_text())["cost"] == scipy_optimum(c)
+
+
 # ---------------------------------------------------------------------------------------------
 # GPU: the kernel
 # ---------------------------------------------------------------------------------------------
