@@ -9,7 +9,7 @@ import numpy as np
 from ._validate import canonical_dense
 from .solution import Solution
 
-_BACKENDS = ("cpu", "gpu")
+_BACKENDS = ("cpu", "gpu", "hungarian-gpu")
 
 
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
@@ -32,10 +32,13 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         Maximise instead of minimise.
     epsilon : bool
         Use ε-pricing (default). ``False`` runs plain successive shortest paths (one exact pass).
-    backend : {"cpu", "gpu"}
+    backend : {"cpu", "gpu", "hungarian-gpu"}
         Where to solve. ``"gpu"`` (needs CuPy: the ``gpu-cuda12``/``gpu-cuda13`` extras) accepts
         NumPy and CuPy matrices (a CuPy input never leaves the device) and cost sources with a
-        device form, whose costs are computed inside the GPU kernels.
+        device form, whose costs are computed inside the GPU kernels. ``"hungarian-gpu"`` is
+        the comparison backend: the classical Hungarian algorithm on the GPU (Lopes et al.
+        2019, doi:10.1016/j.jpdc.2019.03.014, with Kawtikwar et al.'s improvements) on a dense
+        matrix held on the device; ``epsilon`` and ``memory`` do not apply to it.
     memory : int or str, optional
         Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
         whole matrix fits it is computed once as a table, else rows go through a row cache.
@@ -44,7 +47,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     progress : bool
         Draw a progress bar on stderr during the passes (CPU backend).
     device : int
-        CUDA device for ``backend="gpu"``.
+        CUDA device for ``backend="gpu"`` and ``"hungarian-gpu"``.
 
     Returns
     -------
@@ -62,6 +65,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
     t_start = time.perf_counter()
+    if backend == "hungarian-gpu":
+        from .gpu.hungarian import solve_hungarian
+        return solve_hungarian(cost, maximize=maximize, device=device, t_start=t_start)
     if backend == "gpu":
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,

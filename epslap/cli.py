@@ -110,8 +110,12 @@ def _solve(args) -> int:
     print(f"solve time     {st['time_estimate_s'] + st['time_solve_s']:.3f}s "
           f"(estimate {st['time_estimate_s']:.3f}s, passes {st['time_solve_s']:.3f}s, "
           f"compile/load {st['compile_s']:.2f}s)")
-    print(f"rows evaluated {st['rows_evaluated']:,}")
-    print(f"passes         {st['passes']}  ε: " + ", ".join(f"{e:.3g}" for e in st["epsilons"]))
+    if st.get("rows_evaluated") is not None:
+        print(f"rows evaluated {st['rows_evaluated']:,}")
+        print(f"passes         {st['passes']}  ε: " + ", ".join(f"{e:.3g}" for e in st["epsilons"]))
+    else:  # backend="hungarian-gpu": the classical algorithm's own counts
+        print(f"iterations     {st['iterations']:,} ({st['dual_updates']:,} dual updates, "
+              f"{st['search_rounds']:,} search rounds)")
     if "cache_policy" in st:
         total = st["cache_hits"] + st["cache_misses"]
         rate = st["cache_hits"] / total if total else 0.0

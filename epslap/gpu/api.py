@@ -46,6 +46,27 @@ def _canonical_cupy(cupy, cost, maximize):
     return cupy.ascontiguousarray(m), transposed, integral
 
 
+def device_matrix(cupy, cost, maximize, backend="gpu"):
+    """The canonical dense problem on the current device: ``(matrix, transposed, integral)``.
+
+    A CuPy matrix is validated and oriented where it is (never copied to the host); anything else
+    goes through :func:`~epslap._validate.canonical_dense` on the host and is then copied over.
+    """
+    if isinstance(cost, cupy.ndarray):
+        return _canonical_cupy(cupy, cost, maximize)
+    canon = canonical_dense(cost, maximize)
+    m = canon.matrix
+    try:
+        m = cupy.asarray(m)
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        hint = ("pass a cost source (costfns) to compute costs on the device instead"
+                if backend == "gpu" else "use backend='gpu' with a cost source (costfns)")
+        raise MemoryError(
+            f"backend={backend!r}: the {m.shape[0]}x{m.shape[1]} {m.dtype} matrix "
+            f"({m.nbytes / 2**30:.1f} GiB) does not fit in device memory; {hint}") from exc
+    return m, canon.transposed, canon.integral
+
+
 def solve_gpu(cost, *, maximize, epsilon, device, t_start):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays."""
     from costfns import CostSource
@@ -63,18 +84,7 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start):
             if maximize:
                 cuda_cost = _negated(cuda_cost)
         else:
-            if isinstance(cost, cupy.ndarray):
-                m, transposed, integral = _canonical_cupy(cupy, cost, maximize)
-            else:
-                canon = canonical_dense(cost, maximize)
-                m, transposed, integral = canon.matrix, canon.transposed, canon.integral
-                try:
-                    m = cupy.asarray(m)
-                except cupy.cuda.memory.OutOfMemoryError as exc:
-                    raise MemoryError(
-                        f"backend='gpu': the {m.shape[0]}x{m.shape[1]} {m.dtype} matrix "
-                        f"({m.nbytes / 2**30:.1f} GiB) does not fit in device memory; pass a "
-                        "cost source (costfns) to compute costs on the device instead") from exc
+            m, transposed, integral = device_matrix(cupy, cost, maximize)
             n1, n2 = m.shape
             cuda_cost = dense_cuda_source(m)
         if n1 == 0:
