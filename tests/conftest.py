@@ -36,6 +36,21 @@ def assert_optimal(cost, sol, maximize=False, rel=1e-9):
     assert cert["max_violation"] <= tol and abs(cert["gap"]) <= tol, cert
 
 
+def _gpu_reason():
+    """Why GPU tests cannot run here (None where CuPy sees a CUDA device)."""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device"
+    except Exception as exc:  # ImportError, or a CUDA runtime error without a driver
+        return f"CuPy or a CUDA device is not available ({type(exc).__name__})"
+    return None
+
+
+GPU_REASON = _gpu_reason()
+gpu = pytest.mark.skipif(GPU_REASON is not None, reason=f"GPU test: {GPU_REASON}")
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

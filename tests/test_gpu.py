@@ -7,21 +7,9 @@ import pytest
 
 import costfns
 import epslap
-from conftest import assert_optimal
+from conftest import GPU_REASON as _REASON, assert_optimal, gpu
 
 
-def _gpu_reason():
-    try:
-        import cupy
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device"
-    except Exception as exc:  # ImportError, or a CUDA runtime error without a driver
-        return f"CuPy or a CUDA device is not available ({type(exc).__name__})"
-    return None
-
-
-_REASON = _gpu_reason()
-gpu = pytest.mark.skipif(_REASON is not None, reason=f"GPU test: {_REASON}")
 
 
 @pytest.mark.skipif(_REASON is None, reason="a GPU is present: the missing-GPU error cannot occur")

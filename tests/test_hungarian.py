@@ -16,7 +16,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import epslap
-from conftest import assert_optimal, scipy_optimum
+from conftest import GPU_REASON as _REASON, assert_optimal, gpu, scipy_optimum
 from epslap._validate import canonical_dense
 from epslap.gpu._hungarian_plan import (STATUS_BROKEN_PATH, STATUS_INFEASIBLE,
                                         STATUS_ITERATION_LIMIT, STATUS_OK,
@@ -24,18 +24,6 @@ from epslap.gpu._hungarian_plan import (STATUS_BROKEN_PATH, STATUS_INFEASIBLE,
 from epslap.gpu._hungarian_ref import solve_reference
 
 
-def _gpu_reason():
-    try:
-        import cupy
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return "no CUDA device"
-    except Exception as exc:  # ImportError, or a CUDA runtime error without a driver
-        return f"CuPy or a CUDA device is not available ({type(exc).__name__})"
-    return None
-
-
-_REASON = _gpu_reason()
-gpu = pytest.mark.skipif(_REASON is not None, reason=f"GPU test: {_REASON}")
 
 
 # ---------------------------------------------------------------------------------------------

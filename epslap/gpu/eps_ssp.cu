@@ -301,7 +301,8 @@ __device__ __forceinline__ void pair_merge(Pair& a, const Pair& b) {
     }
 }
 
-__device__ Pair block_pair(Pair p, Pair* sh) {
+// Fold the warp's pairs into lane 0 (shuffles down).
+__device__ __forceinline__ void warp_pair(Pair& p) {
     for (int off = 16; off > 0; off >>= 1) {
         Pair o;
         o.v1 = __shfl_down_sync(0xffffffffu, p.v1, off);
@@ -311,21 +312,17 @@ __device__ Pair block_pair(Pair p, Pair* sh) {
         o.pidx = __shfl_down_sync(0xffffffffu, p.pidx, off);
         pair_merge(p, o);
     }
+}
+
+__device__ Pair block_pair(Pair p, Pair* sh) {
+    warp_pair(p);
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __syncthreads();
     if (lane == 0) sh[warp] = p;
     __syncthreads();
     if (warp == 0) {
         p = lane < WARPS ? sh[lane] : Pair{INFINITY, INFINITY, 0, INFINITY, -1};
-        for (int off = 16; off > 0; off >>= 1) {
-            Pair o;
-            o.v1 = __shfl_down_sync(0xffffffffu, p.v1, off);
-            o.v2 = __shfl_down_sync(0xffffffffu, p.v2, off);
-            o.idx = 0;
-            o.pv = __shfl_down_sync(0xffffffffu, p.pv, off);
-            o.pidx = __shfl_down_sync(0xffffffffu, p.pidx, off);
-            pair_merge(p, o);
-        }
+        warp_pair(p);
         if (lane == 0) sh[WARPS] = p;
     }
     __syncthreads();
