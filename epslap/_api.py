@@ -42,8 +42,11 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     memory : int or str, optional
         Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
         whole matrix fits it is computed once as a table, else rows go through a row cache.
+        With ``backend="gpu"``: a budget of device memory (search state plus an uploaded NumPy
+        matrix), checked before anything is allocated; too small is an error.
     cache : {"auto", "lfu", "slru"}
         Row cache policy; ``auto`` picks LFU when at least a quarter of the rows fit, else SLRU.
+        The GPU backend keeps no row cache: anything but ``"auto"`` is an error there.
     progress : bool
         Draw a progress bar on stderr during the passes (CPU backend).
     device : int
@@ -71,7 +74,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if backend == "gpu":
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
-                         t_start=t_start)
+                         t_start=t_start, memory=memory, cache=cache)
     from costfns import CostSource
     if isinstance(cost, CostSource):
         from ._ondemand import solve_source

@@ -141,3 +141,31 @@ def test_pass_exchange_agrees_in_every_block(blocks, threads):
     got = sums.get()
     assert len(set(got.tolist())) == 1
     assert int(got[0]) == _exchange_reference(blocks * threads, iterations)
+
+
+def test_gpu_options_that_do_not_apply_are_errors():
+    """backend='gpu' keeps no row cache: asking for one is an error, also without a GPU."""
+    with pytest.raises(ValueError, match=r"cache='lfu' applies to backend='cpu'"):
+        epslap.solve(np.eye(3), backend="gpu", cache="lfu")
+    with pytest.raises(ValueError, match="memory must be"):
+        epslap.solve(np.eye(3), backend="gpu", memory="lots")
+
+
+def test_gpu_budget_message_names_sizes():
+    from epslap.gpu.api import _check_budget
+    from epslap.gpu.solver import device_bytes
+    need = device_bytes(1000, 1000, 132)
+    assert need > 1000 * 8 * 8 + 132 * 3 * 1001 * 4   # at least the columns' state and the records
+    _check_budget(need, need, 1000, 1000, 0)           # exactly enough passes
+    with pytest.raises(ValueError, match=r"memory budget 1\.0 MiB is too small for backend='gpu' "
+                                         r"at 1000x1000: the search state and the uploaded matrix"):
+        _check_budget(2**20, need + 8 * 10**6, 1000, 1000, 8 * 10**6)
+
+
+@gpu
+@pytest.mark.gpu
+def test_gpu_budget_too_small_is_an_error():
+    c = np.random.default_rng(1).random((300, 300))
+    with pytest.raises(ValueError, match="too small for backend='gpu' at 300x300"):
+        epslap.solve(c, backend="gpu", memory="1KiB")
+    assert_optimal(c, epslap.solve(c, backend="gpu", memory="1GiB"))

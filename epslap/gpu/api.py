@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import _INT_LIMIT, canonical_dense
-from .solver import import_cupy, solve_device
+from .solver import device_bytes, import_cupy, solve_device
 
 
 def _negated(cuda_cost):
@@ -67,13 +67,42 @@ def device_matrix(cupy, cost, maximize, backend="gpu"):
     return m, canon.transposed, canon.integral
 
 
-def solve_gpu(cost, *, maximize, epsilon, device, t_start):
-    """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays."""
+def _check_budget(budget: int, need: int, n1: int, n2: int, upload: int) -> None:
+    """A clear error when the device-memory budget cannot hold the solve (before any allocation)."""
+    if need <= budget:
+        return
+    what = "the search state" + (f" and the uploaded matrix ({upload / 2**20:.1f} MiB)" if upload else "")
+    raise ValueError(f"memory budget {budget / 2**20:.1f} MiB is too small for backend='gpu' at "
+                     f"{n1}x{n2}: {what} need at least {need / 2**20:.1f} MiB of device memory")
+
+
+def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="auto"):
+    """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays.
+
+    ``memory`` (optional) is a budget of device memory for the solve; it is checked before
+    anything is allocated. ``cache`` must stay "auto": the GPU backend computes costs inside its
+    kernels and keeps no row cache.
+    """
     from costfns import CostSource
     from costfns.sources import dense_cuda_source
     from .._api import empty_solve, finish
+    from ..cache import parse_memory
+    if cache != "auto":
+        raise ValueError(f"cache={cache!r} applies to backend='cpu': backend='gpu' computes costs "
+                         "inside its kernels and keeps no row cache")
+    budget = None if memory is None else parse_memory(memory)
     cupy = import_cupy()
     with cupy.cuda.Device(device):
+        if budget is not None:
+            shape = cost.shape if isinstance(cost, CostSource) else np.shape(cost)
+            if len(shape) == 2:
+                lo, hi = sorted(int(x) for x in shape)
+                upload = 0
+                if not isinstance(cost, (CostSource, cupy.ndarray)):
+                    upload = lo * hi * max(np.asarray(cost).dtype.itemsize, 4)
+                sms = cupy.cuda.Device(device).attributes["MultiProcessorCount"]
+                _check_budget(budget, device_bytes(lo, hi, sms) + upload, shape[0], shape[1],
+                              upload)
         if isinstance(cost, CostSource):
             n1, n2 = cost.shape
             transposed = n1 > n2

@@ -224,6 +224,19 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     return row_to_col, v_host, stats, assigned
 
 
+def device_bytes(n1: int, n2: int, n_blocks: int) -> int:
+    """Device memory the search allocates for an n1 x n2 problem (n1 <= n2) on ``n_blocks``
+    blocks: the O(n2) state of the passes and of the estimate (one column: v, d, pred, owner,
+    vf, best1, best2, a copy of v in stage E: 8 bytes each, two flags), the O(n1) row arrays
+    (perm, pick, regret, the result) and each block's int32 record of an augmentation's steps.
+    Mirrors :class:`_DeviceState`; CuPy's temporaries (a few O(n) arrays) come on top."""
+    per_col = 8 * 8 + 2
+    per_row = 8 * 4
+    record = n_blocks * 3 * (n2 + 1) * 4
+    fixed = 2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 64 + 8 * (n_blocks + 16)
+    return per_col * n2 + per_row * n1 + record + fixed
+
+
 class _DeviceState:
     """Device arrays of one solve (all O(n2))."""
 
