@@ -126,7 +126,7 @@ def _exchange_reference(n_threads, iterations):
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("blocks,threads", [(1, 128), (7, 128), (132, 128), (33, 256), (16, 512), (64, 32)])
+@pytest.mark.parametrize("blocks,threads", [(1, 128), (7, 128), (32, 512), (32, 256), (16, 512), (33, 256), (132, 128), (64, 32)])
 def test_pass_exchange_agrees_in_every_block(blocks, threads):
     """The slot exchange that replaces the grid barrier in the pass kernel: every block ends
     every step with the same, correct winner (value, then tie rule)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import _INT_LIMIT, canonical_dense
-from .solver import device_bytes, import_cupy, solve_device
+from .solver import blocks_for, device_bytes, import_cupy, solve_device
 
 
 def _negated(cuda_cost):
@@ -101,8 +101,8 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
                 if not isinstance(cost, (CostSource, cupy.ndarray)):
                     upload = lo * hi * max(np.asarray(cost).dtype.itemsize, 4)
                 sms = cupy.cuda.Device(device).attributes["MultiProcessorCount"]
-                _check_budget(budget, device_bytes(lo, hi, sms) + upload, shape[0], shape[1],
-                              upload)
+                _check_budget(budget, device_bytes(lo, hi, blocks_for(hi, sms)) + upload,
+                              shape[0], shape[1], upload)
         if isinstance(cost, CostSource):
             n1, n2 = cost.shape
             transposed = n1 > n2

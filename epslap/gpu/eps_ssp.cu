@@ -138,12 +138,10 @@ __device__ __forceinline__ void publish(Slot* s, unsigned seq, const Cand& c, un
 
 __device__ __forceinline__ Cand receive(const Slot* s, unsigned seq, unsigned& extra) {
     uint4 q0, q1, q2, q3;
-    while (true) {
-        q0 = ld_quad(s, 0);
-        if (q0.y != seq || q0.w != seq) continue;     // not yet published: poll one quad only
-        q1 = ld_quad(s, 1); q2 = ld_quad(s, 2); q3 = ld_quad(s, 3);
-        if (q1.y == seq && q1.w == seq && q2.y == seq && q2.w == seq && q3.y == seq && q3.w == seq) break;
-    }
+    do {                                               // all four loads in flight per poll
+        q0 = ld_quad(s, 0); q1 = ld_quad(s, 1); q2 = ld_quad(s, 2); q3 = ld_quad(s, 3);
+    } while (q0.y != seq || q0.w != seq || q1.y != seq || q1.w != seq ||
+             q2.y != seq || q2.w != seq || q3.y != seq || q3.w != seq);
     Cand c;
     from_bits(((unsigned long long)q0.z << 32) | q0.x, c.val);
     c.key = q1.x; c.own = (int)q1.z;
@@ -152,23 +150,70 @@ __device__ __forceinline__ Cand receive(const Slot* s, unsigned seq, unsigned& e
     return c;
 }
 
+// (val, key) of the warp's best candidate, in every lane (xor shuffles).
+__device__ __forceinline__ void warp_best(cost_t& v, unsigned& k) {
+    for (int off = 16; off > 0; off >>= 1) {
+        const cost_t ov = __shfl_xor_sync(FULL_MASK, v, off);
+        const unsigned ok = __shfl_xor_sync(FULL_MASK, k, off);
+        if (cand_less(ov, ok, v, k)) { v = ov; k = ok; }
+    }
+}
+
 // The grid's best candidate of this step, in every thread of every block. `extra` travels with
-// block 0's candidate (the host's stop request) and comes back in `*sh_extra`.
+// block 0's candidate (the host's stop request) and comes back in `got_extra`.
+// sh: 2 · (WARPS + 1) candidates, sh_extra: 2 words of shared memory.
+//
+// Grids of at most 32 blocks take the short path: one warp per block does all the cross-block
+// work (the block's best from the warps' partial results, publishing it, one slot polled per
+// lane, the reduction over the blocks) between two __syncthreads, with the shared partial
+// results double-buffered by step parity (a warp can only overwrite a buffer after every warp has
+// passed the next step's first barrier, i.e. after it read this one). Larger grids: block-wide
+// reductions before publishing and after gathering (three barriers each).
 __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq, int& parity,
-                          unsigned extra, unsigned* sh_extra) {
-    const Cand b = block_best(mine, sh);
+                          unsigned extra, unsigned* sh_extra, unsigned& got_extra) {
     if (++seq == 0) seq = 1;                           // 0 marks a never-written slot
     Slot* buf = slots + parity * gridDim.x;
+    if (gridDim.x <= 32) {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        Cand* part = sh + parity * (WARPS + 1);
+        cost_t v = mine.val; unsigned k = mine.key;
+        warp_best(v, k);
+        if (k == NO_KEY) { if (lane == 0) part[warp] = no_cand(); }
+        else if (mine.key == k) part[warp] = mine;
+        __syncthreads();
+        if (warp == 0) {
+            const Cand c = lane < WARPS ? part[lane] : no_cand();
+            v = c.val; k = c.key;
+            warp_best(v, k);
+            if (k == NO_KEY) { if (lane == 0) publish(buf + blockIdx.x, seq, no_cand(), extra); }
+            else if (c.key == k) publish(buf + blockIdx.x, seq, c, extra);
+            Cand r = no_cand();
+            unsigned x = 0;
+            if ((unsigned)lane < gridDim.x) r = receive(buf + lane, seq, x);
+            v = r.val; k = r.key;
+            warp_best(v, k);
+            if (k == NO_KEY) { if (lane == 0) part[WARPS] = no_cand(); }
+            else if (r.key == k) part[WARPS] = r;
+            if (lane == 0) sh_extra[parity] = x;      // lane 0 polled block 0's slot
+        }
+        __syncthreads();
+        got_extra = sh_extra[parity];
+        parity ^= 1;
+        return part[WARPS];
+    }
+    const Cand b = block_best(mine, sh);
     parity ^= 1;
     if (threadIdx.x == 0) publish(buf + blockIdx.x, seq, b, extra);
     Cand r = no_cand();
     for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
         unsigned x;
         const Cand o = receive(buf + t, seq, x);
-        if (t == 0) *sh_extra = x;
+        if (t == 0) sh_extra[0] = x;
         if (cand_less(o.val, o.key, r.val, r.key)) r = o;
     }
-    return block_best(r, sh);                          // its barriers also publish *sh_extra
+    const Cand w = block_best(r, sh);                  // its barriers also publish sh_extra[0]
+    got_extra = sh_extra[0];
+    return w;
 }
 
 __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, long long own,
@@ -191,9 +236,10 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
          double* out_f64, long long* out_i64, volatile long long* progress)
 {
     COST_BUILD
-    __shared__ Cand sh[WARPS + 1];
-    __shared__ unsigned sh_extra;
+    __shared__ Cand sh[2 * (WARPS + 1)];
+    __shared__ unsigned sh_extra[2];
     __shared__ double sh_sum[WARPS];
+    unsigned got_extra = 0;
     const long long n1 = a.n1, n2 = a.n2;
     const long long S = (long long)gridDim.x * blockDim.x;
     const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -211,9 +257,10 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             d[j] = dj; pred[j] = f;
             consider(best, dj, j, owner[j], vj, f);
         }
-        const unsigned stop = leader ? (unsigned)(progress[2] != 0) : 0u;
-        Cand r = grid_best(best, sh, slots, seq, parity, stop, &sh_extra);
-        if (sh_extra != 0) { if (leader) out_i64[0] = 2; return; }     // host asked to stop
+        // the stop request travels with block 0's candidate (read by its first warp)
+        const unsigned stop = (blockIdx.x == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
+        Cand r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra);
+        if (got_extra != 0) { if (leader) out_i64[0] = 2; return; }     // host asked to stop
         if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
         if (f < n1) rows_eval += 1.0;
         long long jmin = r.key & 0x7fffffffu, n_closed = 1;
@@ -234,7 +281,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
                 if (cand < dj) { dj = cand; pj = i; d[j] = cand; pred[j] = i; }
                 consider(best, dj, j, owner[j], vj, pj);
             }
-            r = grid_best(best, sh, slots, seq, parity, 0u, &sh_extra);
+            r = grid_best(best, sh, slots, seq, parity, 0u, sh_extra, got_extra);
             if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
             if (i < n1) rows_eval += 1.0;
             jmin = r.key & 0x7fffffffu;
@@ -472,8 +519,9 @@ extern "C" __global__ void barrier_selftest(long long* counters, unsigned long l
 extern "C" __global__ void __launch_bounds__(THREADS)
 exchange_selftest(Slot* slots, unsigned long long* checksums, int iterations)
 {
-    __shared__ Cand sh[WARPS + 1];
-    __shared__ unsigned sh_extra;
+    __shared__ Cand sh[2 * (WARPS + 1)];
+    __shared__ unsigned sh_extra[2];
+    unsigned got_extra = 0;
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned seq = 0;
     int parity = 0;
@@ -484,7 +532,7 @@ exchange_selftest(Slot* slots, unsigned long long* checksums, int iterations)
         c.val = (cost_t)((h >> 7) % 1000u);
         c.key = ((h & 1u) << 31) | g;
         c.own = (int)(h & 1u) - 1; c.vj = (cost_t)it; c.pred = (int)g;
-        const Cand r = grid_best(c, sh, slots, seq, parity, 0u, &sh_extra);
+        const Cand r = grid_best(c, sh, slots, seq, parity, 0u, sh_extra, got_extra);
         sum = sum * 1000003ull + (unsigned long long)r.key + (unsigned long long)r.pred;
     }
     if (threadIdx.x == 0) checksums[blockIdx.x] = sum;
