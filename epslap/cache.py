@@ -13,8 +13,14 @@ wrapping another one, so the one compiled solver loop is unchanged.
 
 State arrays (E slots, n rows): ``slots`` (E, n2), ``slot_row`` (E,), ``row_slot`` (n,),
 ``counts`` (n,), ``prev``/``nxt`` (E,) list links, ``seg`` (E,) segment of a slot (0 probationary,
-1 protected, -1 empty), ``meta`` int64[8]: [policy, heads/tails of the two lists, protected
-size, protected capacity, unused], ``hits`` int64[2]: [hits, misses].
+1 protected, -1 empty), ``heap``/``heap_pos`` (E,) the LFU min-heap of filled slots keyed by
+(count of the slot's row, -row) and each slot's place in it, ``meta`` int64[8]: [policy,
+heads/tails of the two lists, protected size, protected capacity, filled slots], ``hits``
+int64[2]: [hits, misses].
+
+Every operation is O(log E) or O(1) (a victim is never searched by scanning the slots): slots fill
+in index order and are never emptied, so "empty slots first" is a counter; the LFU victim is the
+heap's root.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ from .cpu._rows import get_row
 LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
 # meta indices
-_POLICY, _PH, _PT, _QH, _QT, _QSIZE, _QCAP = 0, 1, 2, 3, 4, 5, 6  # P: probationary, Q: protected
+_POLICY, _PH, _PT, _QH, _QT, _QSIZE, _QCAP, _FILLED = 0, 1, 2, 3, 4, 5, 6, 7  # P: probationary, Q: protected
 
 
 class CachedState(NamedTuple):
@@ -41,6 +47,8 @@ class CachedState(NamedTuple):
     prev: np.ndarray
     nxt: np.ndarray
     seg: np.ndarray
+    heap: np.ndarray
+    heap_pos: np.ndarray
     meta: np.ndarray
     hits: np.ndarray
 
@@ -94,26 +102,58 @@ def _slru_hit(s, k):
     s.meta[_QSIZE] += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _lfu_before(s, a, b):
+    """Slot a is evicted before slot b: its row has a lower count (ties: the higher row id)."""
+    ra, rb = s.slot_row[a], s.slot_row[b]
+    ca, cb = s.counts[ra], s.counts[rb]
+    return ca < cb or (ca == cb and ra > rb)
+
+
 @njit(cache=True, nogil=True)
-def _victim(s, i):
-    """The slot to (re)fill for a missed row ``i`` (removed from its list for SLRU)."""
-    n_slots = s.slot_row.shape[0]
+def _heap_swap(s, p, q):
+    a, b = s.heap[p], s.heap[q]
+    s.heap[p] = b
+    s.heap[q] = a
+    s.heap_pos[b] = p
+    s.heap_pos[a] = q
+
+
+@njit(cache=True, nogil=True)
+def _heap_up(s, p):
+    while p > 0:
+        parent = (p - 1) // 2
+        if not _lfu_before(s, s.heap[p], s.heap[parent]):
+            return
+        _heap_swap(s, p, parent)
+        p = parent
+
+
+@njit(cache=True, nogil=True)
+def _heap_down(s, p):
+    """Restore the heap below p after the key of its slot grew (a hit, or a new row at the root)."""
+    size = s.meta[_FILLED]
+    while True:
+        c = 2 * p + 1
+        if c >= size:
+            return
+        if c + 1 < size and _lfu_before(s, s.heap[c + 1], s.heap[c]):
+            c += 1
+        if not _lfu_before(s, s.heap[c], s.heap[p]):
+            return
+        _heap_swap(s, p, c)
+        p = c
+
+
+@njit(cache=True, nogil=True)
+def _victim(s):
+    """The slot to (re)fill for a missed row: an empty one first, else the policy's victim
+    (for SLRU removed from its list; for LFU it stays at the heap's root)."""
+    filled = s.meta[_FILLED]
+    if filled < s.slot_row.shape[0]:
+        return filled
     if s.meta[_POLICY] == LFU:
-        best = -1
-        for k in range(n_slots):
-            r = s.slot_row[k]
-            if r < 0:
-                return k
-            if best < 0:
-                best = k
-                continue
-            rb = s.slot_row[best]
-            if s.counts[r] < s.counts[rb] or (s.counts[r] == s.counts[rb] and r > rb):
-                best = k
-        return best
-    for k in range(n_slots):  # empty slots first
-        if s.seg[k] < 0:
-            return k
+        return s.heap[0]
     k = s.meta[_PH]
     _unlink(s, k, _PH, _PT)
     return k
@@ -128,18 +168,30 @@ def access(s, i):
         s.hits[0] += 1
         if s.meta[_POLICY] == SLRU:
             _slru_hit(s, k)
+        else:
+            _heap_down(s, s.heap_pos[k])  # its row's count grew
         return k
     s.hits[1] += 1
-    k = _victim(s, i)
+    k = _victim(s)
     old = s.slot_row[k]
     if old >= 0:
         s.row_slot[old] = -1
     slot = s.slots[k]
     row = get_row(s.inner, i, slot)
-    for j in range(slot.shape[0]):  # a no-op when the inner source filled the slot itself
-        slot[j] = row[j]
+    if row.ctypes.data != slot.ctypes.data:  # sources that fill ``slot`` themselves need no copy
+        for j in range(slot.shape[0]):
+            slot[j] = row[j]
     s.slot_row[k] = i
     s.row_slot[i] = k
+    if old < 0:  # a new slot: it joins the heap / the lists
+        s.meta[_FILLED] += 1
+        if s.meta[_POLICY] == LFU:
+            p = s.meta[_FILLED] - 1
+            s.heap[p] = k
+            s.heap_pos[k] = p
+            _heap_up(s, p)
+    elif s.meta[_POLICY] == LFU:
+        _heap_down(s, s.heap_pos[k])  # the root got a new row
     if s.meta[_POLICY] == SLRU:
         s.seg[k] = 0
         _push_mru(s, k, _PH, _PT)
@@ -165,9 +217,11 @@ def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str
     meta[_POLICY] = POLICIES[policy]
     meta[_QSIZE] = 0
     meta[_QCAP] = capacity // 2
+    meta[_FILLED] = 0
     return CachedState(inner_state, np.empty((capacity, n_cols), dtype),
                        np.full(capacity, -1, np.int64), np.full(n_rows, -1, np.int64),
                        np.zeros(n_rows, np.int64), np.full(capacity, -1, np.int64),
+                       np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64),
                        np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64), meta,
                        np.zeros(2, np.int64))
 
