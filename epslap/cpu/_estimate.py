@@ -376,6 +376,9 @@ def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
 def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
     """Stages A–E. Returns (status, eps_upper, eps_lower); fills v_out, perm_out and pick_out.
 
+    ``perm_out`` is the row order of the passes: stage C's regret order when ε_upper = 0 (the
+    exact pass runs it back to front), else the identity.
+
     Status STATUS_CERTIFIED: as STATUS_OK, and ``pick_out`` is the optimal assignment that the
     exact pass would return with this v and perm (module docstring).
     """
@@ -405,6 +408,12 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
             v_out[j] = vf[j]
 
     eps_upper, eps_lower = _eps_bounds(gap_i, gap, n1, n2, integral)
+    if eps_upper > 0.0:
+        # The regret order of stage C only serves a solve that starts with the exact pass; the
+        # ε-passes take the rows in their natural order (alternating direction), as the authors'
+        # published implementation does (it resets perm to the identity whenever ε_0 > 0).
+        for k in range(n1):
+            perm_out[k] = k
     if certified and not ran_cde and eps_upper == 0.0 and _certificate_holds(
             v_out, vf, pick_out, n1, integral, cmax):
         return STATUS_CERTIFIED, eps_upper, eps_lower
