@@ -122,3 +122,37 @@ def test_negative_nan_and_negative_zero():
     c = np.array([[-0.0, 0.0, 1.0], [0.0, -0.0, 1.0], [1.0, 1.0, -0.0]])
     sol = epslap.solve(c)
     assert_optimal(c, sol)
+
+
+@pytest.mark.parametrize("name", ["rank2", "rank8", "geometric"])
+def test_eps_passes_take_rows_in_natural_order(name):
+    # the authors' solver resets perm to the identity whenever ε_0 > 0 (stage C's regret order
+    # only serves a solve that starts with the exact pass); rank 2 runs stages C–E at this size
+    c = costfns.generate(name, 300, seed=1)
+    status, eps_upper, _, _, perm, _ = _estimate(c)
+    assert status == est.STATUS_OK and eps_upper > 0.0
+    np.testing.assert_array_equal(perm, np.arange(300))
+
+
+def test_regret_order_kept_when_the_solve_starts_exact():
+    # rank 1: ε_0 = 0 after stages C–E, so the exact pass runs the regret order back to front
+    c = costfns.generate("rank1", 300, seed=1)
+    status, eps_upper, _, _, perm, _ = _estimate(c)
+    assert eps_upper == 0.0
+    assert sorted(perm) == list(range(300)) and not np.array_equal(perm, np.arange(300))
+    assert_optimal(c, epslap.solve(c))
+
+
+def test_dense_and_on_demand_estimates_agree():
+    # the dense path updates the column statistics four rows at a time, sources one at a time
+    for name in ("random", "rank2", "sanity"):
+        src = costfns.problem(name, 257, seed=2)
+        dense = _estimate(src.dense())
+        n = 257
+        v = np.zeros(n)
+        perm = np.zeros(n, np.int64)
+        pick = np.zeros(n, np.int64)
+        status, eu, el = est._estimate(src.state(), np.empty(n), n, n, v, perm, False, pick)
+        assert (status, eu, el) == dense[:3]
+        np.testing.assert_array_equal(v, dense[3])
+        np.testing.assert_array_equal(perm, dense[4])

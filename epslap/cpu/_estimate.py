@@ -28,7 +28,7 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK
 from ._rows import get_row
@@ -88,13 +88,10 @@ def _shift_to_max_zero(vf):
 # is max(key, taken[j]); the pick is the lowest index holding the smallest masked key.
 
 @njit(cache=True, nogil=True, inline="always")
-def _load_keys(row, tmp, taken, bkey, bmask):
-    """tmp[j] = float64(row[j]) (+0.0: -0.0 keys like 0.0); per block b: bkey[b] = min key,
-    bmask[b] = min masked key. Returns (min key, max key, min masked key) of the row.
-
-    One read of the row; vectorised integer min/max.
-    """
-    n = tmp.shape[0]
+def _load_keys(row, taken, bkey, bmask):
+    """Stage A's read of a row: per block b, bkey[b] = min key of float64(row[j]) + 0.0 and
+    bmask[b] = min masked key. Returns (min key, max key, min masked key). One vectorised pass."""
+    n = row.shape[0]
     mk = _KEY_MAX
     xk = _KEY_MIN
     mm = _KEY_MAX
@@ -104,9 +101,7 @@ def _load_keys(row, tmp, taken, bkey, bmask):
         m = _KEY_MAX
         mb = _KEY_MAX
         for j in range(lo, hi):
-            c = np.float64(row[j]) + 0.0
-            tmp[j] = c
-            k = _key(_bits(c))
+            k = _key(_bits(np.float64(row[j]) + 0.0))
             m = k if k < m else m
             xk = k if k > xk else xk
             t = taken[j]
@@ -120,30 +115,62 @@ def _load_keys(row, tmp, taken, bkey, bmask):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _load_reduced_keys(row, vf, tmp, taken, bkey, bmask):
-    """tmp[j] = (float64(row[j]) - vf[j]) + 0.0; block minima of keys and masked keys as in
-    ``_load_keys``. Returns (min key, min masked key)."""
+def _first_in_row(row, taken, bmask, k0):
+    """Lowest j with max(key(float64(row[j]) + 0.0), taken[j]) == k0; -1 if none."""
+    n = row.shape[0]
+    for b in range(bmask.shape[0]):
+        if bmask[b] != k0:
+            continue
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        for j in range(lo, hi):
+            k = _key(_bits(np.float64(row[j]) + 0.0))
+            t = taken[j]
+            if (k if k > t else t) == k0:
+                return j
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _load_reduced_keys(row, vf, tmp, bkey):
+    """tmp[j] = (float64(row[j]) - vf[j]) + 0.0; bkey[b] = min key of block b; returns the min key.
+
+    One read of the row, a vectorised integer min. No mask here: the greedy pick usually is the
+    row's first minimiser (``_greedy_pick`` falls back to a masked pass over tmp when it is not).
+    """
     n = tmp.shape[0]
     mk = _KEY_MAX
-    mm = _KEY_MAX
     for b in range(bkey.shape[0]):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
         m = _KEY_MAX
-        mb = _KEY_MAX
         for j in range(lo, hi):
             x = (np.float64(row[j]) - vf[j]) + 0.0
             tmp[j] = x
             k = _key(_bits(x))
             m = k if k < m else m
+        bkey[b] = m
+        mk = m if m < mk else mk
+    return mk
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _masked_block_minima(tk, taken, bmask):
+    """bmask[b] = min over block b of max(key(tk[j]), taken[j]); returns the overall minimum."""
+    n = tk.shape[0]
+    mm = _KEY_MAX
+    for b in range(bmask.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        m = _KEY_MAX
+        for j in range(lo, hi):
+            k = _key(tk[j])
             t = taken[j]
             km = k if k > t else t
-            mb = km if km < mb else mb
-        bkey[b] = m
-        bmask[b] = mb
-        mk = m if m < mk else mk
-        mm = mb if mb < mm else mm
-    return mk, mm
+            m = km if km < m else m
+        bmask[b] = m
+        mm = m if m < mm else mm
+    return mm
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -180,6 +207,17 @@ def _first_plain(tk, bkey, k0):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _greedy_pick(tk, bkey, mk, taken, bmask):
+    """(pick, j0): the lowest-index minimiser of tk among columns not taken, and the lowest-index
+    minimiser overall. Fast path: j0 itself when it is free; else one masked pass over tk."""
+    j0 = _first_plain(tk, bkey, mk)
+    if taken[j0] == _KEY_MIN:
+        return j0, j0
+    mm = _masked_block_minima(tk, taken, bmask)
+    return _first_with_key(tk, taken, bmask, mm), j0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _min_key_except(tk, bkey, j0):
     """Smallest key over all j != j0 (_KEY_MAX when there is none): the second order statistic,
     duplicates counted. Reads the block minima and one block only."""
@@ -198,16 +236,50 @@ def _min_key_except(tk, bkey, j0):
 
 
 @njit(cache=True, nogil=True)
-def _update_two_smallest(tmp, rmin, best1, best2):
+def _update_two_smallest(row, rmin, best1, best2):
     """Per column: keep the two smallest row-reduced costs c - rmin (branch-free, vectorises)."""
-    for j in range(tmp.shape[0]):
-        r = tmp[j] - rmin
+    for j in range(row.shape[0]):
+        r = (np.float64(row[j]) + 0.0) - rmin
         b1 = best1[j]
         b2 = best2[j]
         lt = r < b1
         best2[j] = b1 if lt else (r if r < b2 else b2)
         best1[j] = r if lt else b1
 
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _two_smallest_step(r, b1, b2):
+    lt = r < b1
+    return (r if lt else b1), (b1 if lt else (r if r < b2 else b2))
+
+
+@njit(cache=True, nogil=True)
+def _update_two_smallest4(r0, r1, r2, r3, m0, m1, m2, m3, best1, best2):
+    """``_update_two_smallest`` for four rows in one pass over best1/best2 (same result: the two
+    smallest of a multiset do not depend on the order of insertion). At large n the two column
+    arrays live in L3, not L2: one read and write of them per four rows instead of per row."""
+    for j in range(best1.shape[0]):
+        b1 = best1[j]
+        b2 = best2[j]
+        b1, b2 = _two_smallest_step((np.float64(r0[j]) + 0.0) - m0, b1, b2)
+        b1, b2 = _two_smallest_step((np.float64(r1[j]) + 0.0) - m1, b1, b2)
+        b1, b2 = _two_smallest_step((np.float64(r2[j]) + 0.0) - m2, b1, b2)
+        b1, b2 = _two_smallest_step((np.float64(r3[j]) + 0.0) - m3, b1, b2)
+        best1[j] = b1
+        best2[j] = b2
+
+
+def _rows_are_views(src):  # pragma: no cover - only called from compiled code
+    """True (at compile time) when ``get_row`` returns views that stay valid: a 2-D array."""
+    raise NotImplementedError
+
+
+@overload(_rows_are_views, jit_options={"cache": True, "nogil": True})
+def _rows_are_views_overload(src):
+    if isinstance(src, types.Array) and src.ndim == 2:
+        return lambda src: True
+    return lambda src: False  # computed rows share ``buf``; a cache may evict a returned slot
 
 
 # ---- stages -------------------------------------------------------------------------------------
@@ -221,8 +293,6 @@ def _stage_a(src, buf, n1, n2, vf):
     """
     best1 = np.full(n2, np.inf)
     best2 = np.full(n2, np.inf)
-    tmp = np.empty(n2)
-    tk = tmp.view(np.int64)
     pmask = np.full(n2, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
@@ -233,9 +303,13 @@ def _stage_a(src, buf, n1, n2, vf):
     g_a = 0.0
     cmax = 0.0
     infeasible = False
+    group = _rows_are_views(src)
+    pend = np.empty(4, np.int64)
+    prmin = np.empty(4)
+    n_pend = 0
     for i in range(n1):
         row = get_row(src, i, buf)
-        mk, xk, mm = _load_keys(row, tmp, pmask, bkey, bmask)
+        mk, xk, mm = _load_keys(row, pmask, bkey, bmask)
         if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
             return STATUS_INVALID, 0.0, 0.0, 0.0, 0.0
         if mk >= _KEY_POS_INF:
@@ -244,12 +318,24 @@ def _stage_a(src, buf, n1, n2, vf):
         rmin = _from_key(mk, scratch)
         hi = _from_key(xk, scratch)
         cmax = max(cmax, abs(rmin), abs(hi) if math.isfinite(hi) else 0.0)
-        p = _first_with_key(tk, pmask, bmask, mm)  # lowest-index minimiser among unpicked
+        p = _first_in_row(row, pmask, bmask, mm)  # lowest-index minimiser among unpicked
         pmask[p] = _KEY_MAX
         lb_a += rmin
-        ub_id += tmp[i]
-        g_a += tmp[p]
-        _update_two_smallest(tmp, rmin, best1, best2)
+        ub_id += np.float64(row[i])
+        g_a += np.float64(row[p])
+        if group:  # dense matrix: update the column statistics four rows at a time
+            pend[n_pend] = i
+            prmin[n_pend] = rmin
+            n_pend += 1
+            if n_pend == 4:
+                _update_two_smallest4(get_row(src, pend[0], buf), get_row(src, pend[1], buf),
+                                      get_row(src, pend[2], buf), get_row(src, pend[3], buf),
+                                      prmin[0], prmin[1], prmin[2], prmin[3], best1, best2)
+                n_pend = 0
+        else:
+            _update_two_smallest(row, rmin, best1, best2)
+    for k in range(n_pend):
+        _update_two_smallest(get_row(src, pend[k], buf), prmin[k], best1, best2)
     if infeasible:
         return STATUS_INFEASIBLE, 0.0, 0.0, 0.0, 0.0
     for j in range(n2):
@@ -281,14 +367,10 @@ def _stage_b(src, buf, n1, n2, vf, regret, pick):
     certified = True
     for i in range(n1 - 1, -1, -1):
         row = get_row(src, i, buf)
-        mk, mm = _load_reduced_keys(row, vf, tmp, pmask, bkey, bmask)
+        mk = _load_reduced_keys(row, vf, tmp, bkey)
         m = _from_key(mk, scratch)
-        q = _first_with_key(tk, pmask, bmask, mm)  # lowest-index minimiser among unpicked
-        if mm == mk:
-            j0 = q  # a minimiser of the whole row
-        else:
-            certified = False  # the pick is above the row minimum
-            j0 = _first_plain(tk, bkey, mk)
+        q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
+        certified = certified and _key(tk[q]) == mk  # the pick is at the row minimum
         # the second order statistic (duplicates count): the minimum over all columns but j0
         s2 = _min_key_except(tk, bkey, j0)
         s_val = np.inf if s2 == _KEY_MAX else _from_key(s2, scratch)
@@ -319,9 +401,9 @@ def _greedy_bounds(src, buf, n1, n2, perm, vf, pick_out):
     for k in range(n1):
         r = perm[k]
         row = get_row(src, r, buf)
-        mk, mm = _load_reduced_keys(row, vf, tmp, taken, bkey, bmask)
+        mk = _load_reduced_keys(row, vf, tmp, bkey)
         best_all = _from_key(mk, scratch)
-        q = _first_with_key(tk, taken, bmask, mm)
+        q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
         taken[q] = _KEY_MAX
         pick_out[r] = q
         ub += np.float64(row[q])
@@ -331,7 +413,7 @@ def _greedy_bounds(src, buf, n1, n2, perm, vf, pick_out):
 
 @njit(cache=True, nogil=True)
 def _stage_d(src, buf, n1, n2, perm, pick, vf):
-    """Stage D: walk perm backwards; lower v of columns held by earlier rows to tie with the pick."""
+    """Stage D: walk perm backwards; lower v of columns held by earlier rows to tie the pick."""
     held = np.zeros(n2, np.bool_)
     for k in range(n1):
         held[pick[perm[k]]] = True
