@@ -156,3 +156,25 @@ def test_dense_and_on_demand_estimates_agree():
         assert (status, eu, el) == dense[:3]
         np.testing.assert_array_equal(v, dense[3])
         np.testing.assert_array_equal(perm, dense[4])
+
+
+@pytest.mark.parametrize("name,expected", [("sanity", est.STATUS_CERTIFIED),
+                                           ("random", est._ABORT), ("geometric", est._ABORT),
+                                           ("rank2", est._ABORT), ("disjoint", est._ABORT)])
+def test_speculative_certificate_sweep(name, expected):
+    c = costfns.generate(name, 400, seed=4)
+    pick = np.full(400, -1, np.int64)
+    status = est._try_certify(c, np.empty(400), 400, 400, np.empty(400), pick)
+    assert status == expected
+    if expected == est._ABORT:  # gave up early: only a few rows were assigned
+        assert (pick >= 0).sum() < 100
+
+
+def test_speculative_sweep_validates_every_row():
+    c = _sanity_like(100, 100, seed=1)
+    c[0, 5] = np.nan  # row 0 is the last row of the reverse sweep
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c)
+    c[0, 5] = -np.inf
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c)
