@@ -43,8 +43,12 @@ def as_matrix(cost) -> np.ndarray:
     return arr
 
 
-def canonical_dense(cost, maximize: bool) -> CanonicalDense:
-    """Validate and orient a dense cost matrix; see the module docstring."""
+def canonical_dense(cost, maximize: bool, check_values: bool = True) -> CanonicalDense:
+    """Validate and orient a dense cost matrix; see the module docstring.
+
+    ``check_values=False`` leaves the NaN/-inf test to the caller (the CPU solver's estimate reads
+    every entry anyway and reports them: two extra sweeps over the matrix saved).
+    """
     arr = as_matrix(cost)
     integral = arr.dtype.kind in "biu"
     if integral:
@@ -53,7 +57,7 @@ def canonical_dense(cost, maximize: bool) -> CanonicalDense:
         arr = arr.astype(_float_kind(arr.dtype), copy=False)
         if maximize:
             arr = -arr
-        if arr.size and (np.isnan(arr).any() or np.isneginf(arr).any()):
+        if check_values and arr.size and (np.isnan(arr).any() or np.isneginf(arr).any()):
             raise ValueError("matrix contains invalid numeric entries")
     transposed = arr.shape[0] > arr.shape[1]
     if transposed:

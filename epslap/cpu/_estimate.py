@@ -1,66 +1,61 @@
 """Estimation of the column potentials v and of the ε bounds (ALGORITHM.md §2).
 
-Guthe & Thuerck, "Algorithm 1015", ACM TOMS 47(2), 2021, doi:10.1145/3442348, §3.2–3.3.
+Guthe & Thuerck, "Algorithm 1015", ACM TOMS 47(2), 2021, doi:10.1145/3442348, §3.2–3.4.
 All statistics are computed in float64; for integral costs v is rounded back to int64 at the end
 (the estimate is a heuristic: any finite v leaves the final exact pass correct).
 
 Arrays: ``src`` gives rows of length ``n2``; ``v_out`` is (n2,) of the work dtype; ``perm_out`` is
-(n1,) int64. Rows ``n1 … n2-1`` are virtual (cost 0) and never read.
+(n1,) int64; ``pick_out`` is (n1,) int64 (stage B's greedy assignment, see below). Rows
+``n1 … n2-1`` are virtual (cost 0) and never read.
+
+Each stage is one sweep over the cost rows (A and B always; C, D, E only when the gap test asks
+for them). Inside a stage every row is read once from memory: the conversion to float64, the
+reduced costs, the NaN/-inf check and the row minimum are one fused, vectorised loop (int64 sort
+keys of the float64 bits); the remaining per-row work runs on that row while it is in cache.
+
+**Certificate (the paper's "u⁰, v⁰ represent the correct dual variables, immediately solving the
+LAP").** When stage B's greedy picks every row's column at a minimum of that row's reduced costs
+``c[i][j] - v[j]`` (ties allowed), the picks form a complete assignment on zero reduced costs with
+the feasible dual ``u_i = min_j (c[i][j] - v[j])``: it is optimal. If moreover ε_upper = 0, stages
+C–E did not run (perm is the identity) and every unpicked column holds the largest v, then the
+exact pass (rows back to front = stage B's order) would do exactly stage B's work: each row's
+argmin is its lowest-index free minimiser, every path is one edge long, n1 rows are evaluated and
+v does not change. ``_estimate`` then returns ``STATUS_CERTIFIED`` with the assignment in
+``pick_out``, and the caller may skip the pass and report its result (n1 rows evaluated).
 """
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic, overload
 
-from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _argmin_open
+from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK
 from ._rows import get_row
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
-STATUS_INVALID = 3  # NaN or -inf in a row (only possible for on-demand sources)
+STATUS_INVALID = 3  # NaN or -inf in a row
+STATUS_CERTIFIED = 4  # OK, and stage B's assignment is the exact pass's optimal result
+
+#: keys of -inf and +inf (see ``_key``): a row holds NaN or -inf iff its smallest key is at most
+#: _KEY_NEG_INF or its largest key exceeds _KEY_POS_INF
+_KEY_NEG_INF = np.int64(-0x7FF0000000000001)
+_KEY_POS_INF = np.int64(0x7FF0000000000000)
+#: integral costs whose magnitude stays below this are exact in float64 sums of three terms
+_EXACT_INT = 2.0**50
 
 
-@njit(cache=True, nogil=True)
-def _shift_to_max_zero(vf):
-    """v -= max(v) over finite entries (keeps c - v well conditioned)."""
-    m = -np.inf
-    for j in range(vf.shape[0]):
-        if vf[j] > m:
-            m = vf[j]
-    if math.isfinite(m):
-        for j in range(vf.shape[0]):
-            vf[j] -= m
+@intrinsic
+def _bits(typingctx, x):
+    """The IEEE bits of a float64 as an int64 (a register bitcast, no memory round trip)."""
+    if x != types.float64:
+        return None
 
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
 
-@njit(cache=True, nogil=True)
-def _greedy_bounds(src, buf, n1, n2, perm, vf, pick_out):
-    """Stages C/E: greedy over ``perm`` against reduced costs c - v.
-
-    Each row picks the lowest-index minimiser of c[r][j] - v[j] among free columns.
-    Returns (UB, LB): UB = Σ c[r][q], LB = Σ (min_j (c[r][j] - v[j]) + v[q]).
-    """
-    tmp = np.empty(n2)
-    tk = tmp.view(np.int64)
-    taken = np.full(n2, _KEY_MIN)
-    no_pref = np.full(n2, _KEY_MAX)
-    n_blocks = (n2 + BLOCK - 1) // BLOCK
-    bmin = np.empty(n_blocks, np.int64)
-    bpref = np.empty(n_blocks, np.int64)
-    scratch = np.empty(1, np.int64)
-    ub = 0.0
-    lb = 0.0
-    for k in range(n1):
-        r = perm[k]
-        row = get_row(src, r, buf)
-        for j in range(n2):
-            tmp[j] = (np.float64(row[j]) - vf[j]) + 0.0
-        best_all = _from_key(_min_key(tk), scratch)
-        q = _argmin_open(tk, taken, no_pref, bmin, bpref, False)
-        taken[q] = _KEY_MAX
-        pick_out[r] = q
-        ub += np.float64(row[q])
-        lb += best_all + vf[q]
-    return ub, lb
+    return types.int64(types.float64), codegen
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -77,43 +72,174 @@ def _from_key(k, scratch):
 
 
 @njit(cache=True, nogil=True)
-def _load_row(row, tmp):
-    """tmp[j] = float64(row[j]) (+0.0 so -0.0 keys like 0.0); False if NaN or -inf is seen."""
-    bad = False
-    for j in range(tmp.shape[0]):
-        c = np.float64(row[j]) + 0.0
-        tmp[j] = c
-        bad = bad | (c != c) | (c == -np.inf)
-    return not bad
+def _shift_to_max_zero(vf):
+    """v -= max(v) over finite entries (keeps c - v well conditioned)."""
+    m = -np.inf
+    for j in range(vf.shape[0]):
+        if vf[j] > m:
+            m = vf[j]
+    if math.isfinite(m):
+        for j in range(vf.shape[0]):
+            vf[j] -= m
 
 
-@njit(cache=True, nogil=True)
-def _min_key(tk):
+# ---- fused per-row loops ------------------------------------------------------------------------
+# ``taken`` masks columns out of the greedy pick: _KEY_MIN = free, _KEY_MAX = taken. A masked key
+# is max(key, taken[j]); the pick is the lowest index holding the smallest masked key.
+
+@njit(cache=True, nogil=True, inline="always")
+def _load_keys(row, taken, bkey, bmask):
+    """Stage A's read of a row: per block b, bkey[b] = min key of float64(row[j]) + 0.0 and
+    bmask[b] = min masked key. Returns (min key, max key, min masked key). One vectorised pass."""
+    n = row.shape[0]
+    mk = _KEY_MAX
+    xk = _KEY_MIN
+    mm = _KEY_MAX
+    for b in range(bkey.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        m = _KEY_MAX
+        mb = _KEY_MAX
+        for j in range(lo, hi):
+            k = _key(_bits(np.float64(row[j]) + 0.0))
+            m = k if k < m else m
+            xk = k if k > xk else xk
+            t = taken[j]
+            km = k if k > t else t
+            mb = km if km < mb else mb
+        bkey[b] = m
+        bmask[b] = mb
+        mk = m if m < mk else mk
+        mm = mb if mb < mm else mm
+    return mk, xk, mm
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_in_row(row, taken, bmask, k0):
+    """Lowest j with max(key(float64(row[j]) + 0.0), taken[j]) == k0; -1 if none."""
+    n = row.shape[0]
+    for b in range(bmask.shape[0]):
+        if bmask[b] != k0:
+            continue
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        for j in range(lo, hi):
+            k = _key(_bits(np.float64(row[j]) + 0.0))
+            t = taken[j]
+            if (k if k > t else t) == k0:
+                return j
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _load_reduced_keys(row, vf, tmp, bkey):
+    """tmp[j] = (float64(row[j]) - vf[j]) + 0.0; bkey[b] = min key of block b; returns the min key.
+
+    One read of the row, a vectorised integer min. No mask here: the greedy pick usually is the
+    row's first minimiser (``_greedy_pick`` falls back to a masked pass over tmp when it is not).
+    """
+    n = tmp.shape[0]
+    mk = _KEY_MAX
+    for b in range(bkey.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        m = _KEY_MAX
+        for j in range(lo, hi):
+            x = (np.float64(row[j]) - vf[j]) + 0.0
+            tmp[j] = x
+            k = _key(_bits(x))
+            m = k if k < m else m
+        bkey[b] = m
+        mk = m if m < mk else mk
+    return mk
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _masked_block_minima(tk, taken, bmask):
+    """bmask[b] = min over block b of max(key(tk[j]), taken[j]); returns the overall minimum."""
+    n = tk.shape[0]
+    mm = _KEY_MAX
+    for b in range(bmask.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        m = _KEY_MAX
+        for j in range(lo, hi):
+            k = _key(tk[j])
+            t = taken[j]
+            km = k if k > t else t
+            m = km if km < m else m
+        bmask[b] = m
+        mm = m if m < mm else mm
+    return mm
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_with_key(tk, taken, bkey, k0):
+    """Lowest index j with max(key(tk[j]), taken[j]) == k0 (``bkey``: the block minima of those
+    masked keys; pass taken = all _KEY_MIN for plain keys). -1 if there is none."""
+    n = tk.shape[0]
+    for b in range(bkey.shape[0]):
+        if bkey[b] != k0:
+            continue
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        for j in range(lo, hi):
+            k = _key(tk[j])
+            t = taken[j]
+            if (k if k > t else t) == k0:
+                return j
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_plain(tk, bkey, k0):
+    """Lowest index j with key(tk[j]) == k0 (``bkey``: block minima of the keys); -1 if none."""
+    n = tk.shape[0]
+    for b in range(bkey.shape[0]):
+        if bkey[b] != k0:
+            continue
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        for j in range(lo, hi):
+            if _key(tk[j]) == k0:
+                return j
+    return -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _greedy_pick(tk, bkey, mk, taken, bmask):
+    """(pick, j0): the lowest-index minimiser of tk among columns not taken, and the lowest-index
+    minimiser overall. Fast path: j0 itself when it is free; else one masked pass over tk."""
+    j0 = _first_plain(tk, bkey, mk)
+    if taken[j0] == _KEY_MIN:
+        return j0, j0
+    mm = _masked_block_minima(tk, taken, bmask)
+    return _first_with_key(tk, taken, bmask, mm), j0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _min_key_except(tk, bkey, j0):
+    """Smallest key over all j != j0 (_KEY_MAX when there is none): the second order statistic,
+    duplicates counted. Reads the block minima and one block only."""
+    n = tk.shape[0]
+    b0 = j0 // BLOCK
     m = _KEY_MAX
-    for j in range(tk.shape[0]):
+    for b in range(bkey.shape[0]):
+        x = bkey[b]
+        m = x if (b != b0 and x < m) else m
+    lo = b0 * BLOCK
+    hi = min(lo + BLOCK, n)
+    for j in range(lo, hi):
         k = _key(tk[j])
-        m = k if k < m else m
+        m = k if (j != j0 and k < m) else m
     return m
 
 
 @njit(cache=True, nogil=True)
-def _count_and_second(tk, mk):
-    """(#entries with key mk, smallest key above mk)."""
-    cnt = 0
-    s2 = _KEY_MAX
-    for j in range(tk.shape[0]):
-        k = _key(tk[j])
-        cnt += k == mk
-        k2 = k if k != mk else _KEY_MAX
-        s2 = k2 if k2 < s2 else s2
-    return cnt, s2
-
-
-@njit(cache=True, nogil=True)
-def _update_two_smallest(tmp, rmin, best1, best2):
+def _update_two_smallest(row, rmin, best1, best2):
     """Per column: keep the two smallest row-reduced costs c - rmin (branch-free, vectorises)."""
-    for j in range(tmp.shape[0]):
-        r = tmp[j] - rmin
+    for j in range(row.shape[0]):
+        r = (np.float64(row[j]) + 0.0) - rmin
         b1 = best1[j]
         b2 = best2[j]
         lt = r < b1
@@ -121,47 +247,97 @@ def _update_two_smallest(tmp, rmin, best1, best2):
         best1[j] = r if lt else b1
 
 
-@njit(cache=True, nogil=True)
-def _assigned_costs(src, buf, row_to_col, out):
-    """out[i] = c[i][row_to_col[i]] (one more read of each row, for on-demand sources)."""
-    for i in range(row_to_col.shape[0]):
-        row = get_row(src, i, buf)
-        out[i] = row[row_to_col[i]]
+
+@njit(cache=True, nogil=True, inline="always")
+def _two_smallest_step(r, b1, b2):
+    lt = r < b1
+    return (r if lt else b1), (b1 if lt else (r if r < b2 else b2))
 
 
 @njit(cache=True, nogil=True)
-def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
-    """Stages A–E. Returns (status, eps_upper, eps_lower) as floats; fills v_out and perm_out."""
-    # ---- A: forward sweep ------------------------------------------------------------------
-    # Row minima and picks are found through int64 sort keys of the float64 values (vectorised
-    # integer min) and the blocked argmin of the solver; ties resolve to the lowest index.
+def _update_two_smallest4(r0, r1, r2, r3, m0, m1, m2, m3, best1, best2):
+    """``_update_two_smallest`` for four rows in one pass over best1/best2 (same result: the two
+    smallest of a multiset do not depend on the order of insertion). At large n the two column
+    arrays live in L3, not L2: one read and write of them per four rows instead of per row."""
+    for j in range(best1.shape[0]):
+        b1 = best1[j]
+        b2 = best2[j]
+        b1, b2 = _two_smallest_step((np.float64(r0[j]) + 0.0) - m0, b1, b2)
+        b1, b2 = _two_smallest_step((np.float64(r1[j]) + 0.0) - m1, b1, b2)
+        b1, b2 = _two_smallest_step((np.float64(r2[j]) + 0.0) - m2, b1, b2)
+        b1, b2 = _two_smallest_step((np.float64(r3[j]) + 0.0) - m3, b1, b2)
+        best1[j] = b1
+        best2[j] = b2
+
+
+def _rows_are_views(src):  # pragma: no cover - only called from compiled code
+    """True (at compile time) when ``get_row`` returns views that stay valid: a 2-D array."""
+    raise NotImplementedError
+
+
+@overload(_rows_are_views, jit_options={"cache": True, "nogil": True})
+def _rows_are_views_overload(src):
+    if isinstance(src, types.Array) and src.ndim == 2:
+        return lambda src: True
+    return lambda src: False  # computed rows share ``buf``; a cache may evict a returned slot
+
+
+# ---- stages -------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _stage_a(src, buf, n1, n2, vf):
+    """Stage A (forward sweep). Fills vf; returns (status, LB_A, UB_id, G_A, max |finite c|).
+
+    Stage A reads every entry: it is also the validation of the input (STATUS_INVALID for NaN or
+    -inf anywhere, checked before STATUS_INFEASIBLE for a row without a finite cost, as scipy).
+    """
     best1 = np.full(n2, np.inf)
     best2 = np.full(n2, np.inf)
-    tmp = np.empty(n2)
-    tk = tmp.view(np.int64)
     pmask = np.full(n2, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
-    no_pref = np.full(n2, _KEY_MAX)    # no preference among equal values but the index
     n_blocks = (n2 + BLOCK - 1) // BLOCK
-    bmin = np.empty(n_blocks, np.int64)
-    bpref = np.empty(n_blocks, np.int64)
+    bkey = np.empty(n_blocks, np.int64)
+    bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
     lb_a = 0.0
     ub_id = 0.0
     g_a = 0.0
+    cmax = 0.0
+    infeasible = False
+    group = _rows_are_views(src)
+    pend = np.empty(4, np.int64)
+    prmin = np.empty(4)
+    n_pend = 0
     for i in range(n1):
         row = get_row(src, i, buf)
-        if not _load_row(row, tmp):
-            return STATUS_INVALID, 0.0, 0.0
-        rmin = _from_key(_min_key(tk), scratch)
-        if not math.isfinite(rmin):
-            return STATUS_INFEASIBLE, 0.0, 0.0
-        p = _argmin_open(tk, pmask, no_pref, bmin, bpref, False)
+        mk, xk, mm = _load_keys(row, pmask, bkey, bmask)
+        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+            return STATUS_INVALID, 0.0, 0.0, 0.0, 0.0
+        if mk >= _KEY_POS_INF:
+            infeasible = True  # a row without a finite cost; keep validating the other rows
+            continue
+        rmin = _from_key(mk, scratch)
+        hi = _from_key(xk, scratch)
+        cmax = max(cmax, abs(rmin), abs(hi) if math.isfinite(hi) else 0.0)
+        p = _first_in_row(row, pmask, bmask, mm)  # lowest-index minimiser among unpicked
         pmask[p] = _KEY_MAX
         lb_a += rmin
-        ub_id += tmp[i]
-        g_a += tmp[p]
-        _update_two_smallest(tmp, rmin, best1, best2)
-    vf = np.empty(n2)
+        ub_id += np.float64(row[i])
+        g_a += np.float64(row[p])
+        if group:  # dense matrix: update the column statistics four rows at a time
+            pend[n_pend] = i
+            prmin[n_pend] = rmin
+            n_pend += 1
+            if n_pend == 4:
+                _update_two_smallest4(get_row(src, pend[0], buf), get_row(src, pend[1], buf),
+                                      get_row(src, pend[2], buf), get_row(src, pend[3], buf),
+                                      prmin[0], prmin[1], prmin[2], prmin[3], best1, best2)
+                n_pend = 0
+        else:
+            _update_two_smallest(row, rmin, best1, best2)
+    for k in range(n_pend):
+        _update_two_smallest(get_row(src, pend[k], buf), prmin[k], best1, best2)
+    if infeasible:
+        return STATUS_INFEASIBLE, 0.0, 0.0, 0.0, 0.0
     for j in range(n2):
         x = best2[j]
         if not math.isfinite(x):
@@ -170,74 +346,239 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
             x = 0.0
         vf[j] = x
     _shift_to_max_zero(vf)
-    g_a = min(g_a, ub_id)
-    gap_i = ub_id - lb_a
-    g0 = g_a - lb_a
+    return STATUS_OK, lb_a, ub_id, g_a, cmax
 
-    for k in range(n1):
-        perm_out[k] = k
 
-    # ---- B: reverse sweep on t = c - v -----------------------------------------------------
-    regret = np.empty(n1)
-    pmask[:] = _KEY_MIN
+@njit(cache=True, nogil=True)
+def _stage_b(src, buf, n1, n2, vf, regret, pick):
+    """Stage B (reverse sweep on t = c - v). Returns (LB_B, UB_B, certified).
+
+    ``certified``: every row's pick is at a minimum of its row of t (see the module docstring).
+    """
+    tmp = np.empty(n2)
+    tk = tmp.view(np.int64)
+    pmask = np.full(n2, _KEY_MIN)
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    bkey = np.empty(n_blocks, np.int64)
+    bmask = np.empty(n_blocks, np.int64)
+    scratch = np.empty(1, np.int64)
     lb_b = 0.0
     ub_b = 0.0
+    certified = True
     for i in range(n1 - 1, -1, -1):
         row = get_row(src, i, buf)
-        for j in range(n2):
-            tmp[j] = (np.float64(row[j]) - vf[j]) + 0.0
-        mk = _min_key(tk)
-        cnt, s2 = _count_and_second(tk, mk)
+        mk = _load_reduced_keys(row, vf, tmp, bkey)
         m = _from_key(mk, scratch)
-        if cnt >= 2:
-            s_val = m  # the second order statistic counts duplicates
-        elif s2 == _KEY_MAX:
-            s_val = np.inf
-        else:
-            s_val = _from_key(s2, scratch)
-        q = _argmin_open(tk, pmask, no_pref, bmin, bpref, False)
+        q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
+        certified = certified and _key(tk[q]) == mk  # the pick is at the row minimum
+        # the second order statistic (duplicates count): the minimum over all columns but j0
+        s2 = _min_key_except(tk, bkey, j0)
+        s_val = np.inf if s2 == _KEY_MAX else _from_key(s2, scratch)
         pmask[q] = _KEY_MAX
+        pick[i] = q
         regret[i] = s_val - m
         lb_b += m + vf[q]
         ub_b += np.float64(row[q])
+    return lb_b, ub_b, certified
+
+
+@njit(cache=True, nogil=True)
+def _greedy_bounds(src, buf, n1, n2, perm, vf, pick_out):
+    """Stages C/E: greedy over ``perm`` against reduced costs c - v.
+
+    Each row picks the lowest-index minimiser of c[r][j] - v[j] among free columns.
+    Returns (UB, LB): UB = Σ c[r][q], LB = Σ (min_j (c[r][j] - v[j]) + v[q]).
+    """
+    tmp = np.empty(n2)
+    tk = tmp.view(np.int64)
+    taken = np.full(n2, _KEY_MIN)
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    bkey = np.empty(n_blocks, np.int64)
+    bmask = np.empty(n_blocks, np.int64)
+    scratch = np.empty(1, np.int64)
+    ub = 0.0
+    lb = 0.0
+    for k in range(n1):
+        r = perm[k]
+        row = get_row(src, r, buf)
+        mk = _load_reduced_keys(row, vf, tmp, bkey)
+        best_all = _from_key(mk, scratch)
+        q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
+        taken[q] = _KEY_MAX
+        pick_out[r] = q
+        ub += np.float64(row[q])
+        lb += best_all + vf[q]
+    return ub, lb
+
+
+@njit(cache=True, nogil=True)
+def _stage_d(src, buf, n1, n2, perm, pick, vf):
+    """Stage D: walk perm backwards; lower v of columns held by earlier rows to tie the pick."""
+    held = np.zeros(n2, np.bool_)
+    for k in range(n1):
+        held[pick[perm[k]]] = True
+    for k in range(n1 - 1, -1, -1):
+        r = perm[k]
+        q = pick[r]
+        row = get_row(src, r, buf)
+        ref = np.float64(row[q]) - vf[q]
+        held[q] = False
+        if not math.isfinite(ref):
+            continue
+        for j in range(n2):  # branch-free: vectorises
+            c = np.float64(row[j])
+            lower = held[j] & ((c - vf[j]) < ref)
+            vf[j] = (c - ref) if lower else vf[j]
+    _shift_to_max_zero(vf)
+
+
+@njit(cache=True, nogil=True)
+def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
+    """Stages C–E (regret order, greedy bounds, tie-making, blend). Returns the gap g."""
+    v_old = vf.copy()
+    order = np.argsort(regret, kind="mergesort")  # ascending, ties by index ascending
+    for k in range(n1):
+        perm_out[k] = order[n1 - 1 - k]  # descending regret, ties: larger index first
+    pick = np.empty(n1, np.int64)
+    ub_c, lb_c = _greedy_bounds(src, buf, n1, n2, perm_out, vf, pick)
+    _stage_d(src, buf, n1, n2, perm_out, pick, vf)
+    ub_e, lb_e = _greedy_bounds(src, buf, n1, n2, perm_out, vf, pick)
+    ub = min(ub_e, ub_c)
+    lb = max(lb_e, lb_c)
+    gap = ub - lb
+    if g0 > 0.0 and math.isfinite(gap):
+        rho = gap / g0
+        if rho > 1e-9:
+            for j in range(n2):
+                vf[j] = rho * v_old[j] + (1.0 - rho) * vf[j]
+    return gap
+
+
+#: rows of the sample that gives the speculative v of ``_try_certify``
+CERT_SAMPLE = 32
+_ABORT = -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _load_reduced_min_max(row, vf, tmp, bkey):
+    """``_load_reduced_keys`` that also returns the max key (NaN or -inf in the row show there)."""
+    n = tmp.shape[0]
+    mk = _KEY_MAX
+    xk = _KEY_MIN
+    for b in range(bkey.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        m = _KEY_MAX
+        for j in range(lo, hi):
+            x = (np.float64(row[j]) - vf[j]) + 0.0
+            tmp[j] = x
+            k = _key(_bits(x))
+            m = k if k < m else m
+            xk = k if k > xk else xk
+        bkey[b] = m
+        mk = m if m < mk else mk
+    return mk, xk
+
+
+@njit(cache=True, nogil=True)
+def _try_certify(src, buf, n1, n2, vf, pick):
+    """One sweep that proves the exact pass trivial, or gives up early (float costs only).
+
+    v is stage A's formula (second-smallest row-reduced cost per column) over only the first
+    CERT_SAMPLE rows. Then the rows go back to front, as the exact pass would take them with
+    ε = 0 and perm = identity: each row must find its minimum of c - v at a free column (the
+    lowest-index one, the pass's tie rule); the first row that does not aborts. On success the
+    picks are an assignment on row minima of c - v: optimal, and exactly what the exact pass
+    returns (module docstring). Every entry is read, so NaN/-inf are reported here too.
+
+    Returns STATUS_CERTIFIED, STATUS_INVALID, or _ABORT (the caller runs stages A–E). Aborting
+    costs the sample and the rows read so far: for the paper's classes other than sanity a few
+    dozen rows (two rows' minima soon share a column).
+    """
+    n_s = min(n1, CERT_SAMPLE)
+    best1 = np.full(n2, np.inf)
+    best2 = np.full(n2, np.inf)
+    free = np.full(n2, _KEY_MIN)
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    bkey = np.empty(n_blocks, np.int64)
+    bmask = np.empty(n_blocks, np.int64)
+    scratch = np.empty(1, np.int64)
+    for i in range(n_s):
+        row = get_row(src, i, buf)
+        mk, xk, _ = _load_keys(row, free, bkey, bmask)
+        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+            return STATUS_INVALID
+        if mk >= _KEY_POS_INF:
+            return _ABORT  # a row without a finite cost: stage A reports it
+        _update_two_smallest(row, _from_key(mk, scratch), best1, best2)
+    for j in range(n2):
+        x = best2[j]
+        if not math.isfinite(x):
+            x = best1[j]
+        if not math.isfinite(x):
+            x = 0.0
+        vf[j] = x
+    _shift_to_max_zero(vf)
+    tmp = np.empty(n2)
+    tk = tmp.view(np.int64)
+    taken = np.full(n2, _KEY_MIN)
+    for i in range(n1 - 1, -1, -1):
+        row = get_row(src, i, buf)
+        mk, xk = _load_reduced_min_max(row, vf, tmp, bkey)
+        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+            return STATUS_INVALID
+        if mk >= _KEY_POS_INF:
+            return _ABORT
+        q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
+        if _key(tk[q]) != mk:
+            return _ABORT  # the row's minimum lies only at taken columns: the pass would search
+        taken[q] = _KEY_MAX
+        pick[i] = q
+    return STATUS_CERTIFIED
+
+
+@njit(cache=True, nogil=True)
+def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
+    """Stages A–E. Returns (status, eps_upper, eps_lower); fills v_out, perm_out and pick_out.
+
+    For float costs a speculative sweep (``_try_certify``) runs first: when it proves the exact
+    pass trivial, the solve is done after one sweep over the matrix (sanity class); otherwise it
+    gives up after a few rows and stages A–E run as always (their results do not depend on it).
+
+    ``perm_out`` is the row order of the passes: stage C's regret order when ε_upper = 0 (the
+    exact pass runs it back to front), else the identity.
+
+    Status STATUS_CERTIFIED: as STATUS_OK, and ``pick_out`` is the optimal assignment that the
+    exact pass would return with this v and perm (module docstring).
+    """
+    vf = np.empty(n2)
+    if not integral and n1 > CERT_SAMPLE:
+        status = _try_certify(src, buf, n1, n2, vf, pick_out)
+        if status == STATUS_INVALID:
+            return status, 0.0, 0.0
+        if status == STATUS_CERTIFIED and _certificate_holds(vf, vf, pick_out, n1, False, 0.0):
+            for j in range(n2):
+                v_out[j] = vf[j]
+            for k in range(n1):
+                perm_out[k] = k
+            return STATUS_CERTIFIED, 0.0, 0.0
+    status, lb_a, ub_id, g_a, cmax = _stage_a(src, buf, n1, n2, vf)
+    if status != STATUS_OK:
+        return status, 0.0, 0.0
+    g_a = min(g_a, ub_id)
+    gap_i = ub_id - lb_a
+    g0 = g_a - lb_a
+    for k in range(n1):
+        perm_out[k] = k
+
+    regret = np.empty(n1)
+    lb_b, ub_b, certified = _stage_b(src, buf, n1, n2, vf, regret, pick_out)
     ub = min(ub_b, g_a)
     gap = ub - lb_b
 
-    if gap_i < 4.0 * gap:
-        # ---- C: regret order, greedy bounds ------------------------------------------------
-        v_old = vf.copy()
-        order = np.argsort(regret, kind="mergesort")  # ascending, ties by index ascending
-        for k in range(n1):
-            perm_out[k] = order[n1 - 1 - k]  # descending regret, ties: larger index first
-        pick = np.empty(n1, np.int64)
-        ub_c, lb_c = _greedy_bounds(src, buf, n1, n2, perm_out, vf, pick)
-        # ---- D: walk perm backwards, make held columns tie with the row's pick -------------
-        held = np.zeros(n2, np.bool_)
-        for k in range(n1):
-            held[pick[perm_out[k]]] = True
-        for k in range(n1 - 1, -1, -1):
-            r = perm_out[k]
-            q = pick[r]
-            row = get_row(src, r, buf)
-            ref = np.float64(row[q]) - vf[q]
-            held[q] = False
-            if not math.isfinite(ref):
-                continue
-            for j in range(n2):  # branch-free: vectorises
-                c = np.float64(row[j])
-                lower = held[j] & ((c - vf[j]) < ref)
-                vf[j] = (c - ref) if lower else vf[j]
-        _shift_to_max_zero(vf)
-        # ---- E: bounds again, blend towards the old v by the remaining gap ratio -----------
-        ub_e, lb_e = _greedy_bounds(src, buf, n1, n2, perm_out, vf, pick)
-        ub = min(ub_e, ub_c)
-        lb = max(lb_e, lb_c)
-        gap = ub - lb
-        if g0 > 0.0 and math.isfinite(gap):
-            rho = gap / g0
-            if rho > 1e-9:
-                for j in range(n2):
-                    vf[j] = rho * v_old[j] + (1.0 - rho) * vf[j]
+    ran_cde = gap_i < 4.0 * gap
+    if ran_cde:
+        gap = _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0)
 
     for j in range(n2):
         if integral:
@@ -246,7 +587,50 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral):
             v_out[j] = vf[j]
 
     eps_upper, eps_lower = _eps_bounds(gap_i, gap, n1, n2, integral)
+    if eps_upper > 0.0:
+        # The regret order of stage C only serves a solve that starts with the exact pass; the
+        # ε-passes take the rows in their natural order (alternating direction), as the authors'
+        # published implementation does (it resets perm to the identity whenever ε_0 > 0).
+        for k in range(n1):
+            perm_out[k] = k
+    if certified and not ran_cde and eps_upper == 0.0 and _certificate_holds(
+            v_out, vf, pick_out, n1, integral, cmax):
+        return STATUS_CERTIFIED, eps_upper, eps_lower
     return STATUS_OK, eps_upper, eps_lower
+
+
+@njit(cache=True, nogil=True)
+def _certificate_holds(v_out, vf, pick, n1, integral, cmax):
+    """The remaining conditions of the certificate: v_out is the v that stage B used (exactly, also
+    for integral costs), and every column left unpicked holds the largest v (so virtual rows take
+    them in one-edge paths without changing v)."""
+    n2 = v_out.shape[0]
+    if integral:
+        if not cmax < _EXACT_INT:
+            return False
+        for j in range(n2):
+            if np.float64(v_out[j]) != vf[j]:
+                return False
+    if n1 == n2:
+        return True
+    vmax = v_out[0]
+    for j in range(n2):
+        vmax = max(vmax, v_out[j])
+    picked = np.zeros(n2, np.bool_)
+    for i in range(n1):
+        picked[pick[i]] = True
+    for j in range(n2):
+        if not picked[j] and v_out[j] != vmax:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _assigned_costs(src, buf, row_to_col, out):
+    """out[i] = c[i][row_to_col[i]] (one more read of each row, for on-demand sources)."""
+    for i in range(row_to_col.shape[0]):
+        row = get_row(src, i, buf)
+        out[i] = row[row_to_col[i]]
 
 
 @njit(cache=True, nogil=True)

@@ -354,7 +354,10 @@ def _estimate_device(cupy, kernel, grid, block, args, st, n1, n2, integral, epsi
         st.perm[:] = cupy.arange(n1)
         return 0.0, 0.0
     st.v[:] = cupy.rint(st.vf).astype(st.v.dtype) if integral else st.vf
-    return _eps_bounds(gap_i, gap, n1, n2, integral)
+    eps_upper, eps_lower = _eps_bounds(gap_i, gap, n1, n2, integral)
+    if eps_upper > 0.0:  # ε-passes take the rows in natural order (the CPU estimate's rule)
+        st.perm[:] = cupy.arange(n1)
+    return eps_upper, eps_lower
 
 
 def materialise(source, device: int = 0):

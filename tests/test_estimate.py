@@ -1,0 +1,180 @@
+"""The estimate (ALGORITHM.md §2): the certified early exit, validation order, and the claim that a
+skipped exact pass would have returned exactly the estimate's assignment."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costfns
+import epslap
+from conftest import assert_optimal
+from epslap.cpu import _estimate as est
+from epslap.cpu import _kernel as ker
+
+
+def _estimate(c):
+    n1, n2 = c.shape
+    integral = c.dtype.kind in "iu"
+    v = np.zeros(n2, np.int64 if integral else np.float64)
+    perm = np.zeros(n1, np.int64)
+    pick = np.full(n1, -1, np.int64)
+    status, eps_upper, eps_lower = est._estimate(c, np.empty(n2, c.dtype), n1, n2, v, perm,
+                                                 integral, pick)
+    return status, eps_upper, eps_lower, v, perm, pick
+
+
+def _run_passes(c, v, perm, eps_upper, eps_lower):
+    n1, n2 = c.shape
+    integral = c.dtype.kind in "iu"
+    inf_val = np.int64(2**62) if integral else np.inf
+    row_to_col = np.full(n1, -1, np.int64)
+    status, n_pass, rows = ker._solve_passes(c, np.empty(n2, c.dtype), n1, n2, v, perm,
+                                             float(eps_upper), float(eps_lower), integral,
+                                             inf_val, row_to_col, np.zeros(8, np.int64),
+                                             np.zeros(ker.MAX_PASSES))
+    assert status == ker.STATUS_OK
+    return row_to_col, n_pass, rows
+
+
+def _sanity_like(n1, n2, seed, dtype=np.float64):
+    """a_i + b_j + 0.1·[i ≠ j] on the first n1 columns, a constant 10 on the extra columns."""
+    rng = np.random.default_rng(seed)
+    c = rng.random(n1)[:, None] + rng.random(n2)[None, :] + 0.1
+    c[np.arange(n1), np.arange(n1)] -= 0.1
+    c[:, n1:] = 10.0
+    if np.dtype(dtype).kind in "iu":
+        c = np.round(c * 1000)
+    return c.astype(dtype)
+
+
+@pytest.mark.parametrize("shape,dtype", [((300, 300), np.float64), ((200, 260), np.float64),
+                                         ((300, 300), np.int64), ((250, 250), np.float32)])
+def test_certified_estimate_is_what_the_exact_pass_returns(shape, dtype):
+    c = _sanity_like(*shape, seed=5, dtype=dtype)
+    status, eps_upper, eps_lower, v, perm, pick = _estimate(c)
+    assert status == est.STATUS_CERTIFIED and eps_upper == 0.0
+    np.testing.assert_array_equal(perm, np.arange(shape[0]))  # stages C–E did not run
+    v_pass = v.copy()
+    row_to_col, n_pass, rows = _run_passes(c, v_pass, perm, eps_upper, eps_lower)
+    # the pass that the solver skips would give the same assignment, the same v, n1 rows
+    np.testing.assert_array_equal(row_to_col, pick)
+    np.testing.assert_array_equal(v_pass, v)
+    assert (n_pass, rows) == (1, shape[0])
+    np.testing.assert_array_equal(pick, np.arange(shape[0]))
+
+
+@pytest.mark.parametrize("n", [1, 3, 500])
+def test_sanity_class_is_certified_by_the_estimate(n):
+    c = costfns.generate("sanity", n, seed=3)
+    sol = epslap.solve(c)
+    assert sol.stats["certified_by_estimate"]
+    np.testing.assert_array_equal(sol.col_ind, np.arange(n))
+    assert sol.stats["rows_evaluated"] == n and sol.stats["passes"] == 1
+    cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)
+    assert cert["optimal"], cert
+    assert_optimal(c, sol)
+
+
+def test_sanity_maximize_and_transposed_are_certified_and_optimal():
+    c = -_sanity_like(120, 160, seed=2)  # maximise -c: the same problem
+    sol = epslap.solve(c, maximize=True)
+    assert_optimal(c, sol, maximize=True)
+    sol = epslap.solve(_sanity_like(120, 160, seed=2).T)
+    assert sol.stats["certified_by_estimate"]
+    assert_optimal(_sanity_like(120, 160, seed=2).T, sol)
+
+
+@pytest.mark.parametrize("name", ["random", "geometric", "rank2", "integer"])
+def test_no_certificate_where_the_estimate_is_not_optimal(name):
+    c = costfns.generate(name, 200, seed=1)
+    sol = epslap.solve(c)
+    assert not sol.stats["certified_by_estimate"]
+    assert_optimal(c, sol)
+
+
+def test_epsilon_false_never_skips_the_pass():
+    c = costfns.generate("sanity", 200, seed=1)
+    sol = epslap.solve(c, epsilon=False)
+    assert not sol.stats["certified_by_estimate"]
+    assert_optimal(c, sol)
+
+
+def test_nan_is_reported_before_an_infeasible_row():
+    # scipy's order: invalid entries first, even when an earlier row has no finite cost
+    c = np.ones((3, 3))
+    c[0] = np.inf
+    c[2, 1] = np.nan
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c)
+    c[2, 1] = -np.inf
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c)
+    c[2, 1] = 1.0
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        epslap.solve(c)
+
+
+def test_negative_nan_and_negative_zero():
+    c = np.array([[1.0, 2.0], [3.0, 4.0]])
+    c[1, 0] = -np.float64("nan")
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c)
+    c = np.array([[-0.0, 0.0, 1.0], [0.0, -0.0, 1.0], [1.0, 1.0, -0.0]])
+    sol = epslap.solve(c)
+    assert_optimal(c, sol)
+
+
+@pytest.mark.parametrize("name", ["rank2", "rank8", "geometric"])
+def test_eps_passes_take_rows_in_natural_order(name):
+    # the authors' solver resets perm to the identity whenever ε_0 > 0 (stage C's regret order
+    # only serves a solve that starts with the exact pass); rank 2 runs stages C–E at this size
+    c = costfns.generate(name, 300, seed=1)
+    status, eps_upper, _, _, perm, _ = _estimate(c)
+    assert status == est.STATUS_OK and eps_upper > 0.0
+    np.testing.assert_array_equal(perm, np.arange(300))
+
+
+def test_regret_order_kept_when_the_solve_starts_exact():
+    # rank 1: ε_0 = 0 after stages C–E, so the exact pass runs the regret order back to front
+    c = costfns.generate("rank1", 300, seed=1)
+    status, eps_upper, _, _, perm, _ = _estimate(c)
+    assert eps_upper == 0.0
+    assert sorted(perm) == list(range(300)) and not np.array_equal(perm, np.arange(300))
+    assert_optimal(c, epslap.solve(c))
+
+
+def test_dense_and_on_demand_estimates_agree():
+    # the dense path updates the column statistics four rows at a time, sources one at a time
+    for name in ("random", "rank2", "sanity"):
+        src = costfns.problem(name, 257, seed=2)
+        dense = _estimate(src.dense())
+        n = 257
+        v = np.zeros(n)
+        perm = np.zeros(n, np.int64)
+        pick = np.zeros(n, np.int64)
+        status, eu, el = est._estimate(src.state(), np.empty(n), n, n, v, perm, False, pick)
+        assert (status, eu, el) == dense[:3]
+        np.testing.assert_array_equal(v, dense[3])
+        np.testing.assert_array_equal(perm, dense[4])
+
+
+@pytest.mark.parametrize("name,expected", [("sanity", est.STATUS_CERTIFIED),
+                                           ("random", est._ABORT), ("geometric", est._ABORT),
+                                           ("rank2", est._ABORT), ("disjoint", est._ABORT)])
+def test_speculative_certificate_sweep(name, expected):
+    c = costfns.generate(name, 400, seed=4)
+    pick = np.full(400, -1, np.int64)
+    status = est._try_certify(c, np.empty(400), 400, 400, np.empty(400), pick)
+    assert status == expected
+    if expected == est._ABORT:  # gave up early: only a few rows were assigned
+        assert (pick >= 0).sum() < 100
+
+
+def test_speculative_sweep_validates_every_row():
+    c = _sanity_like(100, 100, seed=1)
+    c[0, 5] = np.nan  # row 0 is the last row of the reverse sweep
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c)
+    c[0, 5] = -np.inf
+    with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+        epslap.solve(c)
