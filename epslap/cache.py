@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .cpu._rows import get_row
+from .cpu._rows import get_row, get_row_part
 
 LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
@@ -120,29 +120,37 @@ def _victim(s, i):
 
 
 @njit(cache=True, nogil=True)
-def access(s, i):
-    """Slot holding row ``i`` after one access (computing the row on a miss)."""
+def _lookup(s, i):
+    """One access to row ``i``: (its slot, whether the caller must fill the slot: a miss)."""
     s.counts[i] += 1
     k = s.row_slot[i]
     if k >= 0:
         s.hits[0] += 1
         if s.meta[_POLICY] == SLRU:
             _slru_hit(s, k)
-        return k
+        return k, False
     s.hits[1] += 1
     k = _victim(s, i)
     old = s.slot_row[k]
     if old >= 0:
         s.row_slot[old] = -1
-    slot = s.slots[k]
-    row = get_row(s.inner, i, slot)
-    for j in range(slot.shape[0]):  # a no-op when the inner source filled the slot itself
-        slot[j] = row[j]
     s.slot_row[k] = i
     s.row_slot[i] = k
     if s.meta[_POLICY] == SLRU:
         s.seg[k] = 0
         _push_mru(s, k, _PH, _PT)
+    return k, True
+
+
+@njit(cache=True, nogil=True)
+def access(s, i):
+    """Slot holding row ``i`` after one access (computing the row on a miss)."""
+    k, miss = _lookup(s, i)
+    if miss:
+        slot = s.slots[k]
+        row = get_row(s.inner, i, slot)
+        for j in range(slot.shape[0]):  # a no-op when the inner source filled the slot itself
+            slot[j] = row[j]
     return k
 
 
@@ -151,7 +159,44 @@ def _cached_fill(s, i, buf):
     return s.slots[access(s, i)]
 
 
+@njit(cache=True, nogil=True)
+def _cached_part(s, i, lo, hi, buf):
+    """Columns [lo, hi) of row ``i`` from a cache whose slots hold exactly those columns (one
+    cache per solver thread; every thread sees the same access sequence, so the same hits)."""
+    k, miss = _lookup(s, i)
+    slot = s.slots[k]
+    if miss:
+        # the inner source writes the part into buf[lo:hi]; a full-width slot (one thread) can
+        # take the row directly
+        row = get_row_part(s.inner, i, lo, hi, slot if slot.shape[0] == buf.shape[0] else buf)
+        for j in range(slot.shape[0]):
+            slot[j] = row[j]
+    return slot
+
+
 CachedState._fill_row = _cached_fill
+CachedState._fill_part = _cached_part
+
+
+class JoinedCaches(NamedTuple):
+    """Whole rows assembled from per-thread caches of column slices (for the estimate)."""
+
+    caches: Any         # tuple of CachedState, one per column slice
+    bounds: np.ndarray  # (T + 1,) int64 column bounds
+
+
+@njit(cache=True, nogil=True)
+def _joined_fill(s, i, buf):
+    for t in range(len(s.caches)):
+        lo = s.bounds[t]
+        hi = s.bounds[t + 1]
+        part = _cached_part(s.caches[t], i, lo, hi, buf)
+        for j in range(hi - lo):
+            buf[lo + j] = part[j]
+    return buf
+
+
+JoinedCaches._fill_row = _joined_fill
 
 
 def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str, dtype) -> CachedState:
