@@ -134,7 +134,7 @@ def test_infeasible_stops_every_thread():
 def _worker_args(c, nthreads, ctl):
     n1, n2 = c.shape
     slots = np.zeros(2 * nthreads * ker.SLOT, np.int64)
-    sync = np.zeros(_sync.SYNC_SIZE, np.int64)
+    sync = _sync.new_sync()
     result = np.zeros(3)
     bufs = np.empty((nthreads, n2))
     v = np.zeros(n2)
@@ -198,7 +198,7 @@ def _ping_pong(tid, sync, cells, rounds):
 
 
 def test_barrier_publishes_plain_stores():
-    sync = np.zeros(_sync.SYNC_SIZE, np.int64)
+    sync = _sync.new_sync()
     cells = np.zeros(32, np.int64)
     out = [None, None]
 
@@ -257,3 +257,25 @@ def test_cli_threads_flag(capsys):
     assert main(["solve", "--problem", "rank2", "--n", "80", "--threads", "2"]) == 0
     out = capsys.readouterr().out
     assert "OPTIMAL" in out and "(threads 2)" in out
+
+
+@njit(nogil=True)
+def _one_barrier(sync, gen):
+    return _sync._barrier(sync, 2, gen)
+
+
+def test_late_peer_wakes_a_sleeping_waiter():
+    """A waiter that went to sleep in futex_wait is released by the late peer's arrival."""
+    import time
+    sync = _sync.new_sync()
+    _one_barrier(_sync.new_sync(), 0)  # compile (gen 0: passes at once)
+    for gen in (1, 2):
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("ok", _one_barrier(sync, gen)))
+        t.start()
+        time.sleep(0.2)  # far beyond the spin phase: the waiter sleeps
+        assert t.is_alive()
+        assert _one_barrier(sync, gen)
+        t.join(10)
+        assert not t.is_alive() and box["ok"]
+    assert sync[_sync._SLEEPERS] == 0 and sync[_sync._ARRIVE] == 4

@@ -142,7 +142,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         eps_upper = eps_lower = 0.0
     time_estimate = time.perf_counter() - t0
 
-    sync = np.zeros(sync_mod.SYNC_SIZE, dtype=np.int64)
+    sync = sync_mod.new_sync()
     slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)
     slots_w = slots.view(work)
     bufs = np.empty((nthreads, n2), dtype=row_dtype)
