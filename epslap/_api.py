@@ -48,8 +48,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         identical for every thread count. ``None`` (default): every core Numba may use
         (``numba.get_num_threads()``) when the problem has at least
         ``epslap.cpu.solver.AUTO_MIN_COLS`` (4000) columns, else 1 — below that measured
-        crossover the per-step barrier costs more than the split scan saves. ``1``: the serial
-        kernel. An explicit count is capped at one thread per 8 columns.
+        crossover the per-step barrier costs more than the split scan saves — and never more
+        threads than cores not busy with other runnable tasks at the start of the solve (Linux
+        ``/proc/loadavg``; lock-step threads stall when one of them waits for a core).
+        ``1``: the serial kernel. An explicit count is capped at one thread per 8 columns.
     progress : bool
         Draw a progress bar on stderr during the passes (CPU backend).
     device : int

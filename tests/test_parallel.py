@@ -239,7 +239,17 @@ def test_threads_argument():
     assert epslap.solve(c, threads=64).stats["threads"] == 6  # at least 8 columns per thread
     assert resolve_threads(None, AUTO_MIN_COLS - 1) == 1
     import numba
-    assert resolve_threads(None, AUTO_MIN_COLS) == numba.get_num_threads()
+    from epslap.cpu import solver
+    old = solver._other_running
+    try:
+        solver._other_running = lambda: 0
+        assert resolve_threads(None, AUTO_MIN_COLS) == min(numba.get_num_threads(),
+                                                           AUTO_MIN_COLS // 8)
+        solver._other_running = lambda: 10**6  # every core busy: one thread
+        assert resolve_threads(None, AUTO_MIN_COLS) == 1
+    finally:
+        solver._other_running = old
+    assert 0 <= old() < 10**6
     assert resolve_threads(3, 10) == 1
 
 

@@ -6,6 +6,7 @@ Ctrl-C into a clean stop request.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -61,16 +62,30 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None) -> Any:
     return box["result"]
 
 
+def _other_running() -> int:
+    """Runnable tasks on the machine besides the caller (0 where unknown)."""
+    try:
+        with open("/proc/loadavg") as fh:
+            running = int(fh.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1)
+
+
 def resolve_threads(threads, n2: int) -> int:
     """The number of solver threads for ``threads`` (``solve``'s keyword) and n2 columns.
 
     ``None``: every thread Numba may use (``numba.get_num_threads()``) when n2 >= AUTO_MIN_COLS,
     else 1 (below the measured crossover the barrier per Dijkstra step costs more than the split
-    scan saves). An explicit count is used as given, capped so that every thread keeps at least
-    8 columns.
+    scan saves), and no more threads than cores not busy with other runnable tasks right now
+    (Linux ``/proc/loadavg``): the threads meet once per Dijkstra step, so one that waits for a
+    core stalls all. An explicit count is used as given, capped so that every thread keeps at
+    least 8 columns.
     """
     if threads is None:
         threads = numba.get_num_threads() if n2 >= AUTO_MIN_COLS else 1
+        if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own
+            threads = max(1, min(threads, (os.cpu_count() or 1) - _other_running()))
     elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
             or threads < 1:
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
