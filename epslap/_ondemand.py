@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from ._api import empty_solve, finish
-from .cache import JoinedCaches, make_cache, parse_memory
+from .cache import join_caches, make_cache, parse_memory, serve_rows
 from .cpu._kernel import col_range
 from .cpu._rows import get_row, get_row_part
 from .cpu.solver import assigned_costs, resolve_threads, solve_rows
@@ -84,6 +84,7 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         threads = 1  # no partial rows: every thread would compute whole rows (no gain)
     nthreads = resolve_threads(threads, n2)
     thread_srcs = None
+    joined = None
     if table:
         state = source.dense()
         if not integral and state.size and (np.isnan(state).any() or np.isneginf(state).any()):
@@ -105,7 +106,8 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         if nthreads == 1:
             inner = first
         else:
-            inner = JoinedCaches(tuple(caches), np.array([b[0] for b in bounds] + [n2], np.int64))
+            joined = join_caches(caches, [b[0] for b in bounds] + [n2])
+            inner = joined
             thread_srcs = caches
         cache_info = dict(cache_policy=policy, cache_rows=int(first.slots.shape[0]))
     if maximize:
@@ -117,13 +119,17 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
     else:
         extra = None if table else _hit_rate_text(first)
         try:
-            row_to_col, v, stats = solve_rows(inner, n1, n2, dtype, integral=integral,
-                                              epsilon=epsilon, progress=progress,
-                                              progress_extra=extra, threads=nthreads,
-                                              thread_srcs=thread_srcs)
+            row_to_col, v, stats = solve_rows(
+                inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
+                progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
+                estimate_context=None if joined is None else (lambda: serve_rows(joined)))
         finally:
             _raise_pending(source)
-    assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
+    if joined is None:
+        assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
+    else:
+        with serve_rows(joined):
+            assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     _raise_pending(source)
     stats.update(cache_info)
     if not table:  # every thread's cache saw the same accesses: report the first one's

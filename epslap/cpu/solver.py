@@ -119,12 +119,13 @@ def _run_workers(args_of, nthreads: int, sync: np.ndarray):
 
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                progress: bool = False, progress_extra=None, threads: int = 1,
-               thread_srcs=None) -> tuple[np.ndarray, np.ndarray, dict]:
+               thread_srcs=None, estimate_context=None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
     ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
     column slices; worker t reads rows through ``thread_srcs[t]`` (per-thread row caches of its
-    columns) or, by default, ``src``. The estimate reads whole rows from ``src``.
+    columns) or, by default, ``src``. The estimate reads whole rows from ``src``, inside
+    ``estimate_context()`` when given (helper threads that generate the rows in parallel).
     Returns ``(row_to_col, v, stats)`` with ``v`` in the work dtype (int64 or float64).
     ``progress_extra`` (a callable returning text) is appended to the progress bar.
     """
@@ -145,7 +146,12 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     compile_s = _compile(est._estimate, est_args)
     t0 = time.perf_counter()
     # the estimate also validates every row of an on-demand source (NaN, -inf, empty rows)
-    status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
+    if estimate_context is None:
+        status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
+    else:
+        with estimate_context():
+            status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args),
+                                                              ctl)
     if status == est.STATUS_INVALID:
         raise ValueError("matrix contains invalid numeric entries (NaN or -inf produced by the "
                          "cost source)")
