@@ -67,6 +67,17 @@ def _random_fill(s, i, buf):
 _RandomState._fill_row = _random_fill
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _random_part(s, i, lo, hi, buf):
+    scale = 1.0 / 9007199254740992.0  # 2**-53
+    for j in range(lo, hi):
+        buf[j] = np.float64(_hash_ij(s.key, i, j) >> np.uint64(11)) * scale
+    return buf[lo:hi]
+
+
+_RandomState._fill_part = _random_part
+
+
 class _RandomIntState(NamedTuple):
     key: np.uint64
     span: np.uint64  # values are uniform in [0, span - 1]
@@ -80,6 +91,16 @@ def _random_int_fill(s, i, buf):
 
 
 _RandomIntState._fill_row = _random_int_fill
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _random_int_part(s, i, lo, hi, buf):
+    for j in range(lo, hi):
+        buf[j] = np.int64(_hash_ij(s.key, i, j) % s.span)
+    return buf[lo:hi]
+
+
+_RandomIntState._fill_part = _random_int_part
 
 
 def _check_n(n: int, n2: int | None) -> tuple[int, int]:
@@ -165,6 +186,18 @@ def _sanity_fill(s, i, buf):
 _SanityState._fill_row = _sanity_fill
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sanity_part(s, i, lo, hi, buf):
+    ai = s.a[i]
+    b = s.b
+    for j in range(lo, hi):
+        buf[j] = ai + b[j] + (0.1 if i != j else 0.0)
+    return buf[lo:hi]
+
+
+_SanityState._fill_part = _sanity_part
+
+
 class Sanity(CostSource):
     """``c_ij = a_i + b_j + 0.1·[i ≠ j]``: the identity is the unique optimum."""
 
@@ -204,6 +237,20 @@ def _low_rank_fill(s, i, buf):
 
 
 _LowRankState._fill_row = _low_rank_fill
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _low_rank_part(s, i, lo, hi, buf):
+    for j in range(lo, hi):
+        buf[j] = 0.0
+    for k in range(s.w.shape[0]):
+        wi = s.w[k, i]
+        for j in range(lo, hi):
+            buf[j] += wi * s.wt[k, j]
+    return buf[lo:hi]
+
+
+_LowRankState._fill_part = _low_rank_part
 
 
 class LowRank(CostSource):

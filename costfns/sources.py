@@ -37,6 +37,14 @@ def _dense_fill(s, i, buf):
 _DenseState._fill_row = _dense_fill
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _dense_part(s, i, lo, hi, buf):
+    return s.matrix[i, lo:hi]
+
+
+_DenseState._fill_part = _dense_part
+
+
 class Dense(CostSource):
     """A cost matrix held in memory (any dtype the solver accepts)."""
 
@@ -82,6 +90,24 @@ def _sqeuclidean_fill(s, i, buf):
 
 
 _SqEuclideanState._fill_row = _sqeuclidean_fill
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sqeuclidean_part(s, i, lo, hi, buf):
+    """Columns [lo, hi) of row i (the same arithmetic, in the same order, as the whole row)."""
+    x = s.x
+    yt = s.yt
+    for j in range(lo, hi):
+        buf[j] = 0.0
+    for k in range(x.shape[1]):
+        xi = x[i, k]
+        for j in range(lo, hi):
+            t = xi - yt[k, j]
+            buf[j] += t * t
+    return buf[lo:hi]
+
+
+_SqEuclideanState._fill_part = _sqeuclidean_part
 
 
 class SqEuclidean(CostSource):

@@ -13,8 +13,8 @@ _BACKENDS = ("cpu", "gpu", "hungarian-gpu")
 
 
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
-          memory: int | str | None = None, cache: str = "auto", progress: bool = False,
-          device: int = 0) -> Solution:
+          memory: int | str | None = None, cache: str = "auto", threads: int | None = None,
+          progress: bool = False, device: int = 0) -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
 
     Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
@@ -47,6 +47,17 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     cache : {"auto", "lfu", "slru"}
         Row cache policy; ``auto`` picks LFU when at least a quarter of the rows fit, else SLRU.
         The GPU backend keeps no row cache: anything but ``"auto"`` is an error there.
+    threads : int, optional
+        CPU threads for the passes (``backend="cpu"``). Each thread owns a slice of the columns
+        (its part of d, v, the open flags and, for a row cache, its own cache of those columns,
+        computed in parallel) and the threads meet at one barrier per Dijkstra step; results are
+        identical for every thread count. ``None`` (default): every core Numba may use
+        (``numba.get_num_threads()``) when the problem has at least
+        ``epslap.cpu.solver.AUTO_MIN_COLS`` (4000) columns, else 1 — below that measured
+        crossover the per-step barrier costs more than the split scan saves — and never more
+        threads than cores not busy with other runnable tasks at the start of the solve (Linux
+        ``/proc/loadavg``; lock-step threads stall when one of them waits for a core).
+        ``1``: the serial kernel. An explicit count is capped at one thread per 8 columns.
     progress : bool
         Draw a progress bar on stderr during the passes (CPU backend).
     device : int
@@ -67,6 +78,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     """
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+    if threads is not None and (isinstance(threads, (bool, np.bool_))
+                                or not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
     t_start = time.perf_counter()
     if backend == "hungarian-gpu":
         from .gpu.hungarian import solve_hungarian
@@ -79,16 +93,17 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if isinstance(cost, CostSource):
         from ._ondemand import solve_source
         return solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
-                            progress=progress, t_start=t_start)
+                            threads=threads, progress=progress, t_start=t_start)
     canon = canonical_dense(cost, maximize, check_values=False)  # the estimate checks values
     m = canon.matrix
     n1, n2 = m.shape
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, backend)
     else:
-        from .cpu.solver import solve_rows
+        from .cpu.solver import resolve_threads, solve_rows
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
-                                          epsilon=epsilon, progress=progress)
+                                          epsilon=epsilon, progress=progress,
+                                          threads=resolve_threads(threads, n2))
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)

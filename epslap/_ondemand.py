@@ -7,9 +7,10 @@ import numpy as np
 from numba import njit
 
 from ._api import empty_solve, finish
-from .cache import make_cache, parse_memory
-from .cpu._rows import get_row
-from .cpu.solver import assigned_costs, solve_rows
+from .cache import join_caches, make_cache, parse_memory, serve_rows
+from .cpu._kernel import col_range
+from .cpu._rows import get_row, get_row_part
+from .cpu.solver import assigned_costs, resolve_threads, solve_rows
 
 DEFAULT_MEMORY = "2GiB"
 _ROW_DTYPES = (np.float64, np.float32, np.int64, np.int32)
@@ -28,6 +29,18 @@ def _negated_fill(s, i, buf):
 
 
 _NegatedState._fill_row = _negated_fill
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _negated_part(s, i, lo, hi, buf):
+    row = get_row_part(s.inner, i, lo, hi, buf)
+    out = buf[lo:hi]
+    for j in range(hi - lo):  # in place when the inner source wrote buf[lo:hi] itself
+        out[j] = -row[j]
+    return out
+
+
+_NegatedState._fill_part = _negated_part
 
 
 def _hit_rate_text(state):
@@ -49,7 +62,7 @@ def _raise_pending(source) -> None:
         pending()
 
 
-def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start):
+def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None):
     """Solve a ``costfns.CostSource`` on the CPU (see :func:`epslap.solve`)."""
     n1, n2 = source.shape
     transposed = n1 > n2
@@ -65,7 +78,14 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start)
     budget = parse_memory(DEFAULT_MEMORY if memory is None else memory)
     row_bytes = n2 * dtype.itemsize
     cache_info: dict = {}
-    if n1 * row_bytes <= budget:
+    table = n1 * row_bytes <= budget
+    raw = None if table else source.state()
+    if threads is None and raw is not None and not hasattr(type(raw), "_fill_part"):
+        threads = 1  # no partial rows: every thread would compute whole rows (no gain)
+    nthreads = resolve_threads(threads, n2)
+    thread_srcs = None
+    joined = None
+    if table:
         state = source.dense()
         if not integral and state.size and (np.isnan(state).any() or np.isneginf(state).any()):
             raise ValueError("matrix contains invalid numeric entries (NaN or -inf produced by "
@@ -78,26 +98,42 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start)
             raise ValueError(f"memory budget of {budget} bytes is smaller than one cost row "
                              f"({row_bytes} bytes for {n2} columns of {dtype}); raise memory")
         policy = cache if cache != "auto" else ("lfu" if 4 * capacity >= n1 else "slru")
-        inner = make_cache(source.state(), n1, n2, capacity, policy, dtype)
-        cache_info = dict(cache_policy=policy, cache_rows=int(inner.slots.shape[0]))
+        # one cache per solver thread, each of its own columns (the same rows, the same budget
+        # in total): a miss is computed in parallel, every thread its part of the row
+        bounds = [col_range(n2, nthreads, t) for t in range(nthreads)]
+        caches = [make_cache(raw, n1, hi - lo, capacity, policy, dtype) for lo, hi in bounds]
+        first = caches[0]
+        if nthreads == 1:
+            inner = first
+        else:
+            joined = join_caches(caches, [b[0] for b in bounds] + [n2])
+            inner = joined
+            thread_srcs = caches
+        cache_info = dict(cache_policy=policy, cache_rows=int(first.slots.shape[0]))
     if maximize:
         inner = _NegatedState(inner)
+        if thread_srcs is not None:
+            thread_srcs = [_NegatedState(c) for c in thread_srcs]
     if n1 == 0:
         row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")
     else:
-        extra = _hit_rate_text(inner.inner if maximize else inner)
+        extra = None if table else _hit_rate_text(first)
         try:
-            row_to_col, v, stats = solve_rows(inner, n1, n2, dtype, integral=integral,
-                                              epsilon=epsilon, progress=progress,
-                                              progress_extra=extra)
+            row_to_col, v, stats = solve_rows(
+                inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
+                progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
+                estimate_context=None if joined is None else (lambda: serve_rows(joined)))
         finally:
             _raise_pending(source)
-    assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
+    if joined is None:
+        assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
+    else:
+        with serve_rows(joined):
+            assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     _raise_pending(source)
     stats.update(cache_info)
-    cached = inner.inner if maximize else inner
-    if hasattr(cached, "hits"):
-        stats.update(cache_hits=int(cached.hits[0]), cache_misses=int(cached.hits[1]))
+    if not table:  # every thread's cache saw the same accesses: report the first one's
+        stats.update(cache_hits=int(first.hits[0]), cache_misses=int(first.hits[1]))
     else:
         stats.update(cache_hits=0, cache_misses=0)
     return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,

@@ -25,12 +25,14 @@ heap's root.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
-from .cpu._rows import get_row
+from .cpu._rows import get_row, get_row_part
+from .cpu._sync import _barrier
 
 LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
@@ -160,8 +162,8 @@ def _victim(s):
 
 
 @njit(cache=True, nogil=True)
-def access(s, i):
-    """Slot holding row ``i`` after one access (computing the row on a miss)."""
+def _lookup(s, i):
+    """One access to row ``i``: (its slot, whether the caller must fill the slot: a miss)."""
     s.counts[i] += 1
     k = s.row_slot[i]
     if k >= 0:
@@ -170,17 +172,12 @@ def access(s, i):
             _slru_hit(s, k)
         else:
             _heap_down(s, s.heap_pos[k])  # its row's count grew
-        return k
+        return k, False
     s.hits[1] += 1
     k = _victim(s)
     old = s.slot_row[k]
     if old >= 0:
         s.row_slot[old] = -1
-    slot = s.slots[k]
-    row = get_row(s.inner, i, slot)
-    if row.ctypes.data != slot.ctypes.data:  # sources that fill ``slot`` themselves need no copy
-        for j in range(slot.shape[0]):
-            slot[j] = row[j]
     s.slot_row[k] = i
     s.row_slot[i] = k
     if old < 0:  # a new slot: it joins the heap / the lists
@@ -195,6 +192,19 @@ def access(s, i):
     if s.meta[_POLICY] == SLRU:
         s.seg[k] = 0
         _push_mru(s, k, _PH, _PT)
+    return k, True
+
+
+@njit(cache=True, nogil=True)
+def access(s, i):
+    """Slot holding row ``i`` after one access (computing the row on a miss)."""
+    k, miss = _lookup(s, i)
+    if miss:
+        slot = s.slots[k]
+        row = get_row(s.inner, i, slot)
+        if row.ctypes.data != slot.ctypes.data:  # a source that filled ``slot`` needs no copy
+            for j in range(slot.shape[0]):
+                slot[j] = row[j]
     return k
 
 
@@ -203,7 +213,123 @@ def _cached_fill(s, i, buf):
     return s.slots[access(s, i)]
 
 
+@njit(cache=True, nogil=True)
+def _cached_part(s, i, lo, hi, buf):
+    """Columns [lo, hi) of row ``i`` from a cache whose slots hold exactly those columns (one
+    cache per solver thread; every thread sees the same access sequence, so the same hits)."""
+    k, miss = _lookup(s, i)
+    slot = s.slots[k]
+    if miss:
+        # the inner source writes the part into buf[lo:hi]; a full-width slot (one thread) can
+        # take the row directly
+        row = get_row_part(s.inner, i, lo, hi, slot if slot.shape[0] == buf.shape[0] else buf)
+        if row.ctypes.data != slot.ctypes.data:  # a source that filled ``slot`` needs no copy
+            for j in range(slot.shape[0]):
+                slot[j] = row[j]
+    return slot
+
+
 CachedState._fill_row = _cached_fill
+CachedState._fill_part = _cached_part
+
+
+class JoinedCaches(NamedTuple):
+    """Whole rows assembled from per-thread caches of column slices (for the estimate and the
+    final cost read-out). While helper threads serve it (:func:`serve_rows`), each slice is
+    looked up — and on a miss computed — by its own thread: parallel row generation."""
+
+    caches: Any         # tuple of CachedState, one per column slice
+    bounds: np.ndarray  # (T + 1,) int64 column bounds
+    row: np.ndarray     # (n2,) the assembled row
+    sync: np.ndarray    # barrier state shared with the helpers (epslap.cpu._sync)
+    req: np.ndarray     # int64[3]: [row requested (-1: stop), caller's barrier count, serving?]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fill_slice(s, t, i):
+    lo = s.bounds[t]
+    hi = s.bounds[t + 1]
+    part = _cached_part(s.caches[t], i, lo, hi, s.row)
+    dst = s.row[lo:hi]
+    for j in range(hi - lo):  # a no-op when the inner source wrote s.row[lo:hi] itself
+        dst[j] = part[j]
+
+
+@njit(cache=True, nogil=True)
+def _joined_fill(s, i, buf):
+    nthreads = len(s.caches)
+    if s.req[2] == 0:  # no helpers: every slice here, in order
+        for t in range(nthreads):
+            _fill_slice(s, t, i)
+        return s.row
+    s.req[0] = i
+    s.req[1] += 1
+    _barrier(s.sync, nthreads, s.req[1])   # helpers read the request
+    _fill_slice(s, 0, i)
+    s.req[1] += 1
+    _barrier(s.sync, nthreads, s.req[1])   # every slice is in s.row
+    return s.row
+
+
+JoinedCaches._fill_row = _joined_fill
+
+
+@njit(cache=True, nogil=True)
+def _serve(s, t):
+    """Helper thread ``t`` >= 1: fill slice t of every requested row until the stop request."""
+    nthreads = len(s.caches)
+    gen = 0
+    while True:
+        gen += 1
+        if not _barrier(s.sync, nthreads, gen):
+            return
+        i = s.req[0]
+        if i < 0:
+            return
+        _fill_slice(s, t, i)
+        gen += 1
+        if not _barrier(s.sync, nthreads, gen):
+            return
+
+
+@njit(cache=True, nogil=True)
+def _stop_serving(s):
+    s.req[0] = -1
+    s.req[1] += 1
+    _barrier(s.sync, len(s.caches), s.req[1])
+    s.req[2] = 0
+
+
+def join_caches(caches, bounds) -> JoinedCaches:
+    from .cpu._sync import new_sync
+    n2 = int(bounds[-1])
+    return JoinedCaches(tuple(caches), np.asarray(bounds, np.int64),
+                        np.empty(n2, caches[0].slots.dtype), new_sync(),
+                        np.zeros(3, np.int64))
+
+
+@contextmanager
+def serve_rows(joined: JoinedCaches):
+    """Run one helper thread per further slice while the block executes: every row requested
+    through ``joined`` is then generated by all threads at once (two barriers per row)."""
+    import threading
+    nthreads = len(joined.caches)
+    if nthreads == 1:
+        yield
+        return
+    from .cpu._sync import new_sync
+    joined.sync[:] = new_sync()  # barrier counts restart with the helpers' own
+    joined.req[:] = (0, 0, 1)
+    helpers = [threading.Thread(target=_serve, args=(joined, t), daemon=True,
+                                name=f"epslap-rows-{t}") for t in range(1, nthreads)]
+    for h in helpers:
+        h.start()
+    try:
+        yield
+    finally:
+        _stop_serving(joined)
+        for h in helpers:
+            h.join()
 
 
 def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str, dtype) -> CachedState:

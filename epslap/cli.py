@@ -25,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--memory", help="budget for cost rows of an on-demand problem, e.g. 1GiB")
     s.add_argument("--cache", default="auto", choices=["auto", "lfu", "slru"],
                    help="row cache policy when the matrix does not fit the budget")
+    s.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for the passes (default: all cores at n >= 4000, else 1)")
     s.add_argument("--dense", action="store_true",
                    help="materialise a generated problem as a dense matrix first")
     s.add_argument("--progress", action="store_true", help="show a progress bar")
@@ -99,6 +101,8 @@ def _solve(args) -> int:
     cost, label = _load_cost(args)
     try:
         kw = {} if isinstance(cost, np.ndarray) else dict(memory=args.memory, cache=args.cache)
+        if args.threads is not None:
+            kw["threads"] = args.threads
         sol = epslap.solve(cost, maximize=args.maximize, epsilon=args.epsilon,
                            backend=args.backend, progress=args.progress, **kw)
     except (ValueError, TypeError) as exc:
@@ -111,7 +115,8 @@ def _solve(args) -> int:
           f"(estimate {st['time_estimate_s']:.3f}s, passes {st['time_solve_s']:.3f}s, "
           f"compile/load {st['compile_s']:.2f}s)")
     if st.get("rows_evaluated") is not None:
-        print(f"rows evaluated {st['rows_evaluated']:,}")
+        print(f"rows evaluated {st['rows_evaluated']:,}"
+              + (f"  (threads {st['threads']})" if "threads" in st else ""))
         print(f"passes         {st['passes']}  ε: " + ", ".join(f"{e:.3g}" for e in st["epsilons"]))
     else:  # backend="hungarian-gpu": the classical algorithm's own counts
         print(f"iterations     {st['iterations']:,} ({st['dual_updates']:,} dual updates, "

@@ -3,23 +3,45 @@
 Guthe & Thuerck, "Algorithm 1015: A Fast Scalable Solver for the Dense Linear (Sum) Assignment
 Problem", ACM TOMS 47(2), 2021, doi:10.1145/3442348, Algorithms 1–3.
 
-Written once; Numba specialises it per cost source type (``get_row``) and per work dtype
+Written once; Numba specialises it per cost source type (``get_row_part``) and per work dtype
 (float64 or int64, the dtype of ``v``). Compiled code never raises: it returns a status.
 
-Shapes: rows ``0 … n1-1`` are real (``get_row``), rows ``n1 … n2-1`` virtual (cost 0, never read);
-``v`` (n2,) work dtype; ``row_to_col`` (n1,) int64 out; ``ctl`` (8,) int64 shared with the host:
-ctl[0] stop request (host → kernel), ctl[1] pass index, ctl[2] rows augmented in the pass,
-ctl[3] rows evaluated so far; ``eps_log`` (MAX_PASSES,) float64 out.
+Serial and parallel are one body: ``_pass_worker(tid, T, ...)`` runs the whole pass loop over the
+column slice ``[lo, hi)`` of thread ``tid``; T host threads call it concurrently (it releases the
+GIL) and the serial solver is T = 1 (its barriers are no-ops). Per Dijkstra step every thread
+relaxes and scans its own columns, writes its candidate (value, free?, column, and what the others
+need of it: owner, pred, d, the owner's cost c[owner][col], v[col]) into its own slot, passes one
+barrier, and then reduces all slots itself with the serial tie rule — every thread reaches the same
+decision, so the path (``cpred``, ``row_col``), the ε statistics and the stop decision are
+replicated state that needs no further synchronisation. The price update and the path flip touch
+only the thread's own columns; the next augmentation starts with a local scan, so the one barrier
+per step is all the synchronisation there is (plus one per ε-pass for max v). The slots alternate
+by barrier parity, so a fast thread never overwrites a slot that a slow one still reads.
+
+Shapes: rows ``0 … n1-1`` are real, rows ``n1 … n2-1`` virtual (cost 0, never read); ``v`` (n2,)
+work dtype, each thread writes only ``v[lo:hi]``; ``row_to_col`` (n1,) int64 out; ``ctl`` (8,)
+int64 shared with the host: ctl[0] stop request (host → kernel), ctl[1] pass index, ctl[2] rows
+augmented in the pass, ctl[3] rows evaluated so far; ``eps_log`` (MAX_PASSES,) float64 out;
+``sync`` (_sync.SYNC_SIZE,) int64 barrier state; ``slots`` (2·T·SLOT,) int64 and ``slots_w``
+the same memory viewed in the work dtype; ``result`` (3,) float64 out.
 """
 import numpy as np
 from numba import njit
 
-from ._rows import get_row
+from ._rows import cost_at, get_row_part, random_access
+from ._sync import _barrier, _load_acquire
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
 STATUS_INTERRUPTED = 2
+STATUS_ABORTED = 4  # a peer thread ended abnormally (the host set the abort flag)
 MAX_PASSES = 64
+
+# One result slot per thread and Dijkstra step, SLOT int64 wide (128 bytes: no two threads write
+# one cache line), double-buffered by barrier parity: slots[(parity * T + tid) * SLOT + field].
+SLOT = 16
+_F_KEY, _F_FREE, _F_COL, _F_OWNER, _F_PRED, _F_STOP = 0, 1, 2, 3, 4, 5
+_F_D, _F_C, _F_V = 8, 9, 10  # work-dtype fields, written through ``slots_w`` (same memory)
 
 
 BLOCK = 256  # columns per block of the argmin: block minima narrow the index search
@@ -31,18 +53,20 @@ _KEY_MIN = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _relax(row, cij, v, vjmin, mn, d, pred, open_mask, i):
+def _relax(row, cij, v, vjmin, mn, zero, d, pred, pcost, open_mask, i, track):
     """d[j] = min(d[j], reduced cost through row i) over open columns (branch-free: vectorises).
 
-    ``+ 0`` turns -0.0 into +0.0 so that equal values have equal sort keys.
+    ``+ zero`` turns -0.0 into +0.0 so that equal values have equal sort keys. With ``track``
+    (sources without random access) the cost of the improving edge is kept in ``pcost``.
     """
-    zero = v[0] - v[0]  # (v is always finite; d may hold +inf)
     for j in range(d.shape[0]):
         cand = ((row[j] - cij) - (v[j] - vjmin)) + mn + zero
         dj = d[j]
         upd = (cand < dj) & (open_mask[j] < 0)
         d[j] = cand if upd else dj
         pred[j] = i if upd else pred[j]
+        if track:
+            pcost[j] = (row[j] + zero) if upd else pcost[j]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -106,74 +130,6 @@ def _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral):
 
 
 @njit(cache=True, nogil=True)
-def _augment(src, buf, zero_row, f, n1, n2, v, eps, inf_val, integral, d, dkey, pred, open_mask,
-             free_mask, closed_list, owner, row_col, block_min, block_free, acc):
-    """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap).
-
-    ``row_col`` (n2,) int64 is the column of every row, virtual ones included; every column is
-    open (``open_mask``) on entry and on exit; ``free_mask`` follows ``owner``. ``acc`` (3,) float64 accumulates
-    [rows evaluated, Σ(mn - d_j), Σ ε]. Returns a status.
-    Reduced costs use the difference form (c[i][j] - c[i][jmin]) - (v[j] - v[jmin]) + mn.
-    """
-    zero = v[0] - v[0]
-    # a virtual row (f or an owner >= n1) costs 0 everywhere: it reads ``zero_row``, no cost row
-    if f < n1:
-        row = get_row(src, f, buf)
-        acc[0] += 1.0
-    else:
-        row = zero_row
-    for j in range(n2):
-        d[j] = (row[j] - v[j]) + zero
-        pred[j] = f
-    jmin = _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral)
-    if jmin < 0 or not d[jmin] < inf_val:
-        return STATUS_INFEASIBLE
-    mn = d[jmin]
-    n_closed = 1
-    closed_list[0] = jmin
-    open_mask[jmin] = _KEY_MAX
-    while owner[jmin] >= 0:
-        i = owner[jmin]
-        if i < n1:
-            row = get_row(src, i, buf)
-            acc[0] += 1.0
-        else:
-            row = zero_row
-        _relax(row, row[jmin] + zero, v, v[jmin], mn, d, pred, open_mask, i)
-        jnext = _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral)
-        if jnext < 0 or not d[jnext] < inf_val:
-            for k in range(n_closed):
-                open_mask[closed_list[k]] = _KEY_MIN
-            return STATUS_INFEASIBLE
-        jmin = jnext
-        if d[jmin] > mn:
-            mn = d[jmin]
-        open_mask[jmin] = _KEY_MAX
-        closed_list[n_closed] = jmin
-        n_closed += 1
-    # price update of every closed column (ε-scaled), statistics for the ε schedule
-    for k in range(n_closed):
-        j = closed_list[k]
-        delta = mn - d[j]
-        v[j] -= delta + eps
-        acc[1] += delta
-        open_mask[j] = _KEY_MIN
-    acc[2] += np.float64(eps) * n_closed
-    # flip the alternating path back to f
-    j = jmin
-    while True:
-        i = pred[j]
-        owner[j] = i
-        free_mask[j] = _KEY_MAX
-        prev = row_col[i]
-        row_col[i] = j
-        if i == f:
-            break
-        j = prev
-    return STATUS_OK
-
-
-@njit(cache=True, nogil=True)
 def _next_eps(eps, eps_lower, total_d, total_eps, first, second, n2, integral):
     """ε schedule called before every pass (ALGORITHM.md §3, paper eq. 18)."""
     if eps > 0.0 and not first:
@@ -190,40 +146,209 @@ def _next_eps(eps, eps_lower, total_d, total_eps, first, second, n2, integral):
     return eps
 
 
-@njit(cache=True, nogil=True)
-def _solve_passes(src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral, inf_val,
-                  row_to_col, ctl, eps_log):
-    """All passes: ε-passes shape v, the final exact pass (ε = 0) gives the optimum.
 
-    Returns (status, number of passes, rows evaluated).
+
+def col_range(n2, nthreads, tid):
+    """Columns [lo, hi) of thread ``tid``: equal shares, inner bounds on 8-column (64-byte) lines."""
+    lo = 0 if tid == 0 else ((n2 * tid) // nthreads) & ~7
+    hi = n2 if tid == nthreads - 1 else ((n2 * (tid + 1)) // nthreads) & ~7
+    return lo, max(lo, hi)
+
+
+_col_range = njit(cache=True, nogil=True, inline="always")(col_range)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _publish(slots, slots_w, off, lo, jl, d, dkey, free_mask, owner, pred, acost, vl, integral):
+    """Write this thread's candidate column ``jl`` (local index, -1: none) into its slot."""
+    if jl < 0:
+        slots[off + _F_KEY] = _KEY_MAX
+        slots[off + _F_COL] = -1
+        return
+    slots[off + _F_KEY] = _sort_key(dkey[jl], integral)
+    slots[off + _F_FREE] = 1 if free_mask[jl] < 0 else 0
+    slots[off + _F_COL] = lo + jl
+    slots[off + _F_OWNER] = owner[jl]
+    slots[off + _F_PRED] = pred[jl]
+    slots_w[off + _F_D] = d[jl]
+    slots_w[off + _F_C] = acost[jl]
+    slots_w[off + _F_V] = vl[jl]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _winner(slots, base, nthreads):
+    """Offset of the winning slot under the serial tie rule, -1 if no thread has an open column.
+
+    Smallest value; among equal values an unassigned column; then the lowest index (thread
+    slices are ordered by column, so the first such thread).
     """
-    d = np.empty(n2, v.dtype)
-    pred = np.empty(n2, np.int64)
-    open_mask = np.full(n2, _KEY_MIN)
-    free_mask = np.empty(n2, np.int64)
+    best = -1
+    bkey = _KEY_MAX
+    bfree = False
+    for t in range(nthreads):
+        off = base + t * SLOT
+        if slots[off + _F_COL] < 0:
+            continue
+        k = slots[off + _F_KEY]
+        fr = slots[off + _F_FREE] != 0
+        if best < 0 or k < bkey or (k == bkey and fr and not bfree):
+            best = off
+            bkey = k
+            bfree = fr
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, integral, d, dkey,
+             pred, pcost, acost, open_mask, free_mask, owner, closed_loc, block_min, block_free,
+             row_col, cpred, closed_d, acc, sync, gen, slots, slots_w, ctl):
+    """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap), this thread's
+    columns ``[lo, lo + len(d))`` (ALGORITHM.md §4, paper Algorithm 2).
+
+    Local (m,) arrays: ``d``/``dkey`` distances, ``pred``, ``pcost`` (cost of the pred edge, kept
+    only for sources without random access), ``acost`` (cost of the owner's edge), ``open_mask``
+    (all open on entry and exit), ``free_mask``, ``owner``, ``closed_loc``. Replicated (n2,):
+    ``row_col`` (the column of every row, virtual ones included), ``cpred`` (pred of each closed
+    column), ``closed_d`` (d of the k-th closed column). ``acc`` (3,) float64 accumulates
+    [rows evaluated, Σ(mn - d_j), Σ ε] in the serial order. ``gen`` (1,) counts barriers.
+    Reduced costs use the difference form (c[i][j] - c[i][jmin]) - (v[j] - v[jmin]) + mn.
+    """
+    track = not random_access(src)
+    zero = eps - eps  # eps is finite (0 in the exact pass)
+    m = d.shape[0]
+    hi = lo + m
+    # a virtual row (f or an owner >= n1) costs 0 everywhere: it reads ``zero_row``, no cost row
+    if f < n1:
+        row = get_row_part(src, f, lo, hi, buf)
+        acc[0] += 1.0
+    else:
+        row = zero_row
+    for j in range(m):
+        d[j] = (row[j] - vl[j]) + zero
+        pred[j] = f
+        if track:
+            pcost[j] = row[j] + zero
+    n_loc = 0
+    nc = 0
+    mn = zero
+    jmin = -1
+    while True:
+        jl = _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral)
+        gen[0] += 1
+        base = (gen[0] & 1) * nthreads * SLOT
+        off = base + tid * SLOT
+        _publish(slots, slots_w, off, lo, jl, d, dkey, free_mask, owner, pred, acost, vl,
+                 integral)
+        if nc == 0 and tid == 0:
+            slots[off + _F_STOP] = _load_acquire(ctl, 0)
+        if not _barrier(sync, nthreads, gen[0]):
+            return STATUS_ABORTED
+        if nc == 0 and slots[base + _F_STOP] != 0:
+            return STATUS_INTERRUPTED
+        w = _winner(slots, base, nthreads)
+        if w < 0:
+            return STATUS_INFEASIBLE
+        dmin = slots_w[w + _F_D]
+        if not dmin < inf_val:
+            return STATUS_INFEASIBLE
+        jmin = slots[w + _F_COL]
+        if nc == 0 or dmin > mn:
+            mn = dmin
+        closed_d[nc] = dmin
+        cpred[jmin] = slots[w + _F_PRED]
+        nc += 1
+        if lo <= jmin < hi:
+            open_mask[jmin - lo] = _KEY_MAX
+            closed_loc[n_loc] = jmin - lo
+            n_loc += 1
+        i = slots[w + _F_OWNER]
+        if i < 0:
+            break
+        if i < n1:
+            row = get_row_part(src, i, lo, hi, buf)
+            acc[0] += 1.0
+        else:
+            row = zero_row
+        _relax(row, slots_w[w + _F_C], vl, slots_w[w + _F_V], mn, zero, d, pred, pcost,
+               open_mask, i, track)
+    # price update of this thread's closed columns (ε-scaled)
+    for k in range(n_loc):
+        j = closed_loc[k]
+        vl[j] -= (mn - d[j]) + eps
+        open_mask[j] = _KEY_MIN
+    # statistics for the ε schedule, summed in the serial closing order (identical in every thread)
+    for k in range(nc):
+        acc[1] += mn - closed_d[k]
+    acc[2] += np.float64(eps) * nc
+    # flip the alternating path back to f
+    j = jmin
+    while True:
+        i = cpred[j]
+        if lo <= j < hi:
+            jj = j - lo
+            owner[jj] = i
+            free_mask[jj] = _KEY_MAX
+            if track:
+                acost[jj] = pcost[jj]
+            elif i < n1:
+                acost[jj] = cost_at(src, i, j)
+            else:
+                acost[jj] = zero
+        prev = row_col[i]
+        row_col[i] = j
+        if i == f:
+            break
+        j = prev
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True)
+def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral,
+                 inf_val, row_to_col, ctl, eps_log, sync, slots, slots_w, result):
+    """All passes, thread ``tid`` of ``nthreads``: ε-passes shape v, the final exact pass (ε = 0)
+    gives the optimum (ALGORITHM.md §1). ``buf`` (n2,) is this thread's scratch row.
+
+    Thread 0 writes ``row_to_col``, ``eps_log``, ``ctl[1:4]`` and ``result`` = [status, passes,
+    rows evaluated]. Returns the status (the same in every thread).
+    """
+    lo, hi = _col_range(n2, nthreads, tid)
+    m = hi - lo
+    vl = v[lo:hi]
+    d = np.empty(m, v.dtype)
     dkey = d.view(np.int64)
-    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    pred = np.empty(m, np.int64)
+    pcost = np.empty(m, v.dtype)
+    acost = np.zeros(m, v.dtype)
+    open_mask = np.full(m, _KEY_MIN)
+    free_mask = np.empty(m, np.int64)
+    owner = np.empty(m, np.int64)
+    closed_loc = np.empty(m, np.int64)
+    n_blocks = (m + BLOCK - 1) // BLOCK
     block_min = np.empty(n_blocks, np.int64)
     block_free = np.empty(n_blocks, np.int64)
-    closed_list = np.empty(n2, np.int64)
-    owner = np.empty(n2, np.int64)
+    zero_row = np.zeros(m, buf.dtype)
     row_col = np.empty(n2, np.int64)
-    zero_row = np.zeros(n2, buf.dtype)
+    cpred = np.empty(n2, np.int64)
+    closed_d = np.empty(n2, v.dtype)
     eps_cast = np.empty(1, v.dtype)
+    zero_v = v[0] - v[0]
     acc = np.zeros(3)
+    gen = np.zeros(1, np.int64)
     rows_evaluated = 0.0
     eps = eps_upper
     first = True
     second = False
     reverse = eps == 0.0
     n_pass = 0
+    status = STATUS_OK
     while eps >= 0.0:
         eps = _next_eps(eps, eps_lower, acc[1], acc[2], first, second, n2, integral)
         if eps == 0.0:
             eps = -1.0
-        if n_pass < eps_log.shape[0]:
-            eps_log[n_pass] = max(eps, 0.0)
-        ctl[1] = n_pass
+        if tid == 0:
+            if n_pass < eps_log.shape[0]:
+                eps_log[n_pass] = max(eps, 0.0)
+            ctl[1] = n_pass
         eps_cast[0] = max(eps, 0.0)
         eps_w = eps_cast[0]
         owner[:] = -1
@@ -235,26 +360,50 @@ def _solve_passes(src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral, inf
                 f = perm[n1 - 1 - k] if reverse else perm[k]
             else:
                 f = k
-            st = _augment(src, buf, zero_row, f, n1, n2, v, eps_w, inf_val, integral, d, dkey,
-                          pred, open_mask, free_mask, closed_list, owner, row_col, block_min,
-                          block_free, acc)
-            if st != STATUS_OK:
-                return st, n_pass + 1, rows_evaluated + acc[0]
-            ctl[2] = k + 1
-            ctl[3] = np.int64(rows_evaluated + acc[0])
-            if ctl[0] != 0:
-                return STATUS_INTERRUPTED, n_pass + 1, rows_evaluated + acc[0]
+            status = _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps_w, inf_val,
+                              integral, d, dkey, pred, pcost, acost, open_mask, free_mask, owner,
+                              closed_loc, block_min, block_free, row_col, cpred, closed_d, acc,
+                              sync, gen, slots, slots_w, ctl)
+            if status != STATUS_OK:
+                break
+            if tid == 0:
+                ctl[2] = k + 1
+                ctl[3] = np.int64(rows_evaluated + acc[0])
         rows_evaluated += acc[0]
-        if eps > 0.0:
-            vmax = v[0]
-            for j in range(n2):
-                if v[j] > vmax:
-                    vmax = v[j]
-            for j in range(n2):
-                v[j] -= vmax
+        n_pass += 1
+        if status != STATUS_OK:
+            break
+        if eps > 0.0:  # v -= max(v): local maxima through the slots, one barrier
+            gen[0] += 1
+            off = ((gen[0] & 1) * nthreads + tid) * SLOT
+            slots[off + _F_COL] = -1
+            if m > 0:
+                vmax = vl[0]
+                for j in range(m):
+                    if vl[j] > vmax:
+                        vmax = vl[j]
+                slots_w[off + _F_V] = vmax
+                slots[off + _F_COL] = lo
+            if not _barrier(sync, nthreads, gen[0]):
+                status = STATUS_ABORTED
+                break
+            base = (gen[0] & 1) * nthreads * SLOT
+            vmax = zero_v
+            have = False
+            for t in range(nthreads):
+                o = base + t * SLOT
+                if slots[o + _F_COL] >= 0 and (not have or slots_w[o + _F_V] > vmax):
+                    vmax = slots_w[o + _F_V]
+                    have = True
+            for j in range(m):
+                vl[j] -= vmax
         second = first
         first = False
         reverse = not reverse
-        n_pass += 1
-    row_to_col[:] = row_col[:n1]
-    return STATUS_OK, n_pass, rows_evaluated
+    if tid == 0:
+        if status == STATUS_OK:
+            row_to_col[:] = row_col[:n1]
+        result[0] = status
+        result[1] = n_pass
+        result[2] = rows_evaluated
+    return status

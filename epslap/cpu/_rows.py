@@ -32,3 +32,56 @@ def _get_row_overload(src, i, buf):
                 return fill(src, i, buf)
             return computed_row
     return None
+
+
+def get_row_part(src, i, lo, hi, buf):  # pragma: no cover - only ever called from compiled code
+    """Columns ``lo … hi-1`` of row ``i`` as an array of length ``hi - lo``.
+
+    ``buf`` is a full-length (n2) scratch row; a source that computes the part writes it into
+    ``buf[lo:hi]``. Used by the column-partitioned kernel: each thread touches only its slice.
+    """
+    raise NotImplementedError("get_row_part is only available inside Numba-compiled code")
+
+
+@overload(get_row_part, jit_options={"cache": True, "nogil": True})
+def _get_row_part_overload(src, i, lo, hi, buf):
+    if isinstance(src, types.Array) and src.ndim == 2:
+        def dense_part(src, i, lo, hi, buf):
+            return src[i, lo:hi]
+        return dense_part
+    if isinstance(src, types.BaseNamedTuple):
+        part = getattr(src.instance_class, "_fill_part", None)
+        if part is not None:
+            def computed_part(src, i, lo, hi, buf):
+                return part(src, i, lo, hi, buf)
+            return computed_part
+        fill = getattr(src.instance_class, "_fill_row", None)
+        if fill is not None:  # no partial form: compute the whole row, use the slice
+            def whole_then_part(src, i, lo, hi, buf):
+                return fill(src, i, buf)[lo:hi]
+            return whole_then_part
+    return None
+
+
+def random_access(src):  # pragma: no cover - only ever called from compiled code
+    """True (a compile-time constant) where ``cost_at`` reads one entry without a row."""
+    raise NotImplementedError
+
+
+@overload(random_access, jit_options={"cache": True, "nogil": True})
+def _random_access_overload(src):
+    if isinstance(src, types.Array) and src.ndim == 2:
+        return lambda src: True
+    return lambda src: False
+
+
+def cost_at(src, i, j):  # pragma: no cover - only ever called from compiled code
+    """Entry (i, j) of a source with ``random_access``; 0 for any other (never called there)."""
+    raise NotImplementedError
+
+
+@overload(cost_at, jit_options={"cache": True, "nogil": True})
+def _cost_at_overload(src, i, j):
+    if isinstance(src, types.Array) and src.ndim == 2:
+        return lambda src, i, j: src[i, j]
+    return lambda src, i, j: 0

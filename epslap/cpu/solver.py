@@ -6,6 +6,7 @@ Ctrl-C into a clean stop request.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -17,8 +18,12 @@ from .._progress import ProgressBar
 from ..errors import InfeasibleError
 from . import _estimate as est
 from . import _kernel as ker
+from . import _sync as sync_mod
 
 INT_INF = np.int64(2**62)
+# threads=None uses one thread below this many columns (the measured crossover, see
+# benchmarks/RESULTS.md "Parallel CPU backend"); every core Numba may use from here on
+AUTO_MIN_COLS = 4000
 
 
 def _compile(dispatcher, args) -> float:
@@ -57,15 +62,79 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None) -> Any:
     return box["result"]
 
 
+def _other_running() -> int:
+    """Runnable tasks on the machine besides the caller (0 where unknown)."""
+    try:
+        with open("/proc/loadavg") as fh:
+            running = int(fh.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1)
+
+
+def resolve_threads(threads, n2: int) -> int:
+    """The number of solver threads for ``threads`` (``solve``'s keyword) and n2 columns.
+
+    ``None``: every thread Numba may use (``numba.get_num_threads()``) when n2 >= AUTO_MIN_COLS,
+    else 1 (below the measured crossover the barrier per Dijkstra step costs more than the split
+    scan saves), and no more threads than cores not busy with other runnable tasks right now
+    (Linux ``/proc/loadavg``): the threads meet once per Dijkstra step, so one that waits for a
+    core stalls all. An explicit count is used as given, capped so that every thread keeps at
+    least 8 columns.
+    """
+    if threads is None:
+        threads = numba.get_num_threads() if n2 >= AUTO_MIN_COLS else 1
+        if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own
+            threads = max(1, min(threads, (os.cpu_count() or 1) - _other_running()))
+    elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
+            or threads < 1:
+        raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
+    return int(max(1, min(int(threads), n2 // 8)))
+
+
+def _run_workers(args_of, nthreads: int, sync: np.ndarray):
+    """Run ``ker._pass_worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
+    the others on threads of their own (the compiled worker releases the GIL). A worker that
+    raises (it should not: compiled code returns statuses) sets the abort flag so no peer waits
+    at a barrier forever. Returns tid 0's status."""
+    errors: list[BaseException] = []
+
+    def work(tid):
+        try:
+            ker._pass_worker(*args_of(tid))
+        except BaseException as exc:  # pragma: no cover - compiled code does not raise
+            errors.append(exc)
+            sync[sync_mod._ABORT] = 1
+
+    peers = [threading.Thread(target=work, args=(t,), name=f"epslap-cpu-{t}", daemon=True)
+             for t in range(1, nthreads)]
+    for p in peers:
+        p.start()
+    work(0)
+    for p in peers:
+        p.join()
+    if errors:
+        raise errors[0]
+
+
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
-               progress: bool = False, progress_extra=None) -> tuple[np.ndarray, np.ndarray, dict]:
+               progress: bool = False, progress_extra=None, threads: int = 1,
+               thread_srcs=None, estimate_context=None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
+    ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
+    column slices; worker t reads rows through ``thread_srcs[t]`` (per-thread row caches of its
+    columns) or, by default, ``src``. The estimate reads whole rows from ``src``, inside
+    ``estimate_context()`` when given (helper threads that generate the rows in parallel).
     Returns ``(row_to_col, v, stats)`` with ``v`` in the work dtype (int64 or float64).
     ``progress_extra`` (a callable returning text) is appended to the progress bar.
     """
     work = np.int64 if integral else np.float64
     inf_val = INT_INF if integral else np.float64(np.inf)
+    nthreads = int(threads)
+    srcs = list(thread_srcs) if thread_srcs is not None else [src] * nthreads
+    if len(srcs) != nthreads:
+        raise ValueError(f"thread_srcs must hold {nthreads} sources, got {len(srcs)}")
     buf = np.empty(n2, dtype=row_dtype)
     v = np.zeros(n2, dtype=work)
     perm = np.arange(n1, dtype=np.int64)
@@ -78,7 +147,12 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     compile_s = _compile(est._estimate, est_args)
     t0 = time.perf_counter()
     # the estimate also validates every row of an on-demand source (NaN, -inf, empty rows)
-    status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
+    if estimate_context is None:
+        status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
+    else:
+        with estimate_context():
+            status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args),
+                                                              ctl)
     if status == est.STATUS_INVALID:
         raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
     certified = status == est.STATUS_CERTIFIED and epsilon
@@ -90,22 +164,34 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         eps_upper = eps_lower = 0.0
     time_estimate = time.perf_counter() - t0
 
-    pass_args = (src, buf, n1, n2, v, perm, float(eps_upper), float(eps_lower), integral,
-                 inf_val, row_to_col, ctl, eps_log)
-    compile_s += _compile(ker._solve_passes, pass_args)
+    sync = sync_mod.new_sync()
+    slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)
+    slots_w = slots.view(work)
+    bufs = np.empty((nthreads, n2), dtype=row_dtype)
+    result = np.zeros(3)
+
+    def args_of(tid):
+        return (np.int64(tid), np.int64(nthreads), srcs[tid], bufs[tid], n1, n2, v, perm,
+                float(eps_upper), float(eps_lower), integral, inf_val, row_to_col, ctl, eps_log,
+                sync, slots, slots_w, result)
+
+    compile_s += _compile(ker._pass_worker, args_of(0))
     bar = ProgressBar(n2, ctl, extra=progress_extra) if progress else None
     t0 = time.perf_counter()
     if certified:  # the exact pass would return stage B's assignment unchanged: skip it
         row_to_col[:] = pick
-        status, n_pass, rows_evaluated = ker.STATUS_OK, 1, n1
+        result[:] = (ker.STATUS_OK, 1, n1)
     else:
-        status, n_pass, rows_evaluated = _run_interruptibly(
-            lambda: ker._solve_passes(*pass_args), ctl, bar.update if bar else None)
+        _run_interruptibly(lambda: _run_workers(args_of, nthreads, sync), ctl,
+                           bar.update if bar else None)
     time_solve = time.perf_counter() - t0
     if bar:
         bar.close()
+    status, n_pass, rows_evaluated = int(result[0]), int(result[1]), result[2]
     if status == ker.STATUS_INFEASIBLE:
         raise InfeasibleError("cost matrix is infeasible")
+    if status != ker.STATUS_OK:  # pragma: no cover - interrupted runs raise KeyboardInterrupt
+        raise RuntimeError(f"CPU solver stopped with status {status}")
     stats = {
         "backend": "cpu",
         "rows_evaluated": int(rows_evaluated),
@@ -116,7 +202,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         "time_estimate_s": time_estimate,
         "time_solve_s": time_solve,
         "compile_s": compile_s,
-        "threads": 1,
+        "threads": nthreads,
         "certified_by_estimate": bool(certified),
     }
     return row_to_col, v, stats

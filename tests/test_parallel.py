@@ -1,0 +1,291 @@
+"""The column-partitioned parallel CPU kernel (issue 8): with 2 (or 3) threads it must give exactly
+the serial kernel's result — the same assignment, duals, cost, rows evaluated and cache hits —
+because the cross-thread merge applies the serial tie rule. No timings here."""
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+import costfns
+import epslap
+from epslap.cpu import _kernel as ker
+from epslap.cpu import _sync
+from epslap.cpu.solver import AUTO_MIN_COLS, resolve_threads
+from epslap.errors import InfeasibleError
+
+from conftest import assert_optimal
+
+CLASSES = ["random", "geometric", "disjoint", "sanity", "rank1", "rank2", "rank8", "integer"]
+
+
+def _same(a, b):
+    """Two solutions are the same solve: identical assignment, duals, cost and statistics."""
+    assert a.cost == b.cost
+    np.testing.assert_array_equal(a.row_ind, b.row_ind)
+    np.testing.assert_array_equal(a.col_ind, b.col_ind)
+    np.testing.assert_array_equal(a.u, b.u)
+    np.testing.assert_array_equal(a.v, b.v)
+    for key in ("rows_evaluated", "passes", "epsilons", "cache_hits", "cache_misses"):
+        assert a.stats.get(key) == b.stats.get(key), key
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_every_class_two_threads_equals_one(name):
+    c = costfns.generate(name, 160, seed=3)
+    one = epslap.solve(c, threads=1)
+    two = epslap.solve(c, threads=2)
+    assert one.stats["threads"] == 1 and two.stats["threads"] == 2
+    _same(one, two)
+    assert_optimal(c, two)
+
+
+@pytest.mark.parametrize("name", ["random", "sanity", "rank1", "integer"])
+def test_three_uneven_slices(name):
+    c = costfns.generate(name, 101, seed=5)  # 101 columns: slices of 32, 32, 37
+    one = epslap.solve(c, threads=1)
+    three = epslap.solve(c, threads=3)
+    assert three.stats["threads"] == 3
+    _same(one, three)
+    assert_optimal(c, three)
+
+
+@pytest.mark.parametrize("kind", ["wide", "tall", "float32", "int32", "forbidden", "maximize",
+                                  "plain_ssp"])
+def test_variants_two_threads(kind, rng):
+    c = rng.random((70, 110))
+    kw = {}
+    if kind == "tall":
+        c = c.T.copy()
+    elif kind == "float32":
+        c = c.astype(np.float32)
+    elif kind == "int32":
+        c = rng.integers(0, 20, (90, 90)).astype(np.int32)  # many ties
+    elif kind == "forbidden":
+        c[rng.random(c.shape) < 0.3] = np.inf
+    elif kind == "maximize":
+        kw["maximize"] = True
+    elif kind == "plain_ssp":
+        kw["epsilon"] = False
+    one = epslap.solve(c, threads=1, **kw)
+    two = epslap.solve(c, threads=2, **kw)
+    _same(one, two)
+    assert_optimal(c, two, maximize=kw.get("maximize", False))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(16, 48), st.integers(16, 48), st.integers(1, 6), st.integers(0, 2**31 - 1))
+def test_ties_property(n1, n2, high, seed):
+    """Small integer ranges: the matrix is full of exact ties, where only the tie rule decides."""
+    c = np.random.default_rng(seed).integers(0, high, (n1, n2))
+    one = epslap.solve(c, threads=1)
+    two = epslap.solve(c, threads=2)
+    _same(one, two)
+    assert_optimal(c, two)
+
+
+@pytest.mark.parametrize("policy,rows", [("lfu", 40), ("slru", 20), ("slru", 1)])
+@pytest.mark.parametrize("name", ["random", "geometric", "rank2", "integer"])
+def test_on_demand_per_thread_caches(name, policy, rows):
+    """Each thread caches its own columns; all see the same accesses: identical hits/misses."""
+    src = costfns.problem(name, 120, seed=1)
+    memory = rows * 120 * np.dtype(src.dtype).itemsize
+    one = epslap.solve(src, threads=1, memory=memory, cache=policy)
+    two = epslap.solve(src, threads=2, memory=memory, cache=policy, maximize=False)
+    assert one.stats["cache_policy"] == policy and one.stats["cache_rows"] == rows
+    assert two.stats["cache_misses"] > 0
+    _same(one, two)
+    assert_optimal(src.dense(), two)
+
+
+def test_on_demand_maximize_and_table():
+    src = costfns.problem("geometric", 100, seed=4)
+    for memory in (None, 30 * 100 * 8):
+        one = epslap.solve(src, threads=1, memory=memory, maximize=True)
+        two = epslap.solve(src, threads=2, memory=memory, maximize=True)
+        _same(one, two)
+        assert_optimal(src.dense(), two, maximize=True)
+
+
+def test_source_without_partial_rows_runs_whole_rows_per_thread():
+    c = costfns.generate("random", 64, seed=9)
+    src = costfns.from_function(lambda i: c[i], c.shape, kind="row")  # Python: no slices
+    one = epslap.solve(src, threads=1, memory=16 * 64 * 8)
+    two = epslap.solve(src, threads=2, memory=16 * 64 * 8)
+    auto = epslap.solve(src, memory=16 * 64 * 8)
+    assert auto.stats["threads"] == 1  # auto never splits a source that cannot give slices
+    _same(one, two)
+    assert_optimal(c, two)
+
+
+def test_infeasible_stops_every_thread():
+    c = np.ones((40, 40))
+    c[:, 5] = np.inf
+    c[3, :] = np.inf
+    c[3, 5] = 1.0
+    c[7, :] = np.inf
+    c[7, 5] = 1.0  # rows 3 and 7 both need column 5
+    with pytest.raises(InfeasibleError):
+        epslap.solve(c, threads=2)
+
+
+def _worker_args(c, nthreads, ctl):
+    n1, n2 = c.shape
+    slots = np.zeros(2 * nthreads * ker.SLOT, np.int64)
+    sync = _sync.new_sync()
+    result = np.zeros(3)
+    bufs = np.empty((nthreads, n2))
+    v = np.zeros(n2)
+    shared = (n1, n2, v, np.arange(n1, dtype=np.int64), 0.0, 0.0, False, np.inf,
+              np.full(n1, -1, np.int64), ctl, np.zeros(ker.MAX_PASSES), sync, slots,
+              slots.view(np.float64), result)
+    return [(np.int64(t), np.int64(nthreads), c, bufs[t]) + shared for t in range(nthreads)], \
+        result
+
+
+def test_stop_request_reaches_every_thread():
+    """The host's stop flag (Ctrl-C) is read by thread 0 and published through the slots, so all
+    threads stop at the same augmentation: no thread is left waiting at a barrier."""
+    c = costfns.generate("random", 64, seed=1)
+    ctl = np.zeros(8, np.int64)
+    ctl[0] = 1
+    args, result = _worker_args(c, 2, ctl)
+    statuses = [None, None]
+
+    def run(t):
+        statuses[t] = ker._pass_worker(*args[t])
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert statuses == [ker.STATUS_INTERRUPTED, ker.STATUS_INTERRUPTED]
+    assert result[0] == ker.STATUS_INTERRUPTED
+
+
+def test_abort_flag_releases_a_waiting_thread():
+    """A worker whose peer never arrives returns STATUS_ABORTED once the host sets the flag."""
+    c = costfns.generate("random", 64, seed=1)
+    args, result = _worker_args(c, 2, np.zeros(8, np.int64))
+    sync = args[0][15]
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("st", ker._pass_worker(*args[0])))
+    t.start()
+    t.join(0.5)
+    assert t.is_alive()  # waiting for thread 1 at the first barrier
+    sync[_sync._ABORT] = 1
+    t.join(60)
+    assert not t.is_alive() and box["st"] == ker.STATUS_ABORTED
+
+
+@njit(nogil=True)
+def _ping_pong(tid, sync, cells, rounds):
+    """Each round: write my cell, barrier, read the peer's cell, barrier. Counts stale reads."""
+    stale = 0
+    gen = 0
+    for k in range(1, rounds + 1):
+        cells[tid * 16] = k
+        gen += 1
+        _sync._barrier(sync, 2, gen)
+        stale += cells[(1 - tid) * 16] != k
+        gen += 1
+        _sync._barrier(sync, 2, gen)
+    return stale
+
+
+def test_barrier_publishes_plain_stores():
+    sync = _sync.new_sync()
+    cells = np.zeros(32, np.int64)
+    out = [None, None]
+
+    def run(t):
+        out[t] = _ping_pong(t, sync, cells, 5000)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert out == [0, 0]
+    assert sync[_sync._ARRIVE] == 2 * 2 * 5000
+
+
+def test_atomic_add_from_two_threads():
+    @njit(nogil=True)
+    def bump(a, n):
+        for _ in range(n):
+            _sync._atomic_add(a, 0, 1)
+
+    a = np.zeros(8, np.int64)
+    threads = [threading.Thread(target=bump, args=(a, 100000)) for _ in range(2)]
+    bump(np.zeros(8, np.int64), 1)  # compile first
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert a[0] == 200000
+
+
+def test_threads_argument():
+    c = costfns.generate("random", 50, seed=0)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="threads must be None or a positive integer"):
+            epslap.solve(c, threads=bad)
+    assert epslap.solve(c).stats["threads"] == 1  # auto: below the crossover
+    assert epslap.solve(c, threads=64).stats["threads"] == 6  # at least 8 columns per thread
+    assert resolve_threads(None, AUTO_MIN_COLS - 1) == 1
+    import numba
+    from epslap.cpu import solver
+    old = solver._other_running
+    try:
+        solver._other_running = lambda: 0
+        assert resolve_threads(None, AUTO_MIN_COLS) == min(numba.get_num_threads(),
+                                                           AUTO_MIN_COLS // 8)
+        solver._other_running = lambda: 10**6  # every core busy: one thread
+        assert resolve_threads(None, AUTO_MIN_COLS) == 1
+    finally:
+        solver._other_running = old
+    assert 0 <= old() < 10**6
+    assert resolve_threads(3, 10) == 1
+
+
+def test_col_ranges_partition_the_columns():
+    for n2 in (1, 7, 8, 17, 100, 4001):
+        for t in (1, 2, 3, 4):
+            bounds = [ker.col_range(n2, t, k) for k in range(t)]
+            assert bounds[0][0] == 0 and bounds[-1][1] == n2
+            for (lo, hi), (lo2, _) in zip(bounds, bounds[1:]):
+                assert lo <= hi == lo2 and lo2 % 8 == 0
+
+
+def test_cli_threads_flag(capsys):
+    from epslap.cli import main
+    assert main(["solve", "--problem", "rank2", "--n", "80", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "OPTIMAL" in out and "(threads 2)" in out
+
+
+@njit(nogil=True)
+def _one_barrier(sync, gen):
+    return _sync._barrier(sync, 2, gen)
+
+
+def test_late_peer_wakes_a_sleeping_waiter():
+    """A waiter that went to sleep in futex_wait is released by the late peer's arrival."""
+    import time
+    sync = _sync.new_sync()
+    _one_barrier(_sync.new_sync(), 0)  # compile (gen 0: passes at once)
+    for gen in (1, 2):
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("ok", _one_barrier(sync, gen)))
+        t.start()
+        time.sleep(0.2)  # far beyond the spin phase: the waiter sleeps
+        assert t.is_alive()
+        assert _one_barrier(sync, gen)
+        t.join(10)
+        assert not t.is_alive() and box["ok"]
+    assert sync[_sync._SLEEPERS] == 0 and sync[_sync._ARRIVE] == 4
