@@ -10,6 +10,7 @@ import epslap
 from conftest import assert_optimal
 from epslap.cpu import _estimate as est
 from epslap.cpu import _kernel as ker
+from epslap.cpu._sync import new_sync
 
 
 def _estimate(c):
@@ -28,10 +29,13 @@ def _run_passes(c, v, perm, eps_upper, eps_lower):
     integral = c.dtype.kind in "iu"
     inf_val = np.int64(2**62) if integral else np.inf
     row_to_col = np.full(n1, -1, np.int64)
-    status, n_pass, rows = ker._solve_passes(c, np.empty(n2, c.dtype), n1, n2, v, perm,
-                                             float(eps_upper), float(eps_lower), integral,
-                                             inf_val, row_to_col, np.zeros(8, np.int64),
-                                             np.zeros(ker.MAX_PASSES))
+    slots = np.zeros(2 * ker.SLOT, np.int64)
+    result = np.zeros(3)
+    ker._pass_worker(np.int64(0), np.int64(1), c, np.empty(n2, c.dtype), n1, n2, v, perm,
+                     float(eps_upper), float(eps_lower), integral, inf_val, row_to_col,
+                     np.zeros(8, np.int64), np.zeros(ker.MAX_PASSES), new_sync(), slots,
+                     slots.view(v.dtype), result)
+    status, n_pass, rows = int(result[0]), int(result[1]), result[2]
     assert status == ker.STATUS_OK
     return row_to_col, n_pass, rows
 
