@@ -6,9 +6,10 @@ Every source knows its ``shape`` and ``dtype`` and produces any row from compile
 from ._base import CostSource
 from .classes import (PROBLEMS, Disjoint, Geometric, LowRank, Random, RandomInt, Sanity,
                       generate, problem)
+from .device import RowKernel
 from .functions import FunctionSource, OnDisk, from_function
 from .images import ImageEMD, load_image, pixel_features
 from .sources import Dense, SqEuclidean
 
 __all__ = ["CostSource", "Dense", "SqEuclidean", "Random", "RandomInt", "Geometric", "Disjoint",
-           "Sanity", "LowRank", "ImageEMD", "load_image", "pixel_features", "OnDisk", "from_function", "FunctionSource", "PROBLEMS", "problem", "generate"]
+           "Sanity", "LowRank", "ImageEMD", "load_image", "pixel_features", "OnDisk", "from_function", "RowKernel", "FunctionSource", "PROBLEMS", "problem", "generate"]

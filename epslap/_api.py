@@ -42,11 +42,16 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     memory : int or str, optional
         Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
         whole matrix fits it is computed once as a table, else rows go through a row cache.
-        With ``backend="gpu"``: a budget of device memory (search state plus an uploaded NumPy
-        matrix), checked before anything is allocated; too small is an error.
+        With ``backend="gpu"``: a budget of device memory (search state, an uploaded NumPy
+        matrix, a device row cache), checked before anything is allocated; too small to hold
+        the search state and one cached row is an error. A NumPy matrix larger than the budget
+        (or the device) is streamed into a device row cache through pinned memory.
     cache : {"auto", "lfu", "slru"}
         Row cache policy; ``auto`` picks LFU when at least a quarter of the rows fit, else SLRU.
-        The GPU backend keeps no row cache: anything but ``"auto"`` is an error there.
+        With ``backend="gpu"`` the cache lives in device memory and holds rows that come from
+        the host (a NumPy matrix that does not fit, a cost source without a device form), from a
+        user's kernel (``costfns.RowKernel``), or — with "lfu"/"slru" given explicitly — the
+        rows of a device cost (for expensive costs); ``stats`` then report its hits and misses.
     threads : int, optional
         CPU threads for the passes (``backend="cpu"``). Each thread owns a slice of the columns
         (its part of d, v, the open flags and, for a row cache, its own cache of those columns,

@@ -196,6 +196,25 @@ def _lookup(s, i):
 
 
 @njit(cache=True, nogil=True)
+def replay(s, log, need):
+    """Apply a device cache's access sequence to its policy state ``s`` (slots of width 0: the
+    rows live on the device): every logged access is a hit; then, when ``need`` >= 0, the miss of
+    row ``need``. Returns (slot to fill with ``need`` or -1, logged accesses that were not hits —
+    0 unless the device and this state disagree)."""
+    wrong = 0
+    for t in range(log.shape[0]):
+        k, miss = _lookup(s, log[t])
+        if miss:
+            wrong += 1
+    if need < 0:
+        return -1, wrong
+    k, miss = _lookup(s, need)
+    if not miss:
+        wrong += 1
+    return k, wrong
+
+
+@njit(cache=True, nogil=True)
 def access(s, i):
     """Slot holding row ``i`` after one access (computing the row on a miss)."""
     k, miss = _lookup(s, i)

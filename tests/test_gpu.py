@@ -143,10 +143,10 @@ def test_pass_exchange_agrees_in_every_block(blocks, threads):
     assert int(got[0]) == _exchange_reference(blocks * threads, iterations)
 
 
-def test_gpu_options_that_do_not_apply_are_errors():
-    """backend='gpu' keeps no row cache: asking for one is an error, also without a GPU."""
-    with pytest.raises(ValueError, match=r"cache='lfu' applies to backend='cpu'"):
-        epslap.solve(np.eye(3), backend="gpu", cache="lfu")
+def test_gpu_bad_options_are_errors():
+    """Checked before CuPy is needed: the errors are the same with and without a GPU."""
+    with pytest.raises(ValueError, match=r"cache must be one of 'auto', 'lfu', 'slru'; got 'lru'"):
+        epslap.solve(np.eye(3), backend="gpu", cache="lru")
     with pytest.raises(ValueError, match="memory must be"):
         epslap.solve(np.eye(3), backend="gpu", memory="lots")
 
@@ -169,3 +169,144 @@ def test_gpu_budget_too_small_is_an_error():
     with pytest.raises(ValueError, match="too small for backend='gpu' at 300x300"):
         epslap.solve(c, backend="gpu", memory="1KiB")
     assert_optimal(c, epslap.solve(c, backend="gpu", memory="1GiB"))
+
+
+# ---- the device row cache: rows from the host, from a user's kernel, or cached device costs ----
+
+def _rows_budget(n1, n2, rows):
+    """A device-memory budget that leaves room for exactly ``rows`` cached rows."""
+    import cupy
+    from epslap.gpu.rowcache import DeviceRowCache
+    from epslap.gpu.solver import blocks_for, device_bytes
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    lo, hi = sorted((n1, n2))
+    return device_bytes(lo, hi, blocks_for(hi, sms)) + DeviceRowCache.device_bytes(rows, lo, hi)
+
+
+def _check_cache_stats(sol, rows, policy=None):
+    st = sol.stats
+    assert st["cache_location"] == "device"
+    assert st["cache_rows"] == rows
+    assert st["cache_replay_mismatches"] == 0          # device and host policy state agree
+    assert st["cache_misses"] >= 1
+    assert st["gpu_suspensions"] >= st["cache_misses"]
+    if policy:
+        assert st["cache_policy"] == policy
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("policy", ["lfu", "slru", "auto"])
+@pytest.mark.parametrize("rows", [1, 12, 60])
+def test_numpy_matrix_streamed_through_device_cache(policy, rows):
+    """A NumPy matrix too big for the budget goes row by row into the device cache (pinned
+    memory); any capacity, 1 row included, gives the optimum, with the CPU's rows evaluated.
+    "auto" picks LFU when a quarter of the rows fit, else SLRU (as on the CPU)."""
+    c = costfns.generate("geometric", 240, seed=2)
+    sol = epslap.solve(c, backend="gpu", cache=policy, memory=_rows_budget(240, 240, rows))
+    assert_optimal(c, sol)
+    _check_cache_stats(sol, rows, policy if policy != "auto" else
+                       ("lfu" if 4 * rows >= 240 else "slru"))
+    assert sol.stats["estimate_on"] == "host"
+    cpu = epslap.solve(c)
+    assert abs(sol.stats["rows_evaluated"] - cpu.stats["rows_evaluated"]) <= \
+        0.05 * cpu.stats["rows_evaluated"]
+    if rows == 1:   # every row access after the first is a miss unless it repeats the last row
+        assert sol.stats["cache_misses"] > sol.stats["rows_evaluated"] // 2
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(90, 150), (150, 90)])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_host_sources_without_device_form(shape, maximize):
+    """A Python function source (no CUDA form) and a float32 / int32 matrix too big for the
+    budget: rows come from the host; rectangular both ways; maximize."""
+    def cost(i, j):
+        return float((i * 7 + j * 13) % 31) + 0.25 * ((i + 2 * j) % 5)
+
+    src = costfns.from_function(cost, shape)
+    c = src.dense()
+    n1, n2 = shape
+    sol = epslap.solve(src, backend="gpu", maximize=maximize, memory=_rows_budget(n1, n2, 20))
+    assert_optimal(c, sol, maximize=maximize)
+    _check_cache_stats(sol, 20)
+    for dtype in (np.float32, np.int32):  # 4-byte entries: the whole matrix exceeds the budget
+        m = (np.random.default_rng(7).random(shape) * 1000).astype(dtype)
+        sol = epslap.solve(m, backend="gpu", maximize=maximize, memory=_rows_budget(n1, n2, 5))
+        assert_optimal(m, sol, maximize=maximize)
+        _check_cache_stats(sol, 5)
+
+
+@gpu
+@pytest.mark.gpu
+def test_python_function_source_on_gpu_and_its_errors():
+    def row(i):
+        return np.abs(np.arange(50.0) - 2.0 * i)
+    src = costfns.from_function(row, (40, 50), kind="row")
+    assert_optimal(src.dense(), epslap.solve(src, backend="gpu"))
+
+    def bad(i):
+        if i == 17:
+            raise RuntimeError("row 17 is broken")
+        return np.arange(50.0)
+    with pytest.raises(RuntimeError, match="row 17 is broken"):
+        epslap.solve(costfns.from_function(bad, (40, 50), kind="row"), backend="gpu")
+    import numba
+    jitted = costfns.from_function(numba.njit(lambda i, j: abs(j - 2.0 * i)), (40, 50))
+    sol = epslap.solve(jitted, backend="gpu", memory=_rows_budget(40, 50, 3))
+    assert_optimal(src.dense(), sol)
+    _check_cache_stats(sol, 3, "slru")
+    with pytest.raises(ValueError, match="too small for backend='gpu' at 40x50"):
+        epslap.solve(src, backend="gpu", memory="1KiB")
+
+
+_SQDIST = r'''
+extern "C" __global__ void sqdist(double* out, long long i, long long lo, long long hi,
+                                  const double* x, const double* y) {
+    for (long long j = lo + blockIdx.x * blockDim.x + threadIdx.x; j < hi;
+         j += (long long)gridDim.x * blockDim.x) {
+        const double dx = x[2 * i] - y[2 * j], dy = x[2 * i + 1] - y[2 * j + 1];
+        out[j - lo] = dx * dx + dy * dy;
+    }
+}'''
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("maximize", [False, True])
+def test_user_row_kernel_source(maximize):
+    """costfns.RowKernel (the module docstring's example): the same optimum as the CPU backend on
+    the same points, through a small device cache; the kernel fills slices too."""
+    import cupy
+    n1, n2 = 300, 340
+    rng = np.random.default_rng(11)
+    x, y = rng.random((n1, 2)), rng.random((n2, 2))
+    kernel = cupy.RawKernel(_SQDIST, "sqdist")
+    src = costfns.RowKernel(kernel, (n1, n2), args=(cupy.asarray(x), cupy.asarray(y)))
+    c = costfns.SqEuclidean(x, y).dense()
+    part = cupy.zeros(40)
+    src.fill_device(part, 5, 100, 140)
+    np.testing.assert_allclose(part.get(), c[5, 100:140], rtol=1e-12)
+    sol = epslap.solve(src, backend="gpu", maximize=maximize, memory=_rows_budget(n1, n2, 50))
+    assert_optimal(c, sol, maximize=maximize)
+    _check_cache_stats(sol, 50, "slru")
+    with pytest.raises(ValueError, match="transposed"):
+        epslap.solve(costfns.RowKernel(kernel, (n2, n1), args=(cupy.asarray(y), cupy.asarray(x))),
+                     backend="gpu")
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["geometric", "integer", "rank2"])
+def test_device_cost_with_explicit_cache(name):
+    """cache='lfu'/'slru' on a device cost: rows computed once per miss into the cache; the same
+    optimum and rows evaluated as without the cache (estimate on the device in both)."""
+    src = costfns.problem(name, 400, seed=4)
+    plain = epslap.solve(src, backend="gpu")
+    for policy, rows in (("lfu", 100), ("slru", 20), ("lfu", 1)):
+        sol = epslap.solve(src, backend="gpu", cache=policy, memory=_rows_budget(400, 400, rows))
+        assert sol.cost == plain.cost if name == "integer" else abs(sol.cost - plain.cost) <= 1e-9 * 400
+        _check_cache_stats(sol, rows, policy)
+        assert sol.stats["estimate_on"] == "device"
+        assert sol.stats["rows_evaluated"] == plain.stats["rows_evaluated"]

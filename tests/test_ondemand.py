@@ -211,3 +211,36 @@ def test_cache_policies_match_reference_model(cap, policy, seq):
     for k, r in enumerate(state.slot_row):
         if r >= 0:
             np.testing.assert_array_equal(state.slots[k], dense[r])
+
+
+@settings(max_examples=100, deadline=None)
+@given(cap=st.integers(1, 8), policy=st.sampled_from(["lfu", "slru"]),
+       seq=st.lists(st.integers(0, 11), min_size=1, max_size=200))
+def test_device_cache_protocol_matches_reference_model(cap, policy, seq):
+    """The GPU row cache's protocol, simulated on the host: the kernel logs accesses to present
+    rows and suspends on a missing one; ``replay`` applies the log and the miss. Hits, misses and
+    the rows held must be those of the reference model (the same semantics as the CPU cache)."""
+    from epslap.cache import replay
+    n_rows = 12
+    state = make_cache(np.zeros((1, 1)), n_rows, 0, cap, policy, np.float64)
+    slot_of = np.full(n_rows, -1)
+    slot_row = np.full(min(cap, n_rows), -1)
+    log, hit = [], []
+    for r in seq:
+        if slot_of[r] >= 0:
+            log.append(r)
+            hit.append(True)
+            continue
+        k, wrong = replay(state, np.array(log, np.int64), np.int64(r))
+        assert wrong == 0
+        log = []
+        if slot_row[k] >= 0:
+            slot_of[slot_row[k]] = -1
+        slot_of[r], slot_row[k] = k, r
+        hit.append(False)
+    replay(state, np.array(log, np.int64), np.int64(-1))
+    model = (_ModelLFU if policy == "lfu" else _ModelSLRU)(min(cap, n_rows))
+    assert hit == [model.access(r) for r in seq]
+    assert (int(state.hits[0]), int(state.hits[1])) == (hit.count(True), hit.count(False))
+    held = set(model.slots) if policy == "lfu" else set(model.prob) | set(model.prot)
+    assert set(slot_row[slot_row >= 0].tolist()) == held

@@ -117,6 +117,44 @@ def _run_workers(args_of, nthreads: int, sync: np.ndarray):
         raise errors[0]
 
 
+def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
+                  ctl=None, estimate_context=None):
+    """Stages A–E on the host over the rows of ``src`` (ALGORITHM.md §2; also validates every
+    row: NaN/-inf and infeasible rows raise). Used by the CPU solve and by the GPU backend for
+    rows that come from the host.
+
+    Returns ``(v, perm, pick, eps_upper, eps_lower, certified, compile_s, seconds)``: v in the
+    work dtype; ``certified`` when stage B's assignment ``pick`` is the exact pass's optimal
+    result (``epsilon`` only). ``epsilon=False``: v = 0, natural row order, ε bounds 0.
+    """
+    work = np.int64 if integral else np.float64
+    ctl = np.zeros(8, dtype=np.int64) if ctl is None else ctl
+    buf = np.empty(n2, dtype=row_dtype)
+    v = np.zeros(n2, dtype=work)
+    perm = np.arange(n1, dtype=np.int64)
+    pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
+    est_args = (src, buf, n1, n2, v, perm, integral, pick)
+    compile_s = _compile(est._estimate, est_args)
+    t0 = time.perf_counter()
+    if estimate_context is None:
+        status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
+    else:
+        with estimate_context():
+            status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args),
+                                                              ctl)
+    if status == est.STATUS_INVALID:
+        raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
+    certified = status == est.STATUS_CERTIFIED and epsilon
+    if status not in (est.STATUS_OK, est.STATUS_CERTIFIED):
+        raise InfeasibleError("cost matrix is infeasible")
+    if not epsilon:  # plain SSP: start from v = 0, natural row order
+        v[:] = 0
+        perm[:] = np.arange(n1)
+        eps_upper = eps_lower = 0.0
+    return (v, perm, pick, eps_upper, eps_lower, certified, compile_s,
+            time.perf_counter() - t0)
+
+
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                progress: bool = False, progress_extra=None, threads: int = 1,
                thread_srcs=None, estimate_context=None) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -135,34 +173,13 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     srcs = list(thread_srcs) if thread_srcs is not None else [src] * nthreads
     if len(srcs) != nthreads:
         raise ValueError(f"thread_srcs must hold {nthreads} sources, got {len(srcs)}")
-    buf = np.empty(n2, dtype=row_dtype)
-    v = np.zeros(n2, dtype=work)
-    perm = np.arange(n1, dtype=np.int64)
     row_to_col = np.full(n1, -1, dtype=np.int64)
     ctl = np.zeros(8, dtype=np.int64)
     eps_log = np.zeros(ker.MAX_PASSES)
 
-    pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
-    est_args = (src, buf, n1, n2, v, perm, integral, pick)
-    compile_s = _compile(est._estimate, est_args)
-    t0 = time.perf_counter()
-    # the estimate also validates every row of an on-demand source (NaN, -inf, empty rows)
-    if estimate_context is None:
-        status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
-    else:
-        with estimate_context():
-            status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args),
-                                                              ctl)
-    if status == est.STATUS_INVALID:
-        raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
-    certified = status == est.STATUS_CERTIFIED and epsilon
-    if status not in (est.STATUS_OK, est.STATUS_CERTIFIED):
-        raise InfeasibleError("cost matrix is infeasible")
-    if not epsilon:  # plain SSP: start from v = 0, natural row order
-        v[:] = 0
-        perm[:] = np.arange(n1)
-        eps_upper = eps_lower = 0.0
-    time_estimate = time.perf_counter() - t0
+    v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate = estimate_rows(
+        src, n1, n2, row_dtype, integral=integral, epsilon=epsilon, ctl=ctl,
+        estimate_context=estimate_context)
 
     sync = sync_mod.new_sync()
     slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)

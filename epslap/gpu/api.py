@@ -76,50 +76,136 @@ def _check_budget(budget: int, need: int, n1: int, n2: int, upload: int) -> None
                      f"{n1}x{n2}: {what} need at least {need / 2**20:.1f} MiB of device memory")
 
 
+def _cache_plan(budget, n1, n2, cache, state_bytes, what):
+    """(capacity, policy) of a device row cache of n1 rows of n2 8-byte costs under ``budget``
+    bytes of device memory, of which ``state_bytes`` go to the search state."""
+    from .rowcache import DeviceRowCache
+    fixed = DeviceRowCache.device_bytes(0, n1, n2) + state_bytes
+    capacity = (budget - fixed) // (8 * n2)
+    if capacity < 1:
+        raise ValueError(f"memory budget {budget / 2**20:.1f} MiB is too small for backend='gpu' "
+                         f"at {n1}x{n2} with {what}: the search state, the row table and one "
+                         f"cached row need at least {(fixed + 8 * n2) / 2**20:.1f} MiB of device "
+                         "memory")
+    capacity = min(capacity, n1)
+    policy = cache if cache != "auto" else ("lfu" if 4 * capacity >= n1 else "slru")
+    return int(capacity), policy
+
+
 def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="auto"):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays.
 
-    ``memory`` (optional) is a budget of device memory for the solve; it is checked before
-    anything is allocated. ``cache`` must stay "auto": the GPU backend computes costs inside its
-    kernels and keeps no row cache.
+    Where the costs come from decides how the passes read them:
+
+    - a cost source with a device form: computed inside the kernels (``cache`` "lfu"/"slru":
+      rows computed once per miss into a device row cache instead — for expensive costs);
+    - a CuPy matrix: read where it is; a NumPy matrix: uploaded when it fits ``memory`` (or the
+      device), else — or with ``cache`` "lfu"/"slru" — streamed row by row into a device row
+      cache through pinned memory;
+    - a cost source without a device form (a Python/Numba function, a file) or a
+      ``costfns.RowKernel``: rows into a device row cache, from the host or the user's kernel.
+
+    ``memory``: the budget of device memory (search state, uploaded matrix, row cache), checked
+    before anything is allocated; default for a row cache: 2 GiB of rows.
     """
-    from costfns import CostSource
+    from costfns import CostSource, RowKernel
     from costfns.sources import dense_cuda_source
     from .._api import empty_solve, finish
+    from .._ondemand import DEFAULT_MEMORY, _NegatedState, _raise_pending
     from ..cache import parse_memory
-    if cache != "auto":
-        raise ValueError(f"cache={cache!r} applies to backend='cpu': backend='gpu' computes costs "
-                         "inside its kernels and keeps no row cache")
+    from .rowcache import HostRows, KernelRows
+    from .solver import CacheSpec, HostRowsSpec
+    if cache not in ("auto", "lfu", "slru"):
+        raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {cache!r}")
     budget = None if memory is None else parse_memory(memory)
     cupy = import_cupy()
+    if cache != "auto" and isinstance(cost, cupy.ndarray):
+        raise ValueError(f"cache={cache!r}: a CuPy matrix is read where it is on the device; a "
+                         "row cache applies to rows from the host or to a cost source")
     with cupy.cuda.Device(device):
-        if budget is not None:
-            shape = cost.shape if isinstance(cost, CostSource) else np.shape(cost)
-            if len(shape) == 2:
-                lo, hi = sorted(int(x) for x in shape)
-                upload = 0
-                if not isinstance(cost, (CostSource, cupy.ndarray)):
-                    upload = lo * hi * max(np.asarray(cost).dtype.itemsize, 4)
-                sms = cupy.cuda.Device(device).attributes["MultiProcessorCount"]
-                _check_budget(budget, device_bytes(lo, hi, blocks_for(hi, sms)) + upload,
-                              shape[0], shape[1], upload)
+        sms = cupy.cuda.Device(device).attributes["MultiProcessorCount"]
+        shape = cost.shape if isinstance(cost, CostSource) else np.shape(cost)
+        if len(shape) != 2:
+            raise ValueError(f"expected a matrix (2-D array), got a {len(shape)}-D array")
+        lo_n, hi_n = sorted(int(x) for x in shape)
+        state_bytes = device_bytes(lo_n, hi_n, blocks_for(hi_n, sms))
+        # a row cache gets the budget less the search state; without a budget, 2 GiB of rows
+        rows_budget, rows_state = ((budget, state_bytes) if budget is not None
+                                   else (parse_memory(DEFAULT_MEMORY), 0))
+        cuda_cost = spec = host = None
+        source = None
         if isinstance(cost, CostSource):
+            source = cost
             n1, n2 = cost.shape
             transposed = n1 > n2
             src = cost.transpose() if transposed else cost
             n1, n2 = src.shape
             integral = np.dtype(src.dtype).kind == "i"
-            cuda_cost = src.cuda_source()
-            if maximize:
-                cuda_cost = _negated(cuda_cost)
-        else:
+            try:
+                cuda_cost = None if isinstance(src, RowKernel) else src.cuda_source()
+            except NotImplementedError:
+                cuda_cost = None
+            if cuda_cost is not None:
+                if maximize:
+                    cuda_cost = _negated(cuda_cost)
+                if cache != "auto":
+                    cap, policy = _cache_plan(rows_budget, n1, n2, cache, rows_state,
+                                              f"cache={cache!r}")
+                    spec = CacheSpec(cap, policy, None)
+                elif budget is not None:
+                    _check_budget(budget, state_bytes, n1, n2, 0)
+            else:  # rows from the host (or the user's kernel) into a device row cache
+                hstate = src.state()
+                if maximize:
+                    hstate = _NegatedState(hstate)
+                host = HostRowsSpec(hstate, np.dtype(src.dtype))
+                cap, policy = _cache_plan(rows_budget, n1, n2, cache, rows_state,
+                                          f"a {type(src).__name__} source")
+                work = np.int64 if integral else np.float64
+                rows = (KernelRows(src, maximize) if isinstance(src, RowKernel)
+                        else HostRows(cupy, hstate, n2, src.dtype, work))
+                spec = CacheSpec(cap, policy, rows)
+        elif isinstance(cost, cupy.ndarray) or not _streamed(cost, cache, budget, state_bytes,
+                                                               cupy):
+            if budget is not None:
+                upload = 0 if isinstance(cost, cupy.ndarray) else \
+                    lo_n * hi_n * max(np.asarray(cost).dtype.itemsize, 4)
+                _check_budget(budget, state_bytes + upload, shape[0], shape[1], upload)
             m, transposed, integral = device_matrix(cupy, cost, maximize)
             n1, n2 = m.shape
             cuda_cost = dense_cuda_source(m)
+        else:  # a NumPy matrix larger than the budget (or the device): streamed through a cache
+            canon = canonical_dense(cost, maximize)
+            m, transposed, integral = canon.matrix, canon.transposed, canon.integral
+            n1, n2 = m.shape
+            host = HostRowsSpec(m, m.dtype)
+            avail = budget if budget is not None else int(0.8 * cupy.cuda.runtime.memGetInfo()[0])
+            cap, policy = _cache_plan(avail, n1, n2, cache, state_bytes, "a NumPy matrix")
+            spec = CacheSpec(cap, policy, HostRows(cupy, m, n2, m.dtype,
+                                                   np.int64 if integral else np.float64))
         if n1 == 0:
             row_to_col, v, assigned, stats = empty_solve(n2, integral, "gpu")
         else:
-            row_to_col, v, stats, assigned = solve_device(cuda_cost, n1, n2, integral=integral,
-                                                          epsilon=epsilon, device=device)
+            try:
+                row_to_col, v, stats, assigned = solve_device(
+                    cuda_cost, n1, n2, integral=integral, epsilon=epsilon, device=device,
+                    cache=spec, host=host)
+            finally:
+                if source is not None:
+                    _raise_pending(source)
     return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)
+
+
+def _streamed(cost, cache, budget, state_bytes, cupy) -> bool:
+    """Whether a host matrix goes through the device row cache instead of being uploaded: asked
+    for (``cache``), or it does not fit the budget (or the device's free memory) whole."""
+    if cache != "auto":
+        return True
+    arr = np.asarray(cost)
+    if arr.ndim != 2 or arr.dtype.kind not in "biuf" or arr.size == 0:
+        return False  # the upload path reports the problem
+    need = state_bytes + arr.shape[0] * arr.shape[1] * max(arr.dtype.itemsize, 4)
+    if budget is not None:
+        return need > budget
+    return need > 0.8 * cupy.cuda.runtime.memGetInfo()[0]

@@ -224,16 +224,35 @@ __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, lon
     }
 }
 
+// ---- rows from a device row cache (EXTERNAL_ROWS, defined by the cache's cost code) ----------
+// The cost code then also defines row_slot(a, i): the cache slot holding row i, -1 when the row
+// is not on the device. The slots are filled by the host between launches (rows from host memory,
+// a user's kernel, or an expensive device cost), so the pass kernel *suspends* when it needs a
+// missing row: it saves where it stands in `resume` and returns status 3; the host fills the row
+// and launches again, and the kernel continues exactly where it stopped. The column state (d,
+// pred, col_open, owner, v, rec) is in global memory anyway; what is saved is the loop state.
+// Every access to a present row is appended to `alog` (block 0, thread 0) so that the host can
+// replay the access sequence through the very same LFU/SLRU code as the CPU cache (epslap.cache).
+// Every block takes the same decisions (same winner, same slot table), so all suspend together.
+// resume (int64[16]): [0] phase (0 start of the pass, 1 at the start of augmentation k, 2 inside
+// its search), [1] row needed (-1: only the access log is full), [2] k, [3] steps closed,
+// [4] jmin, [5] mn, [6..10] the step's winner (val, key, own, vj, pred), [11] rows evaluated,
+// [12] Σ ε (doubles and cost_t as bits), [13] entries in alog. susp_d: (grid threads,) each
+// thread's partial Σ(mn - d_j).
+enum { R_PHASE, R_NEED, R_K, R_NCLOSED, R_JMIN, R_MN, R_VAL, R_KEY, R_OWN, R_VJ, R_PRED,
+       R_ROWS, R_EPS, R_LOGN };
+
 // d, pred, col_open (all 1 on entry), owner (-1 on entry), v: (n2,) device arrays, thread-private
 // as described above. rec: (gridDim.x, 3·(n2 + 1)) int32 scratch, each block's record of the
 // steps of the current augmentation (column, its owner, its predecessor), read by the path flip.
 // slots: (2, gridDim.x) Slot, zeroed by the host. progress[2]: stop request (host → device).
 // out_f64: [rows evaluated, unused, Σ ε, then per block Σ(mn - d_j)]; out_i64[0]: status
-// (0 ok, 1 infeasible, 2 stopped).
+// (0 ok, 1 infeasible, 2 stopped, 3 suspended for a row: see above).
 extern "C" __global__ void __launch_bounds__(THREADS)
 eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v, cost_t* d,
          long long* pred, unsigned char* col_open, long long* owner, int* rec, Slot* slots,
-         double* out_f64, long long* out_i64, volatile long long* progress)
+         double* out_f64, long long* out_i64, volatile long long* progress,
+         long long* resume, double* susp_d, long long* alog, long long alog_cap)
 {
     COST_BUILD
     __shared__ Cand sh[2 * (WARPS + 1)];
@@ -248,28 +267,89 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
     unsigned seq = 0;
     int parity = 0;
     double my_total_d = 0.0, rows_eval = 0.0, total_eps = 0.0;
-    for (long long k = 0; k < n2; ++k) {
-        const long long f = k < n1 ? perm[reverse ? n1 - 1 - k : k] : k;
-        Cand best = no_cand();
-        for (long long j = g; j < n2; j += S) {
-            const cost_t vj = v[j];
-            const cost_t dj = cost_at(a, f, j) - vj;
-            d[j] = dj; pred[j] = f;
-            consider(best, dj, j, owner[j], vj, f);
+    long long k_start = 0;
+    int phase = 0;
+#ifdef EXTERNAL_ROWS
+    long long log_n = 0;
+    bool skip_log = false;          // the first access after a miss: the host counted it already
+    phase = (int)resume[R_PHASE];
+    if (phase != 0) {
+        k_start = resume[R_K];
+        my_total_d = susp_d[g];
+        from_bits((unsigned long long)resume[R_ROWS], rows_eval);
+        from_bits((unsigned long long)resume[R_EPS], total_eps);
+        skip_log = resume[R_NEED] >= 0;
+    }
+    // 0: row i can be read now; 1: row i is missing; 2: the access log is full
+    auto access = [&](long long i) -> int {
+        if (i >= n1) return 0;
+        if (skip_log) { skip_log = false; return 0; }
+        if (row_slot(a, i) < 0) return 1;
+        if (log_n >= alog_cap) return 2;
+        if (leader) alog[log_n] = i;
+        ++log_n;
+        return 0;
+    };
+    // every thread saves its partial sum; thread 0 of block 0 the loop state (all blocks stop here)
+    auto suspend = [&](int ph, long long need, long long k, long long n_closed, long long jmin,
+                       cost_t mn, const Cand& r) {
+        susp_d[g] = my_total_d;
+        if (leader) {
+            resume[R_PHASE] = ph; resume[R_NEED] = need; resume[R_K] = k;
+            resume[R_NCLOSED] = n_closed; resume[R_JMIN] = jmin;
+            resume[R_MN] = (long long)bits_of(mn); resume[R_VAL] = (long long)bits_of(r.val);
+            resume[R_KEY] = r.key; resume[R_OWN] = r.own; resume[R_VJ] = (long long)bits_of(r.vj);
+            resume[R_PRED] = r.pred; resume[R_ROWS] = (long long)bits_of(rows_eval);
+            resume[R_EPS] = (long long)bits_of(total_eps); resume[R_LOGN] = log_n;
+            out_i64[0] = 3;
         }
-        // the stop request travels with block 0's candidate (read by its first warp)
-        const unsigned stop = (blockIdx.x == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
-        Cand r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra);
-        if (got_extra != 0) { if (leader) out_i64[0] = 2; return; }     // host asked to stop
-        if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
-        if (f < n1) rows_eval += 1.0;
-        long long jmin = r.key & 0x7fffffffu, n_closed = 1;
-        cost_t mn = r.val;
-        int my_closed = 0;
-        if (threadIdx.x == 0) { my_rec[0] = (int)jmin; my_rec[1] = r.own; my_rec[2] = r.pred; }
+    };
+#endif
+    for (long long k = k_start; k < n2; ++k) {
+        const long long f = k < n1 ? perm[reverse ? n1 - 1 - k : k] : k;
+        Cand r, best;
+        long long jmin, n_closed;
+        cost_t mn;
+        int my_closed;
+        if (phase == 2 && k == k_start) {                   // resume inside this augmentation's search
+#ifdef EXTERNAL_ROWS
+            n_closed = resume[R_NCLOSED]; jmin = resume[R_JMIN];
+            from_bits((unsigned long long)resume[R_MN], mn);
+            from_bits((unsigned long long)resume[R_VAL], r.val); r.key = (unsigned)resume[R_KEY];
+            r.own = (int)resume[R_OWN]; from_bits((unsigned long long)resume[R_VJ], r.vj);
+            r.pred = (int)resume[R_PRED];
+#endif
+            my_closed = 1;                             // may own closed columns (only a shortcut)
+        } else {
+#ifdef EXTERNAL_ROWS
+            const int acc = access(f);
+            if (acc != 0) { suspend(1, acc == 1 ? f : -1, k, 0, 0, (cost_t)0, no_cand()); return; }
+#endif
+            best = no_cand();
+            for (long long j = g; j < n2; j += S) {
+                const cost_t vj = v[j];
+                const cost_t dj = cost_at(a, f, j) - vj;
+                d[j] = dj; pred[j] = f;
+                consider(best, dj, j, owner[j], vj, f);
+            }
+            // the stop request travels with block 0's candidate (read by its first warp)
+            const unsigned stop = (blockIdx.x == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
+            r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra);
+            if (got_extra != 0) { if (leader) out_i64[0] = 2; return; }     // host asked to stop
+            if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
+            if (f < n1) rows_eval += 1.0;
+            jmin = r.key & 0x7fffffffu; n_closed = 1;
+            mn = r.val;
+            my_closed = 0;
+            if (threadIdx.x == 0) { my_rec[0] = (int)jmin; my_rec[1] = r.own; my_rec[2] = r.pred; }
+        }
         while (r.own >= 0) {
-            if (jmin % S == g) { col_open[jmin] = 0; ++my_closed; }  // the owner closes jmin
             const long long i = r.own;
+#ifdef EXTERNAL_ROWS
+            const int acc = access(i);
+            if (acc != 0) { suspend(2, acc == 1 ? i : -1, k, n_closed, jmin, mn, r); return; }
+#endif
+            if (jmin % S == g) { col_open[jmin] = 0; ++my_closed; }  // the owner closes jmin
             const cost_t cij = cost_at(a, i, jmin), vjmin = r.vj;
             best = no_cand();
             for (long long j = g; j < n2; j += S) {
@@ -464,6 +544,15 @@ extern "C" __global__ void gather_costs(COST_PARAMS, const long long* row_to_col
     COST_BUILD
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = cost_at(a, i, row_to_col[i]);
+}
+
+// out (n2,) = row i of the cost matrix (a device row cache filling a slot from a device cost).
+extern "C" __global__ void fill_row(COST_PARAMS, long long i, cost_t* out)
+{
+    COST_BUILD
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < a.n2;
+         j += (long long)gridDim.x * blockDim.x)
+        out[j] = cost_fn(a, i, j);
 }
 
 // out (n1, n2) = the cost matrix, materialised on the device (benchmarks: dense-on-device runs).

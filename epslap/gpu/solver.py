@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import time
+from typing import NamedTuple
 
 import numpy as np
+
+from costfns._base import _fill_block
 
 from ..cpu._estimate import _eps_bounds
 from ..cpu._kernel import _next_eps
@@ -97,8 +100,14 @@ def _cost_args(cupy, cuda_cost, n1, n2):
 
 
 def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool = True,
-                 device: int = 0):
-    """Solve on the device, then check the dual certificate of the result on the device.
+                 device: int = 0, cache=None, host=None):
+    """Solve on the device, then check the dual certificate of the result.
+
+    ``cuda_cost``: the device form of the costs (None when there is none). ``cache`` (a
+    :class:`CacheSpec`, optional): the passes read rows from a device row cache
+    (``rowcache.py``). ``host`` (a :class:`HostRowsSpec`, optional): the rows also exist on the
+    host — the estimate, the assigned costs and the certificate then read them there (a source
+    without a device form); otherwise all three run on the device from ``cuda_cost``.
 
     Every result is checked against its dual certificate on the device. Should a check ever fail
     (a defect: the multi-block race of 2026-11-22 is fixed and the GPU tests assert that no rerun
@@ -106,28 +115,64 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     ``stats["gpu_single_block_rerun"]`` says so; nothing uncertified is ever returned.
     """
     out = _solve_device_once(cuda_cost, n1, n2, integral=integral, epsilon=epsilon,
-                             device=device, blocks=None)
-    if _certified(cuda_cost, n1, n2, integral, out, device):
+                             device=device, blocks=None, cache=cache, host=host)
+    if _certified(cuda_cost, n1, n2, integral, out, device, host):
         out[2]["gpu_single_block_rerun"] = False
         return out
     first = out[2]
     out = _solve_device_once(cuda_cost, n1, n2, integral=integral, epsilon=epsilon,
-                             device=device, blocks=1)
+                             device=device, blocks=1, cache=cache, host=host)
     out[2]["gpu_single_block_rerun"] = True
     out[2]["time_failed_attempt_s"] = first["time_estimate_s"] + first["time_solve_s"]
     out[2]["failed_attempt_violation"] = first["certificate_max_violation"]
     out[2]["failed_attempt_rows_evaluated"] = first["rows_evaluated"]
-    if not _certified(cuda_cost, n1, n2, integral, out, device):
+    if not _certified(cuda_cost, n1, n2, integral, out, device, host):
         raise RuntimeError("backend='gpu': the result failed its optimality certificate; "
                            "please report this problem (use backend='cpu' meanwhile)")
     return out
 
 
-def _certified(cuda_cost, n1, n2, integral, out, device) -> bool:
-    """Dual feasibility of (u, v) checked over all pairs on the device (gap is 0 by construction:
-    u is derived from the assignment, so feasibility alone certifies optimality)."""
-    cupy = import_cupy()
+class CacheSpec(NamedTuple):
+    """A device row cache for the passes: ``capacity`` rows, ``policy`` "lfu"/"slru", ``rows``
+    the filler (``rowcache.HostRows``/``KernelRows``; None: the device cost's own rows)."""
+    capacity: int
+    policy: str
+    rows: object = None
+
+
+class HostRowsSpec(NamedTuple):
+    """Rows on the host: a compiled cost-source state (or a NumPy matrix) and its dtype."""
+    state: object
+    row_dtype: object
+
+
+class _StateRows:
+    """``rows(start, stop)`` of a host state, for :func:`epslap.verify`."""
+
+    def __init__(self, state, shape, dtype):
+        self.state, self.shape, self.dtype = state, shape, dtype
+
+    def rows(self, start, stop):
+        out = np.empty((stop - start, self.shape[1]), dtype=self.dtype)
+        _fill_block(self.state, np.int64(start), out)
+        return out
+
+
+def _certified(cuda_cost, n1, n2, integral, out, device, host=None) -> bool:
+    """Dual feasibility of (u, v) checked over all pairs (gap is 0 by construction: u is derived
+    from the assignment, so feasibility alone certifies optimality): on the device, or on the host
+    for rows that come from there (one more read of every row)."""
     row_to_col, v, stats, assigned = out
+    if host is not None:
+        from ..certificate import verify
+        vf = v.astype(np.float64)
+        u = assigned.astype(np.float64) - vf[row_to_col]
+        shift = vf.max()
+        rep = verify(_StateRows(host.state, (n1, n2), host.row_dtype), np.arange(n1), row_to_col,
+                     u + shift, vf - shift)
+        stats["certificate_max_violation"] = rep["max_violation"]
+        return bool(rep["optimal"])
+    cupy = import_cupy()
     with cupy.cuda.Device(device):
         mod = _module(cupy, cuda_cost.code, integral, threads_for(n2))
         args, keep = _cost_args(cupy, cuda_cost, n1, n2)
@@ -147,8 +192,8 @@ def _certified(cuda_cost, n1, n2, integral, out, device) -> bool:
 
 
 def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool,
-                       device: int, blocks):
-    """Solve the canonical problem (n1 <= n2) whose costs ``cuda_cost`` computes on the device.
+                       device: int, blocks, cache=None, host=None):
+    """Solve the canonical problem (n1 <= n2) on the device (see :func:`solve_device`).
 
     Returns ``(row_to_col, v, stats, assigned)`` as NumPy arrays (v, assigned in the work dtype;
     ``assigned[i]`` is the cost of row i's pair).
@@ -157,10 +202,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     with cupy.cuda.Device(device):
         t0 = time.perf_counter()
         threads = threads_for(n2)
-        mod = _module(cupy, cuda_cost.code, integral, threads)
-        sweep = mod.get_function("estimate_sweep")
-        pass_kernel = mod.get_function("eps_pass")
-        compile_s = time.perf_counter() - t0
+        src_mod = None if cuda_cost is None else _module(cupy, cuda_cost.code, integral, threads)
         dev = cupy.cuda.Device(device)
         sms = dev.attributes["MultiProcessorCount"]
         n_blocks = int(blocks or blocks_for(n2, sms))
@@ -169,16 +211,48 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
                              "possible on this device")
         grid = (n_blocks,)
         block = (threads,)
-        args, keep = _cost_args(cupy, cuda_cost, n1, n2)
         work = np.int64 if integral else np.float64
+        src_args, keep = (None, []) if cuda_cost is None else _cost_args(cupy, cuda_cost, n1, n2)
         try:
             state = _DeviceState(cupy, n1, n2, grid[0], threads, work)
+            row_cache = None
+            if cache is not None:
+                from .rowcache import DeviceCostRows, DeviceRowCache
+                rows = cache.rows
+                if rows is None:
+                    rows = DeviceCostRows(src_mod.get_function("fill_row"), src_args,
+                                          _wide_grid(cupy))
+                row_cache = DeviceRowCache(cupy, n1, n2, work, cache.capacity, cache.policy,
+                                           rows)
         except cupy.cuda.memory.OutOfMemoryError as exc:
             raise MemoryError(f"backend='gpu': not enough device memory for n={n2} "
                               f"({exc})") from exc
+        if row_cache is None:
+            pass_mod, pass_args = src_mod, src_args
+            alog, alog_cap = state.resume, 0
+        else:
+            pass_mod = _module(cupy, row_cache.cuda_cost().code, integral, threads)
+            pass_args, keep_cache = _cost_args(cupy, row_cache.cuda_cost(), n1, n2)
+            keep = keep + keep_cache
+            alog, alog_cap = row_cache.log, row_cache.log.shape[0]
+        pass_kernel = pass_mod.get_function("eps_pass")
+        compile_s = time.perf_counter() - t0
+
         t0 = time.perf_counter()
-        eps_upper, eps_lower = _estimate_device(cupy, sweep, grid, block, args, state, n1, n2,
-                                                integral, epsilon)
+        certified_pick = None
+        if host is not None:  # rows from the host: the CPU's estimate reads them there
+            from ..cpu.solver import estimate_rows
+            v0, perm0, pick, eps_upper, eps_lower, certified, c_s, _ = estimate_rows(
+                host.state, n1, n2, host.row_dtype, integral=integral, epsilon=epsilon)
+            compile_s += c_s
+            state.v[:] = cupy.asarray(v0)
+            state.perm[:] = cupy.asarray(perm0)
+            if certified:
+                certified_pick = pick
+        else:
+            eps_upper, eps_lower = _estimate_device(cupy, src_mod.get_function("estimate_sweep"),
+                                                    grid, block, src_args, state, n1, n2,
+                                                    integral, epsilon)
         cupy.cuda.Device().synchronize()
         time_estimate = time.perf_counter() - t0
 
@@ -186,9 +260,9 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         v = state.v  # work dtype, on the device
         eps, first, second = float(eps_upper), True, False
         reverse = eps == 0.0
-        passes, epsilons, rows_evaluated, syncs = 0, [], 0, 0
+        passes, epsilons, rows_evaluated, syncs, suspensions = 0, [], 0, 0, 0
         total_d = total_eps = 0.0
-        while eps >= 0.0:
+        while eps >= 0.0 and certified_pick is None:
             eps = float(_next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n2,
                                   integral))
             if eps == 0.0:
@@ -196,29 +270,46 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             epsilons.append(max(eps, 0.0))
             state.reset_pass()
             eps_w = work(max(eps, 0.0))
-            pgrid = grid
-            pass_kernel(pgrid, block, (*args, state.perm, np.int32(reverse), eps_w, v, state.d,
-                                      state.pred, state.col_open, state.owner, state.rec,
-                                      state.xslots, state.out_f64, state.out_i64,
-                                      state.progress))
-            out_f, out_i = state.out_f64.get(), state.out_i64.get()  # one host sync per pass
-            syncs += 1
+            while True:  # one launch per pass, plus one per suspension for a missing row
+                pass_kernel(grid, block, (*pass_args, state.perm, np.int32(reverse), eps_w, v,
+                                          state.d, state.pred, state.col_open, state.owner,
+                                          state.rec, state.xslots, state.out_f64, state.out_i64,
+                                          state.progress, state.resume, state.susp_d, alog,
+                                          np.int64(alog_cap)))
+                out_i = state.out_i64.get()  # one host sync per pass (or per miss)
+                syncs += 1
+                if out_i[0] != 3:
+                    break
+                suspensions += 1
+                res = state.resume.get()
+                row_cache.serve(int(res[1]), int(res[13]))
+                state.xslots.fill(0)
+                state.out_i64.fill(0)
+            out_f = state.out_f64.get()
             passes += 1
             if out_i[0] == 1:
                 raise InfeasibleError("cost matrix is infeasible")
             rows_evaluated += int(out_f[0])
-            total_d = float(sum(out_f[3:3 + pgrid[0]]))  # per-block partial sums, in block order
+            total_d = float(sum(out_f[3:3 + grid[0]]))  # per-block partial sums, in block order
             total_eps = float(out_f[2])
             if eps > 0.0:
                 v -= v.max()
             second, first, reverse = first, False, not reverse
-        row_to_col_dev = state.row_to_col()
-        assigned = cupy.empty(n1, dtype=work)
-        gather = mod.get_function("gather_costs")
-        gather(((n1 + 255) // 256,), (256,), (*args, row_to_col_dev, assigned, np.int64(n1)))
-        row_to_col = row_to_col_dev.get()
+        if certified_pick is not None:  # stage B's assignment is optimal (see _estimate)
+            row_to_col = certified_pick
+            passes, epsilons, rows_evaluated = 1, [0.0], n1
+        else:
+            row_to_col = state.row_to_col().get()
         v_host = v.get()
-        assigned = assigned.get()
+        if host is not None:
+            from ..cpu.solver import assigned_costs
+            assigned = assigned_costs(host.state, n2, host.row_dtype, row_to_col, work)
+        else:
+            assigned_dev = cupy.empty(n1, dtype=work)
+            gather = src_mod.get_function("gather_costs")
+            gather(((n1 + 255) // 256,), (256,), (*src_args, cupy.asarray(row_to_col),
+                                                  assigned_dev, np.int64(n1)))
+            assigned = assigned_dev.get()
         time_solve = time.perf_counter() - t0
     stats = {
         "backend": "gpu",
@@ -234,7 +325,12 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         "host_syncs_per_augmentation": syncs / max(passes * n2, 1),
         "grid": grid[0],
         "threads_per_block": threads,
+        "estimate_on": "host" if host is not None else "device",
+        "certified_by_estimate": certified_pick is not None,
     }
+    if row_cache is not None:
+        stats.update(row_cache.stats(), gpu_suspensions=suspensions,
+                     cache_replay_mismatches=row_cache.mismatches)
     del keep
     return row_to_col, v_host, stats, assigned
 
@@ -248,7 +344,8 @@ def device_bytes(n1: int, n2: int, n_blocks: int) -> int:
     per_col = 8 * 8 + 2
     per_row = 8 * 4
     record = n_blocks * 3 * (n2 + 1) * 4
-    fixed = 2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 64 + 8 * (n_blocks + 16)
+    fixed = (2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 64 + 8 * (n_blocks + 16)
+             + 8 * n_blocks * 1024 + 128)  # ... and a suspended pass's state
     return per_col * n2 + per_row * n1 + record + fixed
 
 
@@ -272,6 +369,9 @@ class _DeviceState:
         self.out_f64 = cupy.zeros(3 + n_blocks, dtype=np.float64)
         self.out_i64 = cupy.zeros(2, dtype=np.int64)
         self.progress = cupy.zeros(4, dtype=np.int64)
+        # a suspended pass (device row cache): its loop state and every thread's partial sum
+        self.resume = cupy.zeros(16, dtype=np.int64)
+        self.susp_d = cupy.zeros(n_blocks * threads, dtype=np.float64)
         # estimation
         self.vf = cupy.zeros(n2, dtype=np.float64)
         self.best1 = cupy.empty(n2, dtype=np.float64)
@@ -282,6 +382,7 @@ class _DeviceState:
         self.sums = cupy.zeros(3, dtype=np.float64)
 
     def reset_pass(self):
+        self.resume.fill(0)
         self.owner.fill(-1)
         self.col_open.fill(1)
         self.xslots.fill(0)
