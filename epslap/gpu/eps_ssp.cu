@@ -234,13 +234,17 @@ __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, lon
 // Every access to a present row is appended to `alog` (block 0, thread 0) so that the host can
 // replay the access sequence through the very same LFU/SLRU code as the CPU cache (epslap.cache).
 // Every block takes the same decisions (same winner, same slot table), so all suspend together.
-// resume (int64[16]): [0] phase (0 start of the pass, 1 at the start of augmentation k, 2 inside
+// resume (int64[32]): [0] phase (0 start of the pass, 1 at the start of augmentation k, 2 inside
 // its search), [1] row needed (-1: only the access log is full), [2] k, [3] steps closed,
 // [4] jmin, [5] mn, [6..10] the step's winner (val, key, own, vj, pred), [11] rows evaluated,
-// [12] Σ ε (doubles and cost_t as bits), [13] entries in alog. susp_d: (grid threads,) each
-// thread's partial Σ(mn - d_j).
+// [12] Σ ε (doubles and cost_t as bits), [13] entries in alog, [14] seq and [15] parity of the
+// slot exchange (it goes on numbering, so the slots need no reset), and from the host before
+// a resume: [16] the slot now holding the needed row, [17] the row it evicted (-1: none), which
+// every block writes into the slot table itself before reading it. susp_d: (grid threads,) each
+// thread's partial Σ(mn - d_j). alog follows resume in the same allocation (one copy to the
+// host reads the record and the start of the log).
 enum { R_PHASE, R_NEED, R_K, R_NCLOSED, R_JMIN, R_MN, R_VAL, R_KEY, R_OWN, R_VJ, R_PRED,
-       R_ROWS, R_EPS, R_LOGN };
+       R_ROWS, R_EPS, R_LOGN, R_SEQ, R_PARITY, R_FILL_SLOT, R_EVICT };
 
 // d, pred, col_open (all 1 on entry), owner (-1 on entry), v: (n2,) device arrays, thread-private
 // as described above. rec: (gridDim.x, 3·(n2 + 1)) int32 scratch, each block's record of the
@@ -278,8 +282,18 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         my_total_d = susp_d[g];
         from_bits((unsigned long long)resume[R_ROWS], rows_eval);
         from_bits((unsigned long long)resume[R_EPS], total_eps);
-        skip_log = resume[R_NEED] >= 0;
+        seq = (unsigned)resume[R_SEQ];
+        parity = (int)resume[R_PARITY];
+        const long long need = resume[R_NEED];
+        skip_log = need >= 0;
+        if (need >= 0 && threadIdx.x == 0) {        // the host filled a slot: every block
+            long long* table = (long long*)a.p[1];  // updates the table the same way
+            if (resume[R_EVICT] >= 0) table[resume[R_EVICT]] = -1;
+            table[need] = resume[R_FILL_SLOT];
+        }
+        __syncthreads();
     }
+    if (leader) out_i64[0] = 0;
     // 0: row i can be read now; 1: row i is missing; 2: the access log is full
     auto access = [&](long long i) -> int {
         if (i >= n1) return 0;
@@ -301,6 +315,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             resume[R_KEY] = r.key; resume[R_OWN] = r.own; resume[R_VJ] = (long long)bits_of(r.vj);
             resume[R_PRED] = r.pred; resume[R_ROWS] = (long long)bits_of(rows_eval);
             resume[R_EPS] = (long long)bits_of(total_eps); resume[R_LOGN] = log_n;
+            resume[R_SEQ] = seq; resume[R_PARITY] = parity;
             out_i64[0] = 3;
         }
     };

@@ -43,15 +43,18 @@ class HostRows:
 
     def __init__(self, cupy, state, n2: int, row_dtype, work):
         self.cupy, self.state = cupy, state
-        self.stage = np.empty((1, n2), dtype=row_dtype)
         mem = cupy.cuda.alloc_pinned_memory(n2 * np.dtype(work).itemsize)
-        self.pinned = np.frombuffer(mem, dtype=work, count=n2)
+        self.pinned = np.frombuffer(mem, dtype=work, count=n2).reshape(1, n2)
         self._mem = mem  # keeps the pinned allocation alive
+        # rows of another dtype are computed into a staging row, then converted
+        same = np.dtype(row_dtype) == np.dtype(work)
+        self.stage = self.pinned if same else np.empty((1, n2), dtype=row_dtype)
 
     def fill(self, i: int, dst) -> None:
         _fill_block(self.state, np.int64(i), self.stage)
-        self.pinned[:] = self.stage[0]
-        dst.set(self.pinned)
+        if self.stage is not self.pinned:
+            self.pinned[0] = self.stage[0]
+        dst.set(self.pinned[0])
 
 
 class KernelRows:
@@ -87,7 +90,7 @@ class DeviceRowCache:
         capacity = int(max(1, min(capacity, n1)))
         self.slots = cupy.empty((capacity, n2), dtype=work)
         self.slot_of = cupy.full(n1, -1, dtype=np.int64)
-        self.log = cupy.empty(log_capacity(n2), dtype=np.int64)
+        self.log_capacity = log_capacity(n2)  # the log itself lives after the resume record
         self.state = make_cache(np.zeros((1, 1)), n1, 0, capacity, policy, work)
         self.slot_row = np.full(capacity, -1, dtype=np.int64)
         self.mismatches = 0
@@ -103,20 +106,18 @@ class DeviceRowCache:
     def cuda_cost(self) -> CudaCost:
         return CudaCost(_CACHE_CODE, [self.slots, self.slot_of], [], [])
 
-    def serve(self, need: int, n_logged: int) -> None:
-        """The kernel suspended: replay its ``n_logged`` accesses, then fill row ``need``
-        (-1: the log was full, nothing to fill)."""
-        log = self.log[:n_logged].get() if n_logged else np.zeros(0, np.int64)
+    def serve(self, need: int, log: np.ndarray) -> tuple[int, int]:
+        """The kernel suspended: replay its logged accesses, then fill row ``need`` (-1: the log
+        was full, nothing to fill). Returns (slot of ``need``, the row it evicted or -1) for the
+        kernel, which updates ``slot_of`` itself when it resumes."""
         k, wrong = replay(self.state, log, np.int64(need))
         self.mismatches += int(wrong)
         if need < 0:
-            return
+            return -1, -1
         old = int(self.slot_row[k])
-        if old >= 0:
-            self.slot_of[old] = -1
         self.rows.fill(need, self.slots[k])
-        self.slot_of[need] = k
         self.slot_row[k] = need
+        return int(k), old
 
     def stats(self) -> dict:
         hits, misses = (int(x) for x in self.state.hits)

@@ -46,6 +46,10 @@ def import_cupy():
 # (n = 128000: 131 s against 88 s), so every multiprocessor gets a block.
 SHORT_PATH_MAX_N2 = 65536
 
+# the pass kernel's resume record (eps_ssp.cu, "rows from a device row cache"): its length and
+# the fields the host reads or writes
+_RESUME, _R_NEED, _R_LOGN, _R_FILL_SLOT, _R_EVICT = 32, 1, 13, 16, 17
+
 
 def threads_for(n2: int) -> int:
     """Threads per block (EPSLAP_GPU_THREADS overrides): 512 on the short path; beyond it few
@@ -214,7 +218,11 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         work = np.int64 if integral else np.float64
         src_args, keep = (None, []) if cuda_cost is None else _cost_args(cupy, cuda_cost, n1, n2)
         try:
-            state = _DeviceState(cupy, n1, n2, grid[0], threads, work)
+            log_cap = 0
+            if cache is not None:
+                from .rowcache import log_capacity
+                log_cap = log_capacity(n2)
+            state = _DeviceState(cupy, n1, n2, grid[0], threads, work, log_cap)
             row_cache = None
             if cache is not None:
                 from .rowcache import DeviceCostRows, DeviceRowCache
@@ -229,12 +237,10 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
                               f"({exc})") from exc
         if row_cache is None:
             pass_mod, pass_args = src_mod, src_args
-            alog, alog_cap = state.resume, 0
         else:
             pass_mod = _module(cupy, row_cache.cuda_cost().code, integral, threads)
             pass_args, keep_cache = _cost_args(cupy, row_cache.cuda_cost(), n1, n2)
             keep = keep + keep_cache
-            alog, alog_cap = row_cache.log, row_cache.log.shape[0]
         pass_kernel = pass_mod.get_function("eps_pass")
         compile_s = time.perf_counter() - t0
 
@@ -274,17 +280,21 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
                 pass_kernel(grid, block, (*pass_args, state.perm, np.int32(reverse), eps_w, v,
                                           state.d, state.pred, state.col_open, state.owner,
                                           state.rec, state.xslots, state.out_f64, state.out_i64,
-                                          state.progress, state.resume, state.susp_d, alog,
-                                          np.int64(alog_cap)))
+                                          state.progress, state.resume, state.susp_d,
+                                          state.alog, np.int64(log_cap)))
                 out_i = state.out_i64.get()  # one host sync per pass (or per miss)
                 syncs += 1
                 if out_i[0] != 3:
                     break
                 suspensions += 1
-                res = state.resume.get()
-                row_cache.serve(int(res[1]), int(res[13]))
-                state.xslots.fill(0)
-                state.out_i64.fill(0)
+                head = state.resume_log[:state.head_len].get()  # the record and the log's start
+                n_log = int(head[_R_LOGN])
+                log = head[_RESUME:_RESUME + n_log]
+                if n_log > len(log):
+                    log = state.alog[:n_log].get()
+                need = int(head[_R_NEED])
+                slot, evicted = row_cache.serve(need, log)
+                state.resume[_R_FILL_SLOT:_R_EVICT + 1].set(np.array([slot, evicted], np.int64))
             out_f = state.out_f64.get()
             passes += 1
             if out_i[0] == 1:
@@ -352,7 +362,7 @@ def device_bytes(n1: int, n2: int, n_blocks: int) -> int:
 class _DeviceState:
     """Device arrays of one solve (all O(n2))."""
 
-    def __init__(self, cupy, n1, n2, n_blocks, threads, work):
+    def __init__(self, cupy, n1, n2, n_blocks, threads, work, log_cap=0):
         self.cupy, self.n1, self.n2 = cupy, n1, n2
         self.v = cupy.zeros(n2, dtype=work)
         self.d = cupy.empty(n2, dtype=work)
@@ -369,8 +379,12 @@ class _DeviceState:
         self.out_f64 = cupy.zeros(3 + n_blocks, dtype=np.float64)
         self.out_i64 = cupy.zeros(2, dtype=np.int64)
         self.progress = cupy.zeros(4, dtype=np.int64)
-        # a suspended pass (device row cache): its loop state and every thread's partial sum
-        self.resume = cupy.zeros(16, dtype=np.int64)
+        # a suspended pass (device row cache): its loop state, then the access log (one
+        # allocation: a single copy reads the record and the log's start); each thread's sum
+        self.resume_log = cupy.zeros(_RESUME + log_cap, dtype=np.int64)
+        self.resume = self.resume_log[:_RESUME]
+        self.alog = self.resume_log[_RESUME:]
+        self.head_len = _RESUME + min(log_cap, 224)
         self.susp_d = cupy.zeros(n_blocks * threads, dtype=np.float64)
         # estimation
         self.vf = cupy.zeros(n2, dtype=np.float64)
