@@ -131,6 +131,8 @@ def main() -> None:
     ap.add_argument("--peer-cap", type=float, default=30.0)
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--peers", nargs="+", help="only these peers (e.g. lap)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="epslap's solver threads (default 1: the issue's bar is single-thread)")
     ap.add_argument("--lapx-python", help="an interpreter with lapx installed (see above)")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -146,7 +148,7 @@ def main() -> None:
     for name in args.classes:
         for n in args.sizes:
             c = costfns.generate(name, n, seed=1)
-            fns = {"epslap": lambda: epslap.solve(c)}
+            fns = {"epslap": lambda: epslap.solve(c, threads=args.threads)}
             fns.update({p: (lambda fn=fn: fn(c)) for p, fn in peers.items()
                         if (p, name) not in skip})
             med, out = _time_interleaved(fns, args.repeats)
@@ -154,7 +156,8 @@ def main() -> None:
             rec = dict(cls=name, n=n, epslap_s=t_ours, rows_evaluated=sol.stats["rows_evaluated"],
                        passes=sol.stats["passes"], cost=sol.cost, peers={},
                        estimate_s=sol.stats["time_estimate_s"],
-                       certified_by_estimate=sol.stats.get("certified_by_estimate", False))
+                       certified_by_estimate=sol.stats.get("certified_by_estimate", False),
+                       threads=sol.stats.get("threads"))
             for pname in peers:
                 if pname not in med:
                     rec["peers"][pname] = None
