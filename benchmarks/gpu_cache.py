@@ -18,16 +18,9 @@ import numpy as np
 
 import costfns
 import epslap
+from costfns.device import EXAMPLE_SOURCE as _SQDIST
 
-_SQDIST = r'''
-extern "C" __global__ void sqdist(double* out, long long i, long long lo, long long hi,
-                                  const double* x, const double* y) {
-    for (long long j = lo + blockIdx.x * blockDim.x + threadIdx.x; j < hi;
-         j += (long long)gridDim.x * blockDim.x) {
-        const double dx = x[2 * i] - y[2 * j], dy = x[2 * i + 1] - y[2 * j + 1];
-        out[j - lo] = dx * dx + dy * dy;
-    }
-}'''
+
 
 
 def _budget(n, rows):

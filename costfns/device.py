@@ -9,18 +9,12 @@ the final certificate read every row on the host (one kernel launch and one copy
 The kernel's parameters are ``(T* out, long long i, long long lo, long long hi, <args>)`` with
 ``T`` = ``double`` (``dtype=float64``) or ``long long`` (``dtype=int64``): it must write
 ``out[j - lo] = c[i][j]`` for ``lo <= j < hi``, for any launch shape (a grid-stride loop).
-Example (squared distances between 2-D points held on the device)::
+Example: ``EXAMPLE_SOURCE`` below (squared distances between 2-D points held on the device)::
 
     import cupy, numpy, costfns, epslap
-    kernel = cupy.RawKernel(r'''
-    extern "C" __global__ void sqdist(double* out, long long i, long long lo, long long hi,
-                                      const double* x, const double* y) {
-        for (long long j = lo + blockIdx.x * blockDim.x + threadIdx.x; j < hi;
-             j += (long long)gridDim.x * blockDim.x) {
-            const double dx = x[2 * i] - y[2 * j], dy = x[2 * i + 1] - y[2 * j + 1];
-            out[j - lo] = dx * dx + dy * dy;
-        }
-    }''', "sqdist")
+    from costfns.device import EXAMPLE_SOURCE
+    kernel = cupy.RawKernel(EXAMPLE_SOURCE, "sqdist")
+    n = 20000
     x, y = cupy.random.rand(n, 2), cupy.random.rand(n, 2)
     source = costfns.RowKernel(kernel, (n, n), args=(x, y))
     sol = epslap.solve(source, backend="gpu", memory="4GiB")
@@ -33,6 +27,17 @@ from ._base import CostSource
 from .functions import FunctionSource
 
 _DTYPES = (np.dtype(np.float64), np.dtype(np.int64))
+
+#: the module docstring's example kernel: c[i][j] = |x_i - y_j|² for 2-D points x, y (row-major)
+EXAMPLE_SOURCE = r"""
+extern "C" __global__ void sqdist(double* out, long long i, long long lo, long long hi,
+                                  const double* x, const double* y) {
+    for (long long j = lo + blockIdx.x * blockDim.x + threadIdx.x; j < hi;
+         j += (long long)gridDim.x * blockDim.x) {
+        const double dx = x[2 * i] - y[2 * j], dy = x[2 * i + 1] - y[2 * j + 1];
+        out[j - lo] = dx * dx + dy * dy;
+    }
+}"""
 
 
 class RowKernel(CostSource):

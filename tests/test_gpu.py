@@ -261,15 +261,7 @@ def test_python_function_source_on_gpu_and_its_errors():
         epslap.solve(src, backend="gpu", memory="1KiB")
 
 
-_SQDIST = r'''
-extern "C" __global__ void sqdist(double* out, long long i, long long lo, long long hi,
-                                  const double* x, const double* y) {
-    for (long long j = lo + blockIdx.x * blockDim.x + threadIdx.x; j < hi;
-         j += (long long)gridDim.x * blockDim.x) {
-        const double dx = x[2 * i] - y[2 * j], dy = x[2 * i + 1] - y[2 * j + 1];
-        out[j - lo] = dx * dx + dy * dy;
-    }
-}'''
+from costfns.device import EXAMPLE_SOURCE as _SQDIST  # noqa: E402
 
 
 @gpu
