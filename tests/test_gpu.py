@@ -151,6 +151,22 @@ def test_gpu_bad_options_are_errors():
         epslap.solve(np.eye(3), backend="gpu", memory="lots")
 
 
+def test_device_cache_plan_rule_and_budget_errors():
+    """The device row cache's size and policy under a budget (no GPU needed): auto = LFU when a
+    quarter of the rows fit, else SLRU; a budget without room for one row is a clear error."""
+    from epslap.gpu.api import _cache_plan
+    from epslap.gpu.rowcache import DeviceRowCache
+    state = 10**6
+    fixed = DeviceRowCache.device_bytes(0, 1000, 1000) + state
+    assert _cache_plan(fixed + 8000 * 250, 1000, 1000, "auto", state, "x") == (250, "lfu")
+    assert _cache_plan(fixed + 8000 * 249, 1000, 1000, "auto", state, "x") == (249, "slru")
+    assert _cache_plan(fixed + 8000 * 5000, 1000, 1000, "slru", state, "x") == (1000, "slru")
+    assert _cache_plan(fixed + 8000, 1000, 1000, "lfu", state, "x") == (1, "lfu")
+    with pytest.raises(ValueError, match=r"too small for backend='gpu' at 1000x1000 with a "
+                                         r"NumPy matrix: .* need at least"):
+        _cache_plan(fixed + 7999, 1000, 1000, "auto", state, "a NumPy matrix")
+
+
 def test_gpu_budget_message_names_sizes():
     from epslap.gpu.api import _check_budget
     from epslap.gpu.solver import device_bytes

@@ -80,6 +80,8 @@ def _cache_plan(budget, n1, n2, cache, state_bytes, what):
     """(capacity, policy) of a device row cache of n1 rows of n2 8-byte costs under ``budget``
     bytes of device memory, of which ``state_bytes`` go to the search state."""
     from .rowcache import DeviceRowCache
+    if n1 == 0 or n2 == 0:  # nothing to cache (the solve is empty)
+        return 1, "lfu" if cache == "auto" else cache
     fixed = DeviceRowCache.device_bytes(0, n1, n2) + state_bytes
     capacity = (budget - fixed) // (8 * n2)
     if capacity < 1:
