@@ -70,9 +70,10 @@ _RandomState._fill_row = _random_fill
 @njit(cache=True, nogil=True, inline="always")
 def _random_part(s, i, lo, hi, buf):
     scale = 1.0 / 9007199254740992.0  # 2**-53
-    for j in range(lo, hi):
-        buf[j] = np.float64(_hash_ij(s.key, i, j) >> np.uint64(11)) * scale
-    return buf[lo:hi]
+    out = buf[lo:hi]  # a slice from 0 (see _sqeuclidean_part)
+    for t in range(hi - lo):
+        out[t] = np.float64(_hash_ij(s.key, i, lo + t) >> np.uint64(11)) * scale
+    return out
 
 
 _RandomState._fill_part = _random_part
@@ -95,9 +96,10 @@ _RandomIntState._fill_row = _random_int_fill
 
 @njit(cache=True, nogil=True, inline="always")
 def _random_int_part(s, i, lo, hi, buf):
-    for j in range(lo, hi):
-        buf[j] = np.int64(_hash_ij(s.key, i, j) % s.span)
-    return buf[lo:hi]
+    out = buf[lo:hi]  # a slice from 0 (see _sqeuclidean_part)
+    for t in range(hi - lo):
+        out[t] = np.int64(_hash_ij(s.key, i, lo + t) % s.span)
+    return out
 
 
 _RandomIntState._fill_part = _random_int_part
@@ -189,10 +191,11 @@ _SanityState._fill_row = _sanity_fill
 @njit(cache=True, nogil=True, inline="always")
 def _sanity_part(s, i, lo, hi, buf):
     ai = s.a[i]
-    b = s.b
-    for j in range(lo, hi):
-        buf[j] = ai + b[j] + (0.1 if i != j else 0.0)
-    return buf[lo:hi]
+    b = s.b[lo:hi]
+    out = buf[lo:hi]  # slices from 0 (see _sqeuclidean_part)
+    for t in range(hi - lo):
+        out[t] = ai + b[t] + (0.1 if i != lo + t else 0.0)
+    return out
 
 
 _SanityState._fill_part = _sanity_part
@@ -241,13 +244,16 @@ _LowRankState._fill_row = _low_rank_fill
 
 @njit(cache=True, nogil=True, inline="always")
 def _low_rank_part(s, i, lo, hi, buf):
-    for j in range(lo, hi):
-        buf[j] = 0.0
+    out = buf[lo:hi]  # slices from 0 (see _sqeuclidean_part)
+    m = hi - lo
+    for j in range(m):
+        out[j] = 0.0
     for k in range(s.w.shape[0]):
         wi = s.w[k, i]
-        for j in range(lo, hi):
-            buf[j] += wi * s.wt[k, j]
-    return buf[lo:hi]
+        wtk = s.wt[k, lo:hi]
+        for j in range(m):
+            out[j] += wi * wtk[j]
+    return out
 
 
 _LowRankState._fill_part = _low_rank_part

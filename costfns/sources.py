@@ -96,15 +96,17 @@ _SqEuclideanState._fill_row = _sqeuclidean_fill
 def _sqeuclidean_part(s, i, lo, hi, buf):
     """Columns [lo, hi) of row i (the same arithmetic, in the same order, as the whole row)."""
     x = s.x
-    yt = s.yt
-    for j in range(lo, hi):
-        buf[j] = 0.0
+    out = buf[lo:hi]  # loops over slices from 0: an index that may be negative (j from lo)
+    m = hi - lo       # keeps Numba's wraparound check in the loop and defeats vectorisation
+    for j in range(m):
+        out[j] = 0.0
     for k in range(x.shape[1]):
         xi = x[i, k]
-        for j in range(lo, hi):
-            t = xi - yt[k, j]
-            buf[j] += t * t
-    return buf[lo:hi]
+        ytk = s.yt[k, lo:hi]
+        for j in range(m):
+            t = xi - ytk[j]
+            out[j] += t * t
+    return out
 
 
 _SqEuclideanState._fill_part = _sqeuclidean_part

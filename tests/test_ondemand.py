@@ -13,6 +13,7 @@ import costfns
 import epslap
 from conftest import assert_optimal
 from epslap.cache import access, make_cache, parse_memory
+from epslap.cpu._rows import get_row_part
 
 SOURCES = {
     "random": lambda: costfns.Random(50, seed=3),
@@ -244,3 +245,18 @@ def test_device_cache_protocol_matches_reference_model(cap, policy, seq):
     assert (int(state.hits[0]), int(state.hits[1])) == (hit.count(True), hit.count(False))
     held = set(model.slots) if policy == "lfu" else set(model.prob) | set(model.prot)
     assert set(slot_row[slot_row >= 0].tolist()) == held
+
+
+@numba.njit
+def _part_copy(state, i, lo, hi, buf):
+    return get_row_part(state, i, lo, hi, buf).copy()
+
+
+@pytest.mark.parametrize("name", list(costfns.PROBLEMS))
+def test_row_parts_equal_the_dense_matrix(name):
+    """Every class's partial row (a thread's column slice) is bit-identical to the dense row."""
+    src = costfns.problem(name, 300, seed=2)
+    dense = src.dense()
+    buf = np.empty(300, dense.dtype)
+    for i, lo, hi in [(0, 0, 300), (5, 17, 203), (299, 256, 300), (7, 0, 1), (100, 100, 101)]:
+        np.testing.assert_array_equal(_part_copy(src.state(), i, lo, hi, buf), dense[i, lo:hi])
