@@ -79,6 +79,14 @@ def _random_part(s, i, lo, hi, buf):
 _RandomState._fill_part = _random_part
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _random_at(s, i, j):
+    return np.float64(_hash_ij(s.key, i, j) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+_RandomState._cost_at = _random_at
+
+
 class _RandomIntState(NamedTuple):
     key: np.uint64
     span: np.uint64  # values are uniform in [0, span - 1]
@@ -103,6 +111,14 @@ def _random_int_part(s, i, lo, hi, buf):
 
 
 _RandomIntState._fill_part = _random_int_part
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _random_int_at(s, i, j):
+    return np.int64(_hash_ij(s.key, i, j) % s.span)
+
+
+_RandomIntState._cost_at = _random_int_at
 
 
 def _check_n(n: int, n2: int | None) -> tuple[int, int]:
@@ -201,6 +217,14 @@ def _sanity_part(s, i, lo, hi, buf):
 _SanityState._fill_part = _sanity_part
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sanity_at(s, i, j):
+    return s.a[i] + s.b[j] + (0.1 if i != j else 0.0)
+
+
+_SanityState._cost_at = _sanity_at
+
+
 class Sanity(CostSource):
     """``c_ij = a_i + b_j + 0.1·[i ≠ j]``: the identity is the unique optimum."""
 
@@ -257,6 +281,17 @@ def _low_rank_part(s, i, lo, hi, buf):
 
 
 _LowRankState._fill_part = _low_rank_part
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _low_rank_at(s, i, j):
+    acc = 0.0
+    for k in range(s.w.shape[0]):
+        acc += s.w[k, i] * s.wt[k, j]
+    return acc
+
+
+_LowRankState._cost_at = _low_rank_at
 
 
 class LowRank(CostSource):

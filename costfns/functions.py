@@ -29,6 +29,14 @@ def _jit_element_fill(s, i, buf):
 _JitElementState._fill_row = _jit_element_fill
 
 
+@njit(nogil=True, inline="always")
+def _jit_element_at(s, i, j):
+    return s.fn(i, j)
+
+
+_JitElementState._cost_at = _jit_element_at
+
+
 class _JitRowState(NamedTuple):
     fn: Any
 

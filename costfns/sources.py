@@ -45,6 +45,14 @@ def _dense_part(s, i, lo, hi, buf):
 _DenseState._fill_part = _dense_part
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _dense_at(s, i, j):
+    return s.matrix[i, j]
+
+
+_DenseState._cost_at = _dense_at
+
+
 class Dense(CostSource):
     """A cost matrix held in memory (any dtype the solver accepts)."""
 
@@ -110,6 +118,19 @@ def _sqeuclidean_part(s, i, lo, hi, buf):
 
 
 _SqEuclideanState._fill_part = _sqeuclidean_part
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sqeuclidean_at(s, i, j):
+    """Entry (i, j), in the row function's order of operations (bit-identical)."""
+    acc = 0.0
+    for k in range(s.x.shape[1]):
+        t = s.x[i, k] - s.yt[k, j]
+        acc += t * t
+    return acc
+
+
+_SqEuclideanState._cost_at = _sqeuclidean_at
 
 
 class SqEuclidean(CostSource):

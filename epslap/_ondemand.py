@@ -9,7 +9,7 @@ from numba import njit
 from ._api import empty_solve, finish
 from .cache import join_caches, make_cache, parse_memory, serve_rows
 from .cpu._kernel import col_range
-from .cpu._rows import get_row, get_row_part
+from .cpu._rows import cost_at, get_row, get_row_part
 from .cpu.solver import assigned_costs, resolve_threads, solve_rows
 
 DEFAULT_MEMORY = "2GiB"
@@ -41,6 +41,15 @@ def _negated_part(s, i, lo, hi, buf):
 
 
 _NegatedState._fill_part = _negated_part
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _negated_at(s, i, j):
+    return -cost_at(s.inner, i, j)
+
+
+_NegatedState._cost_at = _negated_at
+_NegatedState._wraps_inner = True
 
 
 def _hit_rate_text(state):

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .cpu._rows import get_row, get_row_part
+from .cpu._rows import cost_at, get_row, get_row_part
 from .cpu._sync import _barrier
 
 LFU, SLRU = 0, 1
@@ -250,6 +250,17 @@ def _cached_part(s, i, lo, hi, buf):
 
 CachedState._fill_row = _cached_fill
 CachedState._fill_part = _cached_part
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _cached_at(s, i, j):
+    """One entry straight from the inner source (no cache access: hits and misses unchanged);
+    only compiled where the inner source has random access (``epslap.cpu._rows``)."""
+    return cost_at(s.inner, i, j)
+
+
+CachedState._cost_at = _cached_at
+CachedState._wraps_inner = True
 
 
 class JoinedCaches(NamedTuple):

@@ -13,7 +13,7 @@ import costfns
 import epslap
 from conftest import assert_optimal
 from epslap.cache import access, make_cache, parse_memory
-from epslap.cpu._rows import get_row_part
+from epslap.cpu._rows import cost_at, get_row_part, random_access
 
 SOURCES = {
     "random": lambda: costfns.Random(50, seed=3),
@@ -260,3 +260,37 @@ def test_row_parts_equal_the_dense_matrix(name):
     buf = np.empty(300, dense.dtype)
     for i, lo, hi in [(0, 0, 300), (5, 17, 203), (299, 256, 300), (7, 0, 1), (100, 100, 101)]:
         np.testing.assert_array_equal(_part_copy(src.state(), i, lo, hi, buf), dense[i, lo:hi])
+
+
+@numba.njit
+def _random_access(state):
+    return random_access(state)
+
+
+@numba.njit
+def _entries(state, out):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = cost_at(state, i, j)
+
+
+@pytest.mark.parametrize("name", list(costfns.PROBLEMS))
+def test_single_entries_equal_the_dense_matrix(name):
+    """``cost_at`` (what the pass kernel reads for an assigned edge instead of keeping a copy of
+    every improving edge) is bit-identical to the rows, also through a row cache and negation."""
+    from epslap._ondemand import _NegatedState
+    src = costfns.problem(name, 60, seed=5)
+    dense = src.dense()
+    cached = make_cache(src.state(), 60, 60, 7, "lfu", dense.dtype)
+    for state, sign in ((src.state(), 1), (cached, 1), (_NegatedState(cached), -1)):
+        assert _random_access(state)
+        out = np.empty_like(dense)
+        _entries(state, out)
+        np.testing.assert_array_equal(out, sign * dense)
+    assert int(cached.hits[0]) == int(cached.hits[1]) == 0  # entries bypass the cache
+
+
+def test_sources_without_entries_keep_tracking():
+    f = costfns.from_function(lambda i, j: float(i + j), (5, 5))
+    assert not _random_access(f.state())
+    assert not _random_access(make_cache(f.state(), 5, 5, 2, "lfu", np.float64))
