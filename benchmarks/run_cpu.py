@@ -18,9 +18,11 @@ so that a shared machine's load hits every solver alike.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -82,11 +84,14 @@ class LapxPeer:
         self.proc = subprocess.Popen([python, "-c", _LAPX_WORKER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         self.tmp = tempfile.mkdtemp(prefix="epslap-lapx-")
+        atexit.register(shutil.rmtree, self.tmp, True)
         self.matrix_id = None
         self.path = None
 
     def __call__(self, c):
-        if self.matrix_id is not id(c):
+        if self.matrix_id != id(c):  # a new matrix: replace the previous file
+            if self.path is not None:
+                os.remove(self.path)
             self.matrix_id = id(c)
             self.path = os.path.join(self.tmp, f"m{id(c)}.npy")
             np.save(self.path, c)

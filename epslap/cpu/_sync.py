@@ -62,30 +62,26 @@ def _atomic_add(typingctx, ary, idx, val):
     return sig, codegen
 
 
-@intrinsic
-def _load_acquire(typingctx, ary, idx):
-    """``ary[idx]`` read with an atomic acquire load (int64)."""
-    if not (isinstance(ary, types.Array) and ary.dtype == types.int64):
-        return None
-    sig = types.int64(ary, idx)
+def _atomic_load(ordering: str, doc: str):
+    """An intrinsic reading ``ary[idx]`` (int64) with an atomic load of the given LLVM ordering."""
+    def load(typingctx, ary, idx):
+        if not (isinstance(ary, types.Array) and ary.dtype == types.int64):
+            return None
+        sig = types.int64(ary, idx)
 
-    def codegen(context, builder, signature, args):
-        ptr = _item_ptr(context, builder, signature.args[0], args[0], args[1], signature.args[1])
-        return builder.load_atomic(ptr, "acquire", 8)
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            ptr = _item_ptr(context, builder, signature.args[0], args[0], args[1],
+                            signature.args[1])
+            return builder.load_atomic(ptr, ordering, 8)
+        return sig, codegen
+    load.__name__ = load.__qualname__ = f"_load_{ordering}"  # distinct names for Numba's typing
+    load.__doc__ = doc
+    return intrinsic(load)
 
 
-@intrinsic
-def _load_seq_cst(typingctx, ary, idx):
-    """``ary[idx]`` read with a sequentially consistent atomic load (int64)."""
-    if not (isinstance(ary, types.Array) and ary.dtype == types.int64):
-        return None
-    sig = types.int64(ary, idx)
-
-    def codegen(context, builder, signature, args):
-        ptr = _item_ptr(context, builder, signature.args[0], args[0], args[1], signature.args[1])
-        return builder.load_atomic(ptr, "seq_cst", 8)
-    return sig, codegen
+_load_acquire = _atomic_load("acquire", "``ary[idx]`` read with an atomic acquire load (int64).")
+_load_seq_cst = _atomic_load("seq_cst", "``ary[idx]`` read with a sequentially consistent "
+                                        "atomic load (int64).")
 
 
 _FUTEX_WAIT_PRIVATE = 128  # FUTEX_WAIT | FUTEX_PRIVATE_FLAG

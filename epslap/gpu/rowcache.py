@@ -89,8 +89,7 @@ class DeviceRowCache:
         self.cupy, self.n1, self.n2, self.rows, self.policy = cupy, n1, n2, rows, policy
         capacity = int(max(1, min(capacity, n1)))
         self.slots = cupy.empty((capacity, n2), dtype=work)
-        self.slot_of = cupy.full(n1, -1, dtype=np.int64)
-        self.log_capacity = log_capacity(n2)  # the log itself lives after the resume record
+        self.slot_of = cupy.full(n1, -1, dtype=np.int64)  # the access log: solver._DeviceState
         self.state = make_cache(np.zeros((1, 1)), n1, 0, capacity, policy, work)
         self.slot_row = np.full(capacity, -1, dtype=np.int64)
         self.mismatches = 0

@@ -238,8 +238,9 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         if row_cache is None:
             pass_mod, pass_args = src_mod, src_args
         else:
-            pass_mod = _module(cupy, row_cache.cuda_cost().code, integral, threads)
-            pass_args, keep_cache = _cost_args(cupy, row_cache.cuda_cost(), n1, n2)
+            cache_cost = row_cache.cuda_cost()
+            pass_mod = _module(cupy, cache_cost.code, integral, threads)
+            pass_args, keep_cache = _cost_args(cupy, cache_cost, n1, n2)
             keep = keep + keep_cache
         pass_kernel = pass_mod.get_function("eps_pass")
         compile_s = time.perf_counter() - t0
