@@ -57,34 +57,29 @@ class _RandomState(NamedTuple):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _random_at(s, i, j):
+    """Entry (i, j): the top 53 bits of the hash as a float in [0, 1)."""
+    return np.float64(_hash_ij(s.key, i, j) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _random_fill(s, i, buf):
-    scale = 1.0 / 9007199254740992.0  # 2**-53
     for j in range(buf.shape[0]):
-        buf[j] = np.float64(_hash_ij(s.key, i, j) >> np.uint64(11)) * scale
+        buf[j] = _random_at(s, i, j)
     return buf
-
-
-_RandomState._fill_row = _random_fill
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _random_part(s, i, lo, hi, buf):
-    scale = 1.0 / 9007199254740992.0  # 2**-53
     out = buf[lo:hi]  # a slice from 0 (see _sqeuclidean_part)
     for t in range(hi - lo):
-        out[t] = np.float64(_hash_ij(s.key, i, lo + t) >> np.uint64(11)) * scale
+        out[t] = _random_at(s, i, lo + t)
     return out
 
 
-_RandomState._fill_part = _random_part
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _random_at(s, i, j):
-    return np.float64(_hash_ij(s.key, i, j) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
 _RandomState._cost_at = _random_at
+_RandomState._fill_row = _random_fill
+_RandomState._fill_part = _random_part
 
 
 class _RandomIntState(NamedTuple):
@@ -93,32 +88,28 @@ class _RandomIntState(NamedTuple):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _random_int_at(s, i, j):
+    return np.int64(_hash_ij(s.key, i, j) % s.span)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _random_int_fill(s, i, buf):
     for j in range(buf.shape[0]):
-        buf[j] = np.int64(_hash_ij(s.key, i, j) % s.span)
+        buf[j] = _random_int_at(s, i, j)
     return buf
-
-
-_RandomIntState._fill_row = _random_int_fill
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _random_int_part(s, i, lo, hi, buf):
     out = buf[lo:hi]  # a slice from 0 (see _sqeuclidean_part)
     for t in range(hi - lo):
-        out[t] = np.int64(_hash_ij(s.key, i, lo + t) % s.span)
+        out[t] = _random_int_at(s, i, lo + t)
     return out
 
 
-_RandomIntState._fill_part = _random_int_part
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _random_int_at(s, i, j):
-    return np.int64(_hash_ij(s.key, i, j) % s.span)
-
-
 _RandomIntState._cost_at = _random_int_at
+_RandomIntState._fill_row = _random_int_fill
+_RandomIntState._fill_part = _random_int_part
 
 
 def _check_n(n: int, n2: int | None) -> tuple[int, int]:
