@@ -64,6 +64,10 @@ def main() -> None:
                 per = 1e6 * st["time_solve_s"] / st["rows_evaluated"]
                 print(f"| {cls}, {label} | {args.n} | {grid} | {t:.3f} | {st['time_solve_s']:.3f} "
                       f"| {st['rows_evaluated']:,} | {per:.2f} |", flush=True)
+                if any(st["phase_cycles"]):  # EPSLAP_GPU_PHASE_CLOCKS=1 builds
+                    per_step = [c / st["rows_evaluated"] for c in st["phase_cycles"]]
+                    print("|   cycles per step (block 0, thread 0): scan {:.0f}, exchange {:.0f}, "
+                          "between {:.0f}, price update + flip {:.0f} |".format(*per_step), flush=True)
         del m
         cupy.get_default_memory_pool().free_all_blocks()
     os.environ.pop("EPSLAP_GPU_BLOCKS"), os.environ.pop("EPSLAP_GPU_THREADS")

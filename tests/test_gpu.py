@@ -111,6 +111,21 @@ def test_full_grid_is_exact_at_larger_n(name):
         assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
 
 
+@gpu
+@pytest.mark.gpu
+def test_phase_clock_build_gives_the_same_solve(monkeypatch):
+    """The diagnostic build (EPSLAP_GPU_PHASE_CLOCKS) reports cycles in every phase and solves
+    exactly as the normal one."""
+    src = costfns.problem("geometric", 1500, seed=4)
+    plain = epslap.solve(src, backend="gpu")
+    assert plain.stats["phase_cycles"] == [0.0, 0.0, 0.0, 0.0]
+    monkeypatch.setenv("EPSLAP_GPU_PHASE_CLOCKS", "1")
+    timed = epslap.solve(src, backend="gpu")
+    assert all(c > 0 for c in timed.stats["phase_cycles"])
+    assert timed.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
+    assert float(timed.cost) == float(plain.cost)
+
+
 def _exchange_reference(n_threads, iterations):
     """The checksum every block of ``exchange_selftest`` must reach (NumPy, wrap-around uint)."""
     g = np.arange(n_threads, dtype=np.uint64)

@@ -250,9 +250,14 @@ enum { R_PHASE, R_NEED, R_K, R_NCLOSED, R_JMIN, R_MN, R_VAL, R_KEY, R_OWN, R_VJ,
 // as described above. rec: (gridDim.x, 3·(n2 + 1)) int32 scratch, each block's record of the
 // steps of the current augmentation (column, its owner, its predecessor), read by the path flip.
 // slots: (2, gridDim.x) Slot, zeroed by the host. progress[2]: stop request (host → device).
-// out_f64: [rows evaluated, unused, Σ ε, then per block Σ(mn - d_j)]; out_i64[0]: status
+// out_f64: [rows evaluated, unused, Σ ε, then per block Σ(mn - d_j), then 4 phase clock totals
+// (PHASE_CLOCKS builds: scan, exchange, between two steps, price update + flip)]; out_i64[0]: status
 // (0 ok, 1 infeasible, 2 stopped, 3 suspended for a row: see above).
+#ifdef PHASE_CLOCKS  // one block per multiprocessor: keeps ptxas from capping the registers at 64
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+#else
 extern "C" __global__ void __launch_bounds__(THREADS)
+#endif
 eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v, cost_t* d,
          long long* pred, unsigned char* col_open, long long* owner, int* rec, Slot* slots,
          double* out_f64, long long* out_i64, volatile long long* progress,
@@ -271,6 +276,12 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
     unsigned seq = 0;
     int parity = 0;
     double my_total_d = 0.0, rows_eval = 0.0, total_eps = 0.0;
+#ifdef PHASE_CLOCKS  // diagnostics: block 0 thread 0's clock cycles per phase of the pass
+    long long clk0 = 0, clk1 = 0, clk2 = 0, clk3 = 0, clk_t = clock64();
+#define CLOCK_MARK(ph) do { if (leader) { const long long t_ = clock64(); clk##ph += t_ - clk_t; clk_t = t_; } } while (0)
+#else
+#define CLOCK_MARK(ph) do {} while (0)
+#endif
     long long k_start = 0;
     int phase = 0;
 #ifdef EXTERNAL_ROWS
@@ -340,6 +351,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             const int acc = access(f);
             if (acc != 0) { suspend(1, acc == 1 ? f : -1, k, 0, 0, (cost_t)0, no_cand()); return; }
 #endif
+            CLOCK_MARK(2);
             best = no_cand();
             for (long long j = g; j < n2; j += S) {
                 const cost_t vj = v[j];
@@ -347,9 +359,11 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
                 d[j] = dj; pred[j] = f;
                 consider(best, dj, j, owner[j], vj, f);
             }
+            CLOCK_MARK(0);
             // the stop request travels with block 0's candidate (read by its first warp)
             const unsigned stop = (blockIdx.x == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
             r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra);
+            CLOCK_MARK(1);
             if (got_extra != 0) { if (leader) out_i64[0] = 2; return; }     // host asked to stop
             if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
             if (f < n1) rows_eval += 1.0;
@@ -366,6 +380,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
 #endif
             if (jmin % S == g) { col_open[jmin] = 0; ++my_closed; }  // the owner closes jmin
             const cost_t cij = cost_at(a, i, jmin), vjmin = r.vj;
+            CLOCK_MARK(2);
             best = no_cand();
             for (long long j = g; j < n2; j += S) {
                 if (!col_open[j]) continue;
@@ -376,7 +391,9 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
                 if (cand < dj) { dj = cand; pj = i; d[j] = cand; pred[j] = i; }
                 consider(best, dj, j, owner[j], vj, pj);
             }
+            CLOCK_MARK(0);
             r = grid_best(best, sh, slots, seq, parity, 0u, sh_extra, got_extra);
+            CLOCK_MARK(1);
             if (r.key == NO_KEY || !(r.val < COST_INF)) { if (leader) out_i64[0] = 1; return; }
             if (i < n1) rows_eval += 1.0;
             jmin = r.key & 0x7fffffffu;
@@ -411,6 +428,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             }
         }
         __syncthreads();                                   // the block's new owners are visible
+        CLOCK_MARK(3);
         if (leader) { progress[0] = k + 1; progress[1] = (long long)rows_eval; }
     }
     // Σ(mn - d_j) per block (the host adds the blocks in order: deterministic for a given grid)
@@ -423,6 +441,12 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         out_f64[3 + blockIdx.x] = s;
     }
     if (leader) { out_f64[0] = rows_eval; out_f64[2] = total_eps; }
+#ifdef PHASE_CLOCKS
+    if (leader) {
+        out_f64[3 + gridDim.x] = (double)clk0; out_f64[4 + gridDim.x] = (double)clk1;
+        out_f64[5 + gridDim.x] = (double)clk2; out_f64[6 + gridDim.x] = (double)clk3;
+    }
+#endif
 }
 
 // ---- estimation sweeps (ALGORITHM.md §2), all statistics in double -----------------------

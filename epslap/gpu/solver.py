@@ -77,10 +77,11 @@ def _wide_grid(cupy) -> tuple:
 
 
 def _module(cupy, code: str, integral: bool, threads: int = THREADS):
-    key = (cupy.cuda.Device().id, code, integral, threads)
+    phase_clocks = bool(os.environ.get("EPSLAP_GPU_PHASE_CLOCKS"))  # diagnostics (gpu_sweep.py)
+    key = (cupy.cuda.Device().id, code, integral, threads, phase_clocks)
     mod = _MODULES.get(key)
     if mod is None:
-        header = f"#define THREADS {threads}\n" + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
+        header = f"#define THREADS {threads}\n" + ("#define PHASE_CLOCKS\n" if phase_clocks else "") + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
                   "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n")
         with open(_SRC) as fh:
             body = fh.read()
@@ -269,6 +270,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         reverse = eps == 0.0
         passes, epsilons, rows_evaluated, syncs, suspensions = 0, [], 0, 0, 0
         total_d = total_eps = 0.0
+        phase_cycles = np.zeros(4)  # EPSLAP_GPU_PHASE_CLOCKS builds only (see eps_pass)
         while eps >= 0.0 and certified_pick is None:
             eps = float(_next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n2,
                                   integral))
@@ -303,6 +305,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             rows_evaluated += int(out_f[0])
             total_d = float(sum(out_f[3:3 + grid[0]]))  # per-block partial sums, in block order
             total_eps = float(out_f[2])
+            phase_cycles += out_f[3 + grid[0]:]
             if eps > 0.0:
                 v -= v.max()
             second, first, reverse = first, False, not reverse
@@ -336,6 +339,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         "host_syncs_per_augmentation": syncs / max(passes * n2, 1),
         "grid": grid[0],
         "threads_per_block": threads,
+        "phase_cycles": phase_cycles.tolist(),
         "estimate_on": "host" if host is not None else "device",
         "certified_by_estimate": certified_pick is not None,
     }
@@ -377,7 +381,7 @@ class _DeviceState:
         self.xslots = cupy.zeros(2 * n_blocks * max(threads // 32, 1) * 16, dtype=np.uint32)
         # Cand / Pair slots: 2 * n_blocks entries of at most 48 bytes each
         self.slots = cupy.empty(2 * max(n_blocks, 1024) * 6, dtype=np.float64)
-        self.out_f64 = cupy.zeros(3 + n_blocks, dtype=np.float64)
+        self.out_f64 = cupy.zeros(3 + n_blocks + 4, dtype=np.float64)  # ... + phase clocks
         self.out_i64 = cupy.zeros(2, dtype=np.int64)
         self.progress = cupy.zeros(4, dtype=np.int64)
         # a suspended pass (device row cache): its loop state, then the access log (one
