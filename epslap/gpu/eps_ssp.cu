@@ -74,16 +74,38 @@ __device__ __forceinline__ bool cand_less(cost_t av, unsigned ak, cost_t bv, uns
     return av < bv || (av == bv && ak < bk);
 }
 
+// An unsigned image of a value with the same order (-0.0 is taken as +0.0, as `<` and `==` do).
+__device__ __forceinline__ unsigned long long ordered(double x) {
+    const unsigned long long b = (unsigned long long)__double_as_longlong(x + 0.0);
+    return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+__device__ __forceinline__ unsigned long long ordered(long long x) {
+    return (unsigned long long)x ^ 0x8000000000000000ull;
+}
+
+// (val, key) of the warp's best candidate, in every lane: the lexicographic minimum of (value,
+// key), which is cand_less's order (a NO_KEY candidate always carries COST_INF and the largest
+// key), found with three 32-bit warp reductions (redux.sync) instead of five rounds of shuffles
+// and comparisons, which cost about 700 cycles per warp reduction on an H100
+// (benchmarks/gpu_exchange_parts.cu).
+__device__ __forceinline__ void warp_best(cost_t& v, unsigned& k) {
+    const unsigned long long o = ordered(v);
+    const unsigned hi = (unsigned)(o >> 32), lo = (unsigned)o;
+    const unsigned mhi = __reduce_min_sync(FULL_MASK, hi);
+    const unsigned mlo = __reduce_min_sync(FULL_MASK, hi == mhi ? lo : 0xffffffffu);
+    const bool at_min = hi == mhi && lo == mlo;
+    const unsigned mk = __reduce_min_sync(FULL_MASK, at_min ? k : 0xffffffffu);
+    const int src = __ffs(__ballot_sync(FULL_MASK, at_min && k == mk)) - 1;
+    v = __shfl_sync(FULL_MASK, v, src);
+    k = mk;
+}
+
 // The block's best candidate, returned to every thread. Only (val, key) travel through the
 // shuffles; the thread that proposed the winner stores the whole candidate (keys are unique).
 __device__ Cand block_best(const Cand& mine, Cand* sh) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     cost_t v = mine.val; unsigned k = mine.key;
-    for (int off = 16; off > 0; off >>= 1) {
-        const cost_t ov = __shfl_xor_sync(FULL_MASK, v, off);
-        const unsigned ok = __shfl_xor_sync(FULL_MASK, k, off);
-        if (cand_less(ov, ok, v, k)) { v = ov; k = ok; }
-    }
+    warp_best(v, k);
     __syncthreads();                                   // sh may still be read from the last call
     if (k == NO_KEY) { if (lane == 0) sh[warp] = no_cand(); }
     else if (mine.key == k) sh[warp] = mine;
@@ -91,11 +113,7 @@ __device__ Cand block_best(const Cand& mine, Cand* sh) {
     if (warp == 0) {
         const Cand c = lane < WARPS ? sh[lane] : no_cand();
         v = c.val; k = c.key;
-        for (int off = 16; off > 0; off >>= 1) {
-            const cost_t ov = __shfl_xor_sync(FULL_MASK, v, off);
-            const unsigned ok = __shfl_xor_sync(FULL_MASK, k, off);
-            if (cand_less(ov, ok, v, k)) { v = ov; k = ok; }
-        }
+        warp_best(v, k);
         if (k == NO_KEY) { if (lane == 0) sh[WARPS] = no_cand(); }
         else if (c.key == k) sh[WARPS] = c;
     }
@@ -148,15 +166,6 @@ __device__ __forceinline__ Cand receive(const Slot* s, unsigned seq, unsigned& e
     from_bits(((unsigned long long)q2.z << 32) | q2.x, c.vj);
     c.pred = (int)q3.x; extra = q3.z;
     return c;
-}
-
-// (val, key) of the warp's best candidate, in every lane (xor shuffles).
-__device__ __forceinline__ void warp_best(cost_t& v, unsigned& k) {
-    for (int off = 16; off > 0; off >>= 1) {
-        const cost_t ov = __shfl_xor_sync(FULL_MASK, v, off);
-        const unsigned ok = __shfl_xor_sync(FULL_MASK, k, off);
-        if (cand_less(ov, ok, v, k)) { v = ov; k = ok; }
-    }
 }
 
 // The grid's best candidate of this step, in every thread of every block. `extra` travels with
