@@ -100,8 +100,8 @@ __device__ __forceinline__ void warp_best(cost_t& v, unsigned& k) {
     k = mk;
 }
 
-// The block's best candidate, returned to every thread. Only (val, key) travel through the
-// shuffles; the thread that proposed the winner stores the whole candidate (keys are unique).
+// The block's best candidate, returned to every thread. Only (val, key) go through the warp
+// reductions; the thread that proposed the winner stores the whole candidate (keys are unique).
 __device__ Cand block_best(const Cand& mine, Cand* sh) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     cost_t v = mine.val; unsigned k = mine.key;
