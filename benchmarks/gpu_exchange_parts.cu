@@ -1,6 +1,8 @@
 // What the pass kernel's per-step exchange costs, piece by piece (issue 5 diagnostics).
 //
-// Each variant runs ITER steps of one piece of eps_ssp.cu's short-path exchange on a grid of
+// The exchange as it was before commit 0e95092 (warp reductions by five rounds of shuffles and
+// comparisons; eps_ssp.cu's warp_best now uses redux.sync): this is what measured those rounds.
+// Each variant runs ITER steps of one piece of that short-path exchange on a grid of
 // BLOCKS x THREADS (all blocks co-resident: BLOCKS <= multiprocessors) and reports cycles per
 // step (block 0, thread 0) and µs per step (events):
 //   0 __syncthreads only

@@ -81,8 +81,10 @@ def _module(cupy, code: str, integral: bool, threads: int = THREADS):
     key = (cupy.cuda.Device().id, code, integral, threads, phase_clocks)
     mod = _MODULES.get(key)
     if mod is None:
-        header = f"#define THREADS {threads}\n" + ("#define PHASE_CLOCKS\n" if phase_clocks else "") + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
-                  "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n")
+        header = (f"#define THREADS {threads}\n"
+                  + ("#define PHASE_CLOCKS\n" if phase_clocks else "")
+                  + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
+                     "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n"))
         with open(_SRC) as fh:
             body = fh.read()
         marker = "// ---- virtual rows"
@@ -270,7 +272,9 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         reverse = eps == 0.0
         passes, epsilons, rows_evaluated, syncs, suspensions = 0, [], 0, 0, 0
         total_d = total_eps = 0.0
-        phase_cycles = np.zeros(4)  # EPSLAP_GPU_PHASE_CLOCKS builds only (see eps_pass)
+        # EPSLAP_GPU_PHASE_CLOCKS builds only (see eps_pass): summed over the passes' last
+        # launches (a launch that suspends for a cache miss does not report its cycles)
+        phase_cycles = np.zeros(4)
         while eps >= 0.0 and certified_pick is None:
             eps = float(_next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n2,
                                   integral))
