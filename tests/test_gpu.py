@@ -135,7 +135,7 @@ def _exchange_reference(n_threads, iterations):
         val = (h >> np.uint64(7)) % np.uint64(1000)
         key = ((h & np.uint64(1)) << np.uint64(31)) | g
         w = np.lexsort((key, val))[0]
-        total = (total * 1000003 + int(key[w]) + int(g[w])) % 2**64
+        total = (total * 1000003 + int(key[w]) + int(g[w]) + 2 * int(g[w]) + 1) % 2**64
     return total
 
 
@@ -149,7 +149,7 @@ def test_pass_exchange_agrees_in_every_block(blocks, threads):
     import costfns as cf
     from epslap.gpu import solver as S
     mod = S._module(cupy, cf.Geometric(5).cuda_source().code, False, threads)
-    slots = cupy.zeros(2 * blocks * max(threads // 32, 1) * 16, dtype=np.uint32)
+    slots = cupy.zeros(2 * blocks * max(threads // 32, 1) * S.SLOT_WORDS, dtype=np.uint32)
     sums = cupy.zeros(blocks, dtype=np.uint64)
     iterations = 300
     mod.get_function("exchange_selftest")((blocks,), (threads,), (slots, sums, np.int32(iterations)))

@@ -22,6 +22,10 @@ namespace cg = cooperative_groups;
 #endif
 #define WARPS (THREADS / 32)
 
+#ifndef UNROLL  // set by the host: columns per thread whose loads a scan issues together (1-4)
+#define UNROLL 1
+#endif
+
 // Data shared between blocks inside one launch (v, d, pred, owner, col_open, the reduction
 // slots) is accessed through volatile pointers: never kept in registers across a barrier and
 // never served from a multiprocessor's (non-coherent) L1. LDG / STG mark those accesses.
@@ -53,20 +57,22 @@ __device__ __forceinline__ cost_t cost_at(const CostArgs& a, long long i, long l
 // ---- then every virtual row.
 //
 // Column j belongs to thread j % S of the grid (S = gridDim.x · blockDim.x): its d, pred, open
-// flag, owner and v are read and written by that thread alone during the pass (thread 0 of the
-// same block also writes owner[j] in the path flip, before a __syncthreads), so they are plain
-// cached accesses. The blocks agree on each Dijkstra step's argmin through `slots` (Slot below),
+// flag, owner, v, cpred and cmatch are read and written by that thread alone during the pass
+// (thread 0 of the same block also writes owner[j] and cmatch[j] in the path flip, before a
+// __syncthreads), so they are plain cached accesses. The blocks agree on each Dijkstra step's argmin through `slots` (Slot below),
 // which is also the only grid-wide synchronisation: no grid.sync() in the pass. Every block
 // records the steps' winners and flips the augmenting path for its own columns itself.
 
 // A candidate column of one step. key = (column assigned ? 1u << 31 : 0) | column, so that after
 // the value a smaller key is better: the tie rule (an unassigned column, then the lowest index).
-// own: the column's owner row (-1 free); vj: its price; pred: its predecessor row.
-struct Cand { cost_t val; unsigned key; int own; cost_t vj; int pred; };
+// own: the column's owner row (-1 free); vj: its price; pred: its predecessor row; cm: the cost
+// of the column's matched pair (own, column), so that the next step needs no cost evaluation
+// between the exchange and the scan.
+struct Cand { cost_t val; unsigned key; int own; cost_t vj; int pred; cost_t cm; };
 #define NO_KEY 0xffffffffu
 #define FULL_MASK 0xffffffffu
 
-__device__ __forceinline__ Cand no_cand() { Cand c; c.val = COST_INF; c.key = NO_KEY; c.own = -1; c.vj = 0; c.pred = -1; return c; }
+__device__ __forceinline__ Cand no_cand() { Cand c; c.val = COST_INF; c.key = NO_KEY; c.own = -1; c.vj = 0; c.pred = -1; c.cm = 0; return c; }
 
 __device__ __forceinline__ bool cand_less(cost_t av, unsigned ak, cost_t bv, unsigned bk) {
     if (ak == NO_KEY) return false;
@@ -121,13 +127,14 @@ __device__ Cand block_best(const Cand& mine, Cand* sh) {
     return sh[WARPS];
 }
 
-// One block's candidate of one step, as four 16-byte quads of (data, flag, data, flag) words.
+// One block's candidate of one step, as five 16-byte quads of (data, flag, data, flag) words.
 // The writer stores each quad in one access and a reader loads each quad in one access; an
 // 8-byte (data, flag) pair is never seen torn, so a reader that finds the step's sequence number
-// in all eight flags holds the whole candidate, without a fence or a barrier (the protocol NCCL
+// in all ten flags holds the whole candidate, without a fence or a barrier (the protocol NCCL
 // calls "LL"). Two buffers used alternately: a block can only overwrite a buffer after every block
 // has published the step in between, i.e. after every block finished reading it.
-struct __align__(64) Slot { unsigned w[16]; };
+#define SLOT_WORDS 20  // the host allocates slots of this many 32-bit words
+struct __align__(16) Slot { unsigned w[SLOT_WORDS]; };
 
 __device__ __forceinline__ void st_quad(Slot* s, int q, unsigned a, unsigned b, unsigned c, unsigned d) {
     asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};"
@@ -147,24 +154,28 @@ __device__ __forceinline__ void from_bits(unsigned long long b, double& x) { x =
 __device__ __forceinline__ void from_bits(unsigned long long b, long long& x) { x = (long long)b; }
 
 __device__ __forceinline__ void publish(Slot* s, unsigned seq, const Cand& c, unsigned extra) {
-    const unsigned long long vb = bits_of(c.val), jb = bits_of(c.vj);
+    const unsigned long long vb = bits_of(c.val), jb = bits_of(c.vj), mb = bits_of(c.cm);
     st_quad(s, 0, (unsigned)vb, seq, (unsigned)(vb >> 32), seq);
     st_quad(s, 1, c.key, seq, (unsigned)c.own, seq);
     st_quad(s, 2, (unsigned)jb, seq, (unsigned)(jb >> 32), seq);
     st_quad(s, 3, (unsigned)c.pred, seq, extra, seq);
+    st_quad(s, 4, (unsigned)mb, seq, (unsigned)(mb >> 32), seq);
 }
 
 __device__ __forceinline__ Cand receive(const Slot* s, unsigned seq, unsigned& extra) {
-    uint4 q0, q1, q2, q3;
-    do {                                               // all four loads in flight per poll
+    uint4 q0, q1, q2, q3, q4;
+    do {                                               // all five loads in flight per poll
         q0 = ld_quad(s, 0); q1 = ld_quad(s, 1); q2 = ld_quad(s, 2); q3 = ld_quad(s, 3);
+        q4 = ld_quad(s, 4);
     } while (q0.y != seq || q0.w != seq || q1.y != seq || q1.w != seq ||
-             q2.y != seq || q2.w != seq || q3.y != seq || q3.w != seq);
+             q2.y != seq || q2.w != seq || q3.y != seq || q3.w != seq ||
+             q4.y != seq || q4.w != seq);
     Cand c;
     from_bits(((unsigned long long)q0.z << 32) | q0.x, c.val);
     c.key = q1.x; c.own = (int)q1.z;
     from_bits(((unsigned long long)q2.z << 32) | q2.x, c.vj);
     c.pred = (int)q3.x; extra = q3.z;
+    from_bits(((unsigned long long)q4.z << 32) | q4.x, c.cm);
     return c;
 }
 
@@ -226,10 +237,11 @@ __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq
 }
 
 __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, long long own,
-                                         cost_t vj, long long pred) {
+                                         cost_t vj, long long pred, cost_t cm) {
     const unsigned key = (own >= 0 ? 0x80000000u : 0u) | (unsigned)j;
     if (cand_less(dj, key, best.val, best.key)) {
         best.val = dj; best.key = key; best.own = (int)own; best.vj = vj; best.pred = (int)pred;
+        best.cm = cm;
     }
 }
 
@@ -249,14 +261,16 @@ __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, lon
 // [12] Σ ε (doubles and cost_t as bits), [13] entries in alog, [14] seq and [15] parity of the
 // slot exchange (it goes on numbering, so the slots need no reset), and from the host before
 // a resume: [16] the slot now holding the needed row, [17] the row it evicted (-1: none), which
-// every block writes into the slot table itself before reading it. susp_d: (grid threads,) each
+// every block writes into the slot table itself before reading it; [18] the winner's cm. susp_d: (grid threads,) each
 // thread's partial Σ(mn - d_j). alog follows resume in the same allocation (one copy to the
 // host reads the record and the start of the log).
 enum { R_PHASE, R_NEED, R_K, R_NCLOSED, R_JMIN, R_MN, R_VAL, R_KEY, R_OWN, R_VJ, R_PRED,
-       R_ROWS, R_EPS, R_LOGN, R_SEQ, R_PARITY, R_FILL_SLOT, R_EVICT };
+       R_ROWS, R_EPS, R_LOGN, R_SEQ, R_PARITY, R_FILL_SLOT, R_EVICT, R_CM };
 
-// d, pred, col_open (all 1 on entry), owner (-1 on entry), v: (n2,) device arrays, thread-private
-// as described above. rec: (gridDim.x, 3·(n2 + 1)) int32 scratch, each block's record of the
+// d, pred, col_open (all 1 on entry), owner (-1 on entry), v, cpred, cmatch: (n2,) device arrays,
+// thread-private as described above; cpred[j] = c[pred[j]][j] and cmatch[j] = c[owner[j]][j]
+// (the path flip copies one into the other), so that a step's winner carries the cost of its
+// matched pair (Cand::cm). rec: (gridDim.x, 3·(n2 + 1)) int32 scratch, each block's record of the
 // steps of the current augmentation (column, its owner, its predecessor), read by the path flip.
 // slots: (2, gridDim.x) Slot, zeroed by the host. progress[2]: stop request (host → device).
 // out_f64: [rows evaluated, unused, Σ ε, then per block Σ(mn - d_j), then 4 phase clock totals
@@ -268,7 +282,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 extern "C" __global__ void __launch_bounds__(THREADS)
 #endif
 eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v, cost_t* d,
-         long long* pred, unsigned char* col_open, long long* owner, int* rec, Slot* slots,
+         long long* pred, unsigned char* col_open, long long* owner, cost_t* cpred,
+         cost_t* cmatch, int* rec, Slot* slots,
          double* out_f64, long long* out_i64, volatile long long* progress,
          long long* resume, double* susp_d, long long* alog, long long alog_cap)
 {
@@ -333,7 +348,8 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             resume[R_NCLOSED] = n_closed; resume[R_JMIN] = jmin;
             resume[R_MN] = (long long)bits_of(mn); resume[R_VAL] = (long long)bits_of(r.val);
             resume[R_KEY] = r.key; resume[R_OWN] = r.own; resume[R_VJ] = (long long)bits_of(r.vj);
-            resume[R_PRED] = r.pred; resume[R_ROWS] = (long long)bits_of(rows_eval);
+            resume[R_PRED] = r.pred; resume[R_CM] = (long long)bits_of(r.cm);
+            resume[R_ROWS] = (long long)bits_of(rows_eval);
             resume[R_EPS] = (long long)bits_of(total_eps); resume[R_LOGN] = log_n;
             resume[R_SEQ] = seq; resume[R_PARITY] = parity;
             out_i64[0] = 3;
@@ -352,7 +368,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             from_bits((unsigned long long)resume[R_MN], mn);
             from_bits((unsigned long long)resume[R_VAL], r.val); r.key = (unsigned)resume[R_KEY];
             r.own = (int)resume[R_OWN]; from_bits((unsigned long long)resume[R_VJ], r.vj);
-            r.pred = (int)resume[R_PRED];
+            r.pred = (int)resume[R_PRED]; from_bits((unsigned long long)resume[R_CM], r.cm);
 #endif
             my_closed = 1;                             // may own closed columns (only a shortcut)
         } else {
@@ -362,11 +378,24 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
 #endif
             CLOCK_MARK(2);
             best = no_cand();
-            for (long long j = g; j < n2; j += S) {
-                const cost_t vj = v[j];
-                const cost_t dj = cost_at(a, f, j) - vj;
-                d[j] = dj; pred[j] = f;
-                consider(best, dj, j, owner[j], vj, f);
+            // UNROLL columns at a time, all their loads issued before any is used (the load of a
+            // clamped index past n2 is only a duplicate)
+            for (long long j0 = g; j0 < n2; j0 += UNROLL * S) {
+                cost_t c_[UNROLL], v_[UNROLL], m_[UNROLL];
+                long long o_[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const long long j = min(j0 + u * S, n2 - 1);
+                    c_[u] = cost_at(a, f, j); v_[u] = v[j]; o_[u] = owner[j]; m_[u] = cmatch[j];
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const long long j = j0 + u * S;
+                    if (j >= n2) break;
+                    const cost_t dj = c_[u] - v_[u];
+                    d[j] = dj; pred[j] = f; cpred[j] = c_[u];
+                    consider(best, dj, j, o_[u], v_[u], f, m_[u]);
+                }
             }
             CLOCK_MARK(0);
             // the stop request travels with block 0's candidate (read by its first warp)
@@ -383,22 +412,36 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         }
         while (r.own >= 0) {
             const long long i = r.own;
+            const long long jmin_thread = (unsigned)jmin % (unsigned)S;   // n2 < 2^31
 #ifdef EXTERNAL_ROWS
             const int acc = access(i);
             if (acc != 0) { suspend(2, acc == 1 ? i : -1, k, n_closed, jmin, mn, r); return; }
 #endif
-            if (jmin % S == g) { col_open[jmin] = 0; ++my_closed; }  // the owner closes jmin
-            const cost_t cij = cost_at(a, i, jmin), vjmin = r.vj;
+            if (jmin_thread == g) { col_open[jmin] = 0; ++my_closed; }  // the owner closes jmin
+            const cost_t cij = r.cm, vjmin = r.vj;             // = cost_at(a, i, jmin)
             CLOCK_MARK(2);
             best = no_cand();
-            for (long long j = g; j < n2; j += S) {
-                if (!col_open[j]) continue;
-                const cost_t vj = v[j];
-                const cost_t cand = ((cost_at(a, i, j) - cij) - (vj - vjmin)) + mn;
-                cost_t dj = d[j];
-                long long pj = pred[j];
-                if (cand < dj) { dj = cand; pj = i; d[j] = cand; pred[j] = i; }
-                consider(best, dj, j, owner[j], vj, pj);
+            for (long long j0 = g; j0 < n2; j0 += UNROLL * S) {  // as in the first scan above
+                cost_t c_[UNROLL], v_[UNROLL], d_[UNROLL], m_[UNROLL];
+                long long p_[UNROLL], o_[UNROLL];
+                unsigned char open_[UNROLL];
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const long long j = min(j0 + u * S, n2 - 1);
+                    open_[u] = col_open[j]; c_[u] = cost_at(a, i, j); v_[u] = v[j]; d_[u] = d[j];
+                    p_[u] = pred[j]; o_[u] = owner[j]; m_[u] = cmatch[j];
+                }
+#pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {
+                    const long long j = j0 + u * S;
+                    if (j >= n2) break;
+                    if (!open_[u]) continue;
+                    const cost_t cand = ((c_[u] - cij) - (v_[u] - vjmin)) + mn;
+                    cost_t dj = d_[u];
+                    long long pj = p_[u];
+                    if (cand < dj) { dj = cand; pj = i; d[j] = cand; pred[j] = i; cpred[j] = c_[u]; }
+                    consider(best, dj, j, o_[u], v_[u], pj, m_[u]);
+                }
             }
             CLOCK_MARK(0);
             r = grid_best(best, sh, slots, seq, parity, 0u, sh_extra, got_extra);
@@ -414,7 +457,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             ++n_closed;
         }
         // price update of the closed columns (and the free terminal one), by their owners
-        if (my_closed > 0 || jmin % S == g) {
+        if (my_closed > 0 || (unsigned)jmin % (unsigned)S == g) {
             for (long long j = g; j < n2; j += S) {
                 if (col_open[j] && j != jmin) continue;
                 const cost_t delta = mn - d[j];
@@ -430,7 +473,9 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         if (threadIdx.x == 0) {
             long long t = n_closed - 1, col = jmin, p = my_rec[3 * t + 2];
             while (true) {
-                if ((col % S) / blockDim.x == blockIdx.x) owner[col] = p;
+                if (((unsigned)col % (unsigned)S) / blockDim.x == blockIdx.x) {
+                    owner[col] = p; cmatch[col] = cpred[col];
+                }
                 if (p == f) break;
                 do { --t; } while (my_rec[3 * t + 1] != p);
                 col = my_rec[3 * t]; p = my_rec[3 * t + 2];
@@ -668,9 +713,10 @@ exchange_selftest(Slot* slots, unsigned long long* checksums, int iterations)
         const unsigned h = (g * 2654435761u) ^ ((unsigned)it * 40503u + 12345u);
         c.val = (cost_t)((h >> 7) % 1000u);
         c.key = ((h & 1u) << 31) | g;
-        c.own = (int)(h & 1u) - 1; c.vj = (cost_t)it; c.pred = (int)g;
+        c.own = (int)(h & 1u) - 1; c.vj = (cost_t)it; c.pred = (int)g; c.cm = (cost_t)(2 * g + 1);
         const Cand r = grid_best(c, sh, slots, seq, parity, 0u, sh_extra, got_extra);
-        sum = sum * 1000003ull + (unsigned long long)r.key + (unsigned long long)r.pred;
+        sum = sum * 1000003ull + (unsigned long long)r.key + (unsigned long long)r.pred
+              + (unsigned long long)r.cm;
     }
     if (threadIdx.x == 0) checksums[blockIdx.x] = sum;
 }

@@ -46,6 +46,9 @@ def import_cupy():
 # (n = 128000: 131 s against 88 s), so every multiprocessor gets a block.
 SHORT_PATH_MAX_N2 = 65536
 
+# 32-bit words of one exchange slot (eps_ssp.cu, Slot)
+SLOT_WORDS = 20
+
 # the pass kernel's resume record (eps_ssp.cu, "rows from a device row cache"): its length and
 # the fields the host reads or writes
 _RESUME, _R_NEED, _R_LOGN, _R_FILL_SLOT, _R_EVICT = 32, 1, 13, 16, 17
@@ -76,12 +79,18 @@ def _wide_grid(cupy) -> tuple:
     return (4 * cupy.cuda.Device().attributes["MultiProcessorCount"],)
 
 
-def _module(cupy, code: str, integral: bool, threads: int = THREADS):
+def unroll_for(n2: int, n_blocks: int, threads: int) -> int:
+    """Columns per thread whose loads one scan issues together (eps_pass's UNROLL): all of a
+    thread's columns up to 4, so that a step waits for one memory latency, not one per column."""
+    return max(1, min(4, -(-n2 // (n_blocks * threads))))
+
+
+def _module(cupy, code: str, integral: bool, threads: int = THREADS, unroll: int = 1):
     phase_clocks = bool(os.environ.get("EPSLAP_GPU_PHASE_CLOCKS"))  # diagnostics (gpu_sweep.py)
-    key = (cupy.cuda.Device().id, code, integral, threads, phase_clocks)
+    key = (cupy.cuda.Device().id, code, integral, threads, unroll, phase_clocks)
     mod = _MODULES.get(key)
     if mod is None:
-        header = (f"#define THREADS {threads}\n"
+        header = (f"#define THREADS {threads}\n#define UNROLL {unroll}\n"
                   + ("#define PHASE_CLOCKS\n" if phase_clocks else "")
                   + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
                      "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n"))
@@ -209,13 +218,15 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     with cupy.cuda.Device(device):
         t0 = time.perf_counter()
         threads = threads_for(n2)
-        src_mod = None if cuda_cost is None else _module(cupy, cuda_cost.code, integral, threads)
         dev = cupy.cuda.Device(device)
         sms = dev.attributes["MultiProcessorCount"]
         n_blocks = int(blocks or blocks_for(n2, sms))
         if not 1 <= n_blocks <= sms:
             raise ValueError(f"backend='gpu': {n_blocks} blocks requested; 1 to {sms} are "
                              "possible on this device")
+        unroll = unroll_for(n2, n_blocks, threads)
+        src_mod = (None if cuda_cost is None
+                   else _module(cupy, cuda_cost.code, integral, threads, unroll))
         grid = (n_blocks,)
         block = (threads,)
         work = np.int64 if integral else np.float64
@@ -242,7 +253,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             pass_mod, pass_args = src_mod, src_args
         else:
             cache_cost = row_cache.cuda_cost()
-            pass_mod = _module(cupy, cache_cost.code, integral, threads)
+            pass_mod = _module(cupy, cache_cost.code, integral, threads, unroll)
             pass_args, keep_cache = _cost_args(cupy, cache_cost, n1, n2)
             keep = keep + keep_cache
         pass_kernel = pass_mod.get_function("eps_pass")
@@ -286,7 +297,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             while True:  # one launch per pass, plus one per suspension for a missing row
                 pass_kernel(grid, block, (*pass_args, state.perm, np.int32(reverse), eps_w, v,
                                           state.d, state.pred, state.col_open, state.owner,
-                                          state.rec, state.xslots, state.out_f64, state.out_i64,
+                                          state.cpred, state.cmatch, state.rec, state.xslots, state.out_f64, state.out_i64,
                                           state.progress, state.resume, state.susp_d,
                                           state.alog, np.int64(log_cap)))
                 out_i = state.out_i64.get()  # one host sync per pass (or per miss)
@@ -357,13 +368,14 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
 def device_bytes(n1: int, n2: int, n_blocks: int) -> int:
     """Device memory the search allocates for an n1 x n2 problem (n1 <= n2) on ``n_blocks``
     blocks: the O(n2) state of the passes and of the estimate (one column: v, d, pred, owner,
-    vf, best1, best2, a copy of v in stage E: 8 bytes each, two flags), the O(n1) row arrays
+    cpred, cmatch, vf, best1, best2, a copy of v in stage E: 8 bytes each, two flags), the O(n1) row arrays
     (perm, pick, regret, the result) and each block's int32 record of an augmentation's steps.
     Mirrors :class:`_DeviceState`; CuPy's temporaries (a few O(n) arrays) come on top."""
-    per_col = 8 * 8 + 2
+    per_col = 10 * 8 + 2
     per_row = 8 * 4
     record = n_blocks * 3 * (n2 + 1) * 4
-    fixed = (2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 64 + 8 * (n_blocks + 16)
+    fixed = (2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 4 * SLOT_WORDS
+             + 8 * (n_blocks + 16)
              + 8 * n_blocks * 1024 + 128)  # ... and a suspended pass's state
     return per_col * n2 + per_row * n1 + record + fixed
 
@@ -378,11 +390,14 @@ class _DeviceState:
         self.pred = cupy.empty(n2, dtype=np.int64)
         self.col_open = cupy.ones(n2, dtype=np.uint8)
         self.owner = cupy.empty(n2, dtype=np.int64)
+        self.cpred = cupy.empty(n2, dtype=work)   # c[pred[j]][j] and c[owner[j]][j]
+        self.cmatch = cupy.empty(n2, dtype=work)
         self.perm = cupy.arange(n1, dtype=np.int64)
         # pass kernel: per block, the record of an augmentation's steps; the exchange slots
-        # (2 buffers x blocks x 64 bytes)
+        # (2 buffers x blocks x SLOT_WORDS words)
         self.rec = cupy.empty(n_blocks * 3 * (n2 + 1), dtype=np.int32)
-        self.xslots = cupy.zeros(2 * n_blocks * max(threads // 32, 1) * 16, dtype=np.uint32)
+        self.xslots = cupy.zeros(2 * n_blocks * max(threads // 32, 1) * SLOT_WORDS,
+                                 dtype=np.uint32)
         # Cand / Pair slots: 2 * n_blocks entries of at most 48 bytes each
         self.slots = cupy.empty(2 * max(n_blocks, 1024) * 6, dtype=np.float64)
         self.out_f64 = cupy.zeros(3 + n_blocks + 4, dtype=np.float64)  # ... + phase clocks
