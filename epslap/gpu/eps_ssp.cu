@@ -133,8 +133,10 @@ __device__ Cand block_best(const Cand& mine, Cand* sh) {
 // in all ten flags holds the whole candidate, without a fence or a barrier (the protocol NCCL
 // calls "LL"). Two buffers used alternately: a block can only overwrite a buffer after every block
 // has published the step in between, i.e. after every block finished reading it.
-#define SLOT_WORDS 20  // the host allocates slots of this many 32-bit words
-struct __align__(16) Slot { unsigned w[SLOT_WORDS]; };
+// Padded to a whole 128-byte line: 80-byte slots straddle lines, and the exchange took 1.61
+// instead of 1.52 µs on an H200 (32 x 512; 4.17 instead of 3.74 µs on 132 x 256).
+#define SLOT_WORDS 32  // the host allocates slots of this many 32-bit words
+struct __align__(128) Slot { unsigned w[SLOT_WORDS]; };
 
 __device__ __forceinline__ void st_quad(Slot* s, int q, unsigned a, unsigned b, unsigned c, unsigned d) {
     asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};"

@@ -47,7 +47,7 @@ def import_cupy():
 SHORT_PATH_MAX_N2 = 65536
 
 # 32-bit words of one exchange slot (eps_ssp.cu, Slot)
-SLOT_WORDS = 20
+SLOT_WORDS = 32
 
 # the pass kernel's resume record (eps_ssp.cu, "rows from a device row cache"): its length and
 # the fields the host reads or writes
@@ -257,6 +257,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             pass_args, keep_cache = _cost_args(cupy, cache_cost, n1, n2)
             keep = keep + keep_cache
         pass_kernel = pass_mod.get_function("eps_pass")
+        # the column state is private to its thread and read through L1: as much L1 as possible
+        pass_kernel.preferred_shared_memory_carveout = 0
         compile_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
