@@ -8,6 +8,7 @@ import pytest
 import costfns
 import epslap
 from conftest import assert_optimal
+from epslap.cpu import _certify as cert
 from epslap.cpu import _estimate as est
 from epslap.cpu import _kernel as ker
 from epslap.cpu._sync import new_sync
@@ -162,16 +163,42 @@ def test_dense_and_on_demand_estimates_agree():
         np.testing.assert_array_equal(perm, dense[4])
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("name,expected", [("sanity", est.STATUS_CERTIFIED),
-                                           ("random", est._ABORT), ("geometric", est._ABORT),
-                                           ("rank2", est._ABORT), ("disjoint", est._ABORT)])
-def test_speculative_certificate_sweep(name, expected):
+                                           ("random", cert.ABORT), ("geometric", cert.ABORT),
+                                           ("rank2", cert.ABORT), ("disjoint", cert.ABORT)])
+def test_speculative_certificate_sweep(name, expected, threads):
     c = costfns.generate(name, 400, seed=4)
     pick = np.full(400, -1, np.int64)
-    status = est._try_certify(c, np.empty(400), 400, 400, np.empty(400), pick)
+    bufs = [np.empty(400) for _ in range(threads)]
+    status = cert.certify_sweep(c, bufs, 400, 400, np.empty(400), pick, threads)
     assert status == expected
-    if expected == est._ABORT:  # gave up early: only a few rows were assigned
+    if expected == cert.ABORT:  # gave up early: only a few rows were assigned
         assert (pick >= 0).sum() < 100
+    else:  # the exact pass's answer for this class: the identity
+        np.testing.assert_array_equal(pick, np.arange(400))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_certificate_sweep_with_more_tied_minima_than_kept(threads):
+    """Rows whose first kept minimisers are all taken are read again: the picks are still each
+    row's lowest-index free minimiser, exactly what the skipped exact pass returns."""
+    n = 100
+    c = np.full((n, n), 1.1)
+    c[:cert.CERT_SAMPLE] = 1.0        # the sample: v = 0, every column a minimum of these rows
+    c[cert.CERT_SAMPLE:, :4] = 1.0    # later rows: minima at 0..3 (all taken soon) and at i
+    c[np.arange(cert.CERT_SAMPLE, n), np.arange(cert.CERT_SAMPLE, n)] = 1.0
+    vf, pick = np.empty(n), np.full(n, -1, np.int64)
+    status = cert.certify_sweep(c, [np.empty(n) for _ in range(threads)], n, n, vf, pick, threads)
+    assert status == est.STATUS_CERTIFIED
+    np.testing.assert_array_equal(vf, 0.0)
+    row_to_col, n_pass, rows = _run_passes(c, vf.copy(), np.arange(n), 0.0, 0.0)
+    np.testing.assert_array_equal(pick, row_to_col)
+    assert pick[n - 5] == n - 5 and pick[cert.CERT_SAMPLE - 1] == 4  # both read again
+    sol = epslap.solve(c, threads=threads)
+    assert sol.stats["certified_by_estimate"]
+    np.testing.assert_array_equal(sol.col_ind, pick)
+    assert_optimal(c, sol)
 
 
 def test_speculative_sweep_validates_every_row():

@@ -454,96 +454,13 @@ def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
     return gap
 
 
-#: rows of the sample that gives the speculative v of ``_try_certify``
-CERT_SAMPLE = 32
-_ABORT = -1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _load_reduced_min_max(row, vf, tmp, bkey):
-    """``_load_reduced_keys`` that also returns the max key (NaN or -inf in the row show there)."""
-    n = tmp.shape[0]
-    mk = _KEY_MAX
-    xk = _KEY_MIN
-    for b in range(bkey.shape[0]):
-        lo = b * BLOCK
-        hi = min(lo + BLOCK, n)
-        m = _KEY_MAX
-        for j in range(lo, hi):
-            x = (np.float64(row[j]) - vf[j]) + 0.0
-            tmp[j] = x
-            k = _key(_bits(x))
-            m = k if k < m else m
-            xk = k if k > xk else xk
-        bkey[b] = m
-        mk = m if m < mk else mk
-    return mk, xk
-
-
-@njit(cache=True, nogil=True)
-def _try_certify(src, buf, n1, n2, vf, pick):
-    """One sweep that proves the exact pass trivial, or gives up early (float costs only).
-
-    v is stage A's formula (second-smallest row-reduced cost per column) over only the first
-    CERT_SAMPLE rows. Then the rows go back to front, as the exact pass would take them with
-    ε = 0 and perm = identity: each row must find its minimum of c - v at a free column (the
-    lowest-index one, the pass's tie rule); the first row that does not aborts. On success the
-    picks are an assignment on row minima of c - v: optimal, and exactly what the exact pass
-    returns (module docstring). Every entry is read, so NaN/-inf are reported here too.
-
-    Returns STATUS_CERTIFIED, STATUS_INVALID, or _ABORT (the caller runs stages A–E). Aborting
-    costs the sample and the rows read so far: for the paper's classes other than sanity a few
-    dozen rows (two rows' minima soon share a column).
-    """
-    n_s = min(n1, CERT_SAMPLE)
-    best1 = np.full(n2, np.inf)
-    best2 = np.full(n2, np.inf)
-    free = np.full(n2, _KEY_MIN)
-    n_blocks = (n2 + BLOCK - 1) // BLOCK
-    bkey = np.empty(n_blocks, np.int64)
-    bmask = np.empty(n_blocks, np.int64)
-    scratch = np.empty(1, np.int64)
-    for i in range(n_s):
-        row = get_row(src, i, buf)
-        mk, xk, _ = _load_keys(row, free, bkey, bmask)
-        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
-            return STATUS_INVALID
-        if mk >= _KEY_POS_INF:
-            return _ABORT  # a row without a finite cost: stage A reports it
-        _update_two_smallest(row, _from_key(mk, scratch), best1, best2)
-    for j in range(n2):
-        x = best2[j]
-        if not math.isfinite(x):
-            x = best1[j]
-        if not math.isfinite(x):
-            x = 0.0
-        vf[j] = x
-    _shift_to_max_zero(vf)
-    tmp = np.empty(n2)
-    tk = tmp.view(np.int64)
-    taken = np.full(n2, _KEY_MIN)
-    for i in range(n1 - 1, -1, -1):
-        row = get_row(src, i, buf)
-        mk, xk = _load_reduced_min_max(row, vf, tmp, bkey)
-        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
-            return STATUS_INVALID
-        if mk >= _KEY_POS_INF:
-            return _ABORT
-        q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
-        if _key(tk[q]) != mk:
-            return _ABORT  # the row's minimum lies only at taken columns: the pass would search
-        taken[q] = _KEY_MAX
-        pick[i] = q
-    return STATUS_CERTIFIED
-
-
 @njit(cache=True, nogil=True)
 def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
     """Stages A–E. Returns (status, eps_upper, eps_lower); fills v_out, perm_out and pick_out.
 
-    For float costs a speculative sweep (``_try_certify``) runs first: when it proves the exact
-    pass trivial, the solve is done after one sweep over the matrix (sanity class); otherwise it
-    gives up after a few rows and stages A–E run as always (their results do not depend on it).
+    For float costs the caller runs the speculative sweep of ``_certify`` first: when it proves
+    the exact pass trivial, the solve is done after one sweep over the matrix (sanity class);
+    otherwise stages A–E run as always (their results do not depend on it).
 
     ``perm_out`` is the row order of the passes: stage C's regret order when ε_upper = 0 (the
     exact pass runs it back to front), else the identity.
@@ -552,16 +469,6 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
     exact pass would return with this v and perm (module docstring).
     """
     vf = np.empty(n2)
-    if not integral and n1 > CERT_SAMPLE:
-        status = _try_certify(src, buf, n1, n2, vf, pick_out)
-        if status == STATUS_INVALID:
-            return status, 0.0, 0.0
-        if status == STATUS_CERTIFIED and _certificate_holds(vf, vf, pick_out, n1, False, 0.0):
-            for j in range(n2):
-                v_out[j] = vf[j]
-            for k in range(n1):
-                perm_out[k] = k
-            return STATUS_CERTIFIED, 0.0, 0.0
     status, lb_a, ub_id, g_a, cmax = _stage_a(src, buf, n1, n2, vf)
     if status != STATUS_OK:
         return status, 0.0, 0.0

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._progress import ProgressBar
 from ..errors import InfeasibleError
+from . import _certify as cert
 from . import _estimate as est
 from . import _kernel as ker
 from . import _sync as sync_mod
@@ -117,11 +118,24 @@ def _run_workers(args_of, nthreads: int, sync: np.ndarray):
         raise errors[0]
 
 
+def _compile_certify(src, buf, n1: int, n2: int) -> float:
+    """Compile the certificate sweep's kernels for this source; return seconds spent."""
+    vf = np.empty(n2)
+    code = np.empty(n1, np.int64)
+    mins = np.empty((n1, cert._KEEP), np.int64)
+    i0 = np.int64(0)
+    return (_compile(cert._sample_v, (src, buf, n1, n2, vf))
+            + _compile(cert._scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins))
+            + _compile(cert._pick_rows, (src, buf, vf, i0, i0, code, mins,
+                                         np.empty(n2, np.int64), code)))
+
+
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
-                  ctl=None, estimate_context=None):
+                  ctl=None, estimate_context=None, threads: int = 1):
     """Stages A–E on the host over the rows of ``src`` (ALGORITHM.md §2; also validates every
-    row: NaN/-inf and infeasible rows raise). Used by the CPU solve and by the GPU backend for
-    rows that come from the host.
+    row: NaN/-inf and infeasible rows raise), after the speculative certificate sweep for float
+    costs (``_certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used by the
+    CPU solve and by the GPU backend for rows that come from the host.
 
     Returns ``(v, perm, pick, eps_upper, eps_lower, certified, compile_s, seconds)``: v in the
     work dtype; ``certified`` when stage B's assignment ``pick`` is the exact pass's optimal
@@ -135,13 +149,31 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
     est_args = (src, buf, n1, n2, v, perm, integral, pick)
     compile_s = _compile(est._estimate, est_args)
+    speculate = not integral and n1 > cert.CERT_SAMPLE
+    if speculate:
+        compile_s += _compile_certify(src, buf, n1, n2)
+    # concurrent reads of the rows only from a matrix in memory (sources may share state)
+    bufs = [buf] + [np.empty(n2, dtype=row_dtype)
+                    for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
+
+    def run():
+        if speculate:
+            vf = np.empty(n2)
+            status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs))
+            if status == est.STATUS_INVALID:
+                return status, 0.0, 0.0
+            if status == est.STATUS_CERTIFIED and est._certificate_holds(vf, vf, pick, n1,
+                                                                          False, 0.0):
+                v[:] = vf
+                return status, 0.0, 0.0
+        return est._estimate(*est_args)
+
     t0 = time.perf_counter()
     if estimate_context is None:
-        status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args), ctl)
+        status, eps_upper, eps_lower = _run_interruptibly(run, ctl)
     else:
         with estimate_context():
-            status, eps_upper, eps_lower = _run_interruptibly(lambda: est._estimate(*est_args),
-                                                              ctl)
+            status, eps_upper, eps_lower = _run_interruptibly(run, ctl)
     if status == est.STATUS_INVALID:
         raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
     certified = status == est.STATUS_CERTIFIED and epsilon
@@ -179,7 +211,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
 
     v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate = estimate_rows(
         src, n1, n2, row_dtype, integral=integral, epsilon=epsilon, ctl=ctl,
-        estimate_context=estimate_context)
+        estimate_context=estimate_context, threads=nthreads)
 
     sync = sync_mod.new_sync()
     slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)

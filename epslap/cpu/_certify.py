@@ -1,0 +1,194 @@
+"""The speculative certificate sweep of the estimate, on one or more threads.
+
+One sweep that proves the exact pass trivial (the sanity class: the solve is then done after one
+read of the matrix), or gives up after a few dozen rows (float costs only; ``_estimate``'s module
+docstring gives the certificate). v is stage A's formula (second-smallest row-reduced cost per
+column) over only the first CERT_SAMPLE rows. Then the rows go back to front, as the exact pass
+would take them with ε = 0 and perm = identity: each row must find its minimum of c - v at a free
+column (the lowest-index one, the pass's tie rule); the first row that does not aborts. On success
+the picks are an assignment on row minima of c - v: optimal, and exactly what the exact pass
+returns. Every entry is read, so NaN/-inf are reported here too.
+
+Why it splits: only the picks depend on earlier rows (which columns are taken); reading a row,
+its minimum and its first few minimisers do not. So the rows are taken in chunks, back to front:
+the threads scan a chunk's rows (each a row at a time), then one thread assigns the chunk's picks
+in order from what was scanned. Chunks start small (an abort costs about what it cost
+sequentially) and double.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+from numba import njit
+
+from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, STATUS_CERTIFIED,
+                        STATUS_INVALID, STATUS_OK, _bits, _from_key, _greedy_pick, _key,
+                        _load_keys, _load_reduced_keys, _shift_to_max_zero, _update_two_smallest)
+from ._rows import get_row
+
+#: rows of the sample that gives the speculative v
+CERT_SAMPLE = 32
+#: the sweep gave up (the caller runs stages A–E)
+ABORT = -1
+#: minimisers kept per scanned row (a row with more is read again if all of these are taken)
+_KEEP = 4
+_ROW_INVALID = -1  # row codes of the scan: NaN or -inf in the row
+_ROW_NO_FINITE = -2  # no finite cost in the row
+_FIRST_CHUNK = 64
+_MAX_CHUNK = 4096
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _load_reduced_min_max(row, vf, tmp, bkey):
+    """``_load_reduced_keys`` that also returns the max key (NaN or -inf in the row show there)."""
+    n = tmp.shape[0]
+    mk = _KEY_MAX
+    xk = _KEY_MIN
+    for b in range(bkey.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        m = _KEY_MAX
+        for j in range(lo, hi):
+            x = (np.float64(row[j]) - vf[j]) + 0.0
+            tmp[j] = x
+            k = _key(_bits(x))
+            m = k if k < m else m
+            xk = k if k > xk else xk
+        bkey[b] = m
+        mk = m if m < mk else mk
+    return mk, xk
+
+
+@njit(cache=True, nogil=True)
+def _sample_v(src, buf, n1, n2, vf):
+    """vf from the first CERT_SAMPLE rows. Returns STATUS_OK, STATUS_INVALID or ABORT."""
+    best1 = np.full(n2, np.inf)
+    best2 = np.full(n2, np.inf)
+    free = np.full(n2, _KEY_MIN)
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    bkey = np.empty(n_blocks, np.int64)
+    bmask = np.empty(n_blocks, np.int64)
+    scratch = np.empty(1, np.int64)
+    for i in range(min(n1, CERT_SAMPLE)):
+        row = get_row(src, i, buf)
+        mk, xk, _ = _load_keys(row, free, bkey, bmask)
+        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+            return STATUS_INVALID
+        if mk >= _KEY_POS_INF:
+            return ABORT  # a row without a finite cost: stage A reports it
+        _update_two_smallest(row, _from_key(mk, scratch), best1, best2)
+    for j in range(n2):
+        x = best2[j]
+        if not math.isfinite(x):
+            x = best1[j]
+        if not math.isfinite(x):
+            x = 0.0
+        vf[j] = x
+    _shift_to_max_zero(vf)
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True)
+def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins):
+    """Rows i = hi - 1 - first, then every stride-th one below, down to lo: code[i] = the number
+    of minimisers of c[i] - v (or _ROW_INVALID / _ROW_NO_FINITE), mins[i] = the first _KEEP of
+    them in index order."""
+    n2 = vf.shape[0]
+    tmp = np.empty(n2)
+    tk = tmp.view(np.int64)
+    bkey = np.empty((n2 + BLOCK - 1) // BLOCK, np.int64)
+    for i in range(hi - 1 - first, lo - 1, -stride):
+        row = get_row(src, i, buf)
+        mk, xk = _load_reduced_min_max(row, vf, tmp, bkey)
+        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+            code[i] = _ROW_INVALID
+            continue
+        if mk >= _KEY_POS_INF:
+            code[i] = _ROW_NO_FINITE
+            continue
+        count = 0
+        for b in range(bkey.shape[0]):
+            if bkey[b] != mk:
+                continue
+            for j in range(b * BLOCK, min(b * BLOCK + BLOCK, n2)):
+                if _key(tk[j]) == mk:
+                    if count < _KEEP:
+                        mins[i, count] = j
+                    count += 1
+        code[i] = count
+
+
+@njit(cache=True, nogil=True)
+def _pick_rows(src, buf, vf, lo, hi, code, mins, taken, pick):
+    """The picks of rows hi - 1 … lo, in that order, from the scan. Returns STATUS_OK,
+    STATUS_INVALID or ABORT (the first row, in sweep order, that fails)."""
+    n2 = vf.shape[0]
+    tmp = np.empty(0)
+    bkey = np.empty(0, np.int64)
+    bmask = np.empty(0, np.int64)
+    for i in range(hi - 1, lo - 1, -1):
+        c = code[i]
+        if c == _ROW_INVALID:
+            return STATUS_INVALID
+        if c == _ROW_NO_FINITE:
+            return ABORT
+        q = -1
+        for t in range(min(c, _KEEP)):
+            if taken[mins[i, t]] == _KEY_MIN:
+                q = mins[i, t]
+                break
+        if q < 0:
+            if c <= _KEEP:
+                return ABORT  # the row's minimum lies only at taken columns: the pass would search
+            if tmp.shape[0] == 0:  # more minimisers than kept: read the row again
+                tmp = np.empty(n2)
+                bkey = np.empty((n2 + BLOCK - 1) // BLOCK, np.int64)
+                bmask = np.empty_like(bkey)
+            mk = _load_reduced_keys(get_row(src, i, buf), vf, tmp, bkey)
+            q, _ = _greedy_pick(tmp.view(np.int64), bkey, mk, taken, bmask)
+            if _key(tmp.view(np.int64)[q]) != mk:
+                return ABORT
+        taken[q] = _KEY_MAX
+        pick[i] = q
+    return STATUS_OK
+
+
+def certify_sweep(src, bufs, n1: int, n2: int, vf: np.ndarray, pick: np.ndarray,
+                  threads: int = 1) -> int:
+    """The sweep (module docstring) with ``threads`` threads scanning (``bufs``: one row buffer
+    per thread; several threads only for sources whose rows may be read concurrently). Fills vf
+    and pick. Returns STATUS_CERTIFIED, STATUS_INVALID or ABORT."""
+    status = _sample_v(src, bufs[0], n1, n2, vf)
+    if status != STATUS_OK:
+        return status
+    code = np.empty(n1, np.int64)
+    mins = np.empty((n1, _KEEP), np.int64)
+    taken = np.full(n2, _KEY_MIN)
+    hi, size = n1, _FIRST_CHUNK
+    while hi > 0:
+        lo = max(0, hi - size)
+        nt = threads if hi - lo >= 8 * threads else 1
+        errors: list[BaseException] = []
+
+        def scan(t, nt=nt, lo=lo, hi=hi):
+            try:
+                _scan_rows(src, bufs[t], vf, lo, hi, t, nt, code, mins)
+            except BaseException as exc:  # pragma: no cover - compiled code does not raise
+                errors.append(exc)
+
+        peers = [threading.Thread(target=scan, args=(t,), name=f"epslap-estimate-{t}",
+                                  daemon=True) for t in range(1, nt)]
+        for p in peers:
+            p.start()
+        scan(0)
+        for p in peers:
+            p.join()
+        if errors:  # pragma: no cover
+            raise errors[0]
+        status = _pick_rows(src, bufs[0], vf, lo, hi, code, mins, taken, pick)
+        if status != STATUS_OK:
+            return status
+        hi, size = lo, min(2 * size, _MAX_CHUNK)
+    return STATUS_CERTIFIED
