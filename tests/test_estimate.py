@@ -209,3 +209,22 @@ def test_speculative_sweep_validates_every_row():
     c[0, 5] = -np.inf
     with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
         epslap.solve(c)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("name,shape", [("random", (300, 300)), ("geometric", (257, 300)),
+                                        ("rank1", (300, 300)), ("rank1", (250, 300)),
+                                        ("rank2", (300, 300)), ("rank1-int", (300, 300)),
+                                        ("disjoint", (200, 203)), ("sanity", (300, 300))])
+def test_estimate_on_threads_equals_one_thread(name, shape, threads):
+    """Stages C–E on column slices (one barrier per row) give exactly the sequential estimate
+    (rank1/rank2 run stages C–E at these sizes, the others stop after stage B)."""
+    from epslap.cpu.solver import estimate_rows
+    c = np.ascontiguousarray(costfns.generate(name.split("-")[0], shape[1], seed=6)[:shape[0]])
+    if name.endswith("-int"):
+        c = np.round(c * 1000).astype(np.int64)
+    integral = c.dtype.kind in "iu"
+    one = estimate_rows(c, *shape, c.dtype, integral=integral)
+    many = estimate_rows(c, *shape, c.dtype, integral=integral, threads=threads)
+    for a, b in zip(one[:6], many[:6]):
+        np.testing.assert_array_equal(a, b)

@@ -30,8 +30,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK
+from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _col_range
 from ._rows import get_row
+from ._sync import SYNC_SIZE, _barrier
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
@@ -382,111 +383,193 @@ def _stage_b(src, buf, n1, n2, vf, regret, pick):
     return lb_b, ub_b, certified
 
 
-@njit(cache=True, nogil=True)
-def _greedy_bounds(src, buf, n1, n2, perm, vf, pick_out):
-    """Stages C/E: greedy over ``perm`` against reduced costs c - v.
+# ---- stages C–E: one worker per slice of the columns ---------------------------------------------
+# Every row step of C–E is a reduction over the columns (the greedy pick; stage D's reference
+# cost) followed by column-local updates, so T threads each take a slice [lo, hi) of the columns
+# and meet once per row (one barrier, slots double-buffered by parity), as the pass kernel does.
+# With T = 1 this is the sequential estimate. Slot t of a greedy row: (min key, masked key of
+# the pick, pick); of stage D's shift: the slice's max of v.
+_CDE_SLOT = 4
 
-    Each row picks the lowest-index minimiser of c[r][j] - v[j] among free columns.
-    Returns (UB, LB): UB = Σ c[r][q], LB = Σ (min_j (c[r][j] - v[j]) + v[q]).
-    """
-    tmp = np.empty(n2)
+
+@njit(cache=True, nogil=True)
+def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, slots, gen):
+    """Stages C/E over this thread's columns: greedy over ``perm`` against reduced costs c - v;
+    each row picks the lowest-index minimiser of c[r][j] - v[j] among free columns (merged over
+    the slices in column order). Returns (UB, LB, gen, ok): UB = Σ c[r][q],
+    LB = Σ (min_j (c[r][j] - v[j]) + v[q])."""
+    m = hi - lo
+    tmp = np.empty(m)
     tk = tmp.view(np.int64)
-    taken = np.full(n2, _KEY_MIN)
-    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    taken = np.full(m, _KEY_MIN)
+    n_blocks = (m + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
+    vl = vf[lo:hi]
     ub = 0.0
     lb = 0.0
     for k in range(n1):
         r = perm[k]
         row = get_row(src, r, buf)
-        mk = _load_reduced_keys(row, vf, tmp, bkey)
-        best_all = _from_key(mk, scratch)
-        q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
-        taken[q] = _KEY_MAX
-        pick_out[r] = q
+        base = (gen & 1) * nthreads * _CDE_SLOT
+        off = base + tid * _CDE_SLOT
+        if m > 0:
+            mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+            q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
+            kq = _key(tk[q])
+            slots[off] = mk
+            slots[off + 1] = kq if kq > taken[q] else taken[q]
+            slots[off + 2] = lo + q
+        else:
+            slots[off] = _KEY_MAX
+            slots[off + 1] = _KEY_MAX
+            slots[off + 2] = -1
+        gen += 1
+        if not _barrier(sync, nthreads, gen):
+            return ub, lb, gen, False
+        mk = _KEY_MAX
+        best = -1
+        for t in range(nthreads):  # slices in column order: the first smallest is the lowest j
+            o = base + t * _CDE_SLOT
+            mk = min(mk, slots[o])
+            if slots[o + 2] >= 0 and (best < 0 or slots[o + 1] < slots[best + 1]):
+                best = o
+        q = slots[best + 2]
+        if lo <= q < hi:
+            taken[q - lo] = _KEY_MAX
+        if tid == 0:
+            pick_out[r] = q
         ub += np.float64(row[q])
-        lb += best_all + vf[q]
-    return ub, lb
+        lb += _from_key(mk, scratch) + vf[q]
+    gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
+    return ub, lb, gen, _barrier(sync, nthreads, gen)
 
 
 @njit(cache=True, nogil=True)
-def _stage_d(src, buf, n1, n2, perm, pick, vf):
-    """Stage D: walk perm backwards; lower v of columns held by earlier rows to tie the pick."""
-    held = np.zeros(n2, np.bool_)
+def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slots, gen):
+    """Stage D over this thread's columns: walk perm backwards; lower v of columns held by
+    earlier rows to tie the pick; then v -= max(v) (``_shift_to_max_zero``). Returns (gen, ok)."""
+    held = np.zeros(hi - lo, np.bool_)
     for k in range(n1):
-        held[pick[perm[k]]] = True
+        q = pick[perm[k]]
+        if lo <= q < hi:
+            held[q - lo] = True
+    vl = vf[lo:hi]
     for k in range(n1 - 1, -1, -1):
         r = perm[k]
         q = pick[r]
         row = get_row(src, r, buf)
-        ref = np.float64(row[q]) - vf[q]
-        held[q] = False
-        if not math.isfinite(ref):
-            continue
-        for j in range(n2):  # branch-free: vectorises
-            c = np.float64(row[j])
-            lower = held[j] & ((c - vf[j]) < ref)
-            vf[j] = (c - ref) if lower else vf[j]
-    _shift_to_max_zero(vf)
+        ref = np.float64(row[q]) - vf[q]  # v[q] is final: the last barrier ended every update
+        if lo <= q < hi:
+            held[q - lo] = False
+        if math.isfinite(ref):
+            rl = row[lo:hi]
+            for j in range(hi - lo):  # branch-free: vectorises
+                c = np.float64(rl[j])
+                lower = held[j] & ((c - vl[j]) < ref)
+                vl[j] = (c - ref) if lower else vl[j]
+        gen += 1
+        if not _barrier(sync, nthreads, gen):
+            return gen, False
+    # the shift: every slice's max, then each thread subtracts the overall one
+    base = (gen & 1) * nthreads * _CDE_SLOT
+    mx = -np.inf
+    for j in range(hi - lo):
+        if vl[j] > mx:
+            mx = vl[j]
+    slots.view(np.float64)[base + tid * _CDE_SLOT] = mx
+    gen += 1
+    if not _barrier(sync, nthreads, gen):
+        return gen, False
+    mx = -np.inf
+    for t in range(nthreads):
+        x = slots.view(np.float64)[base + t * _CDE_SLOT]
+        if x > mx:
+            mx = x
+    if math.isfinite(mx):
+        for j in range(hi - lo):
+            vl[j] -= mx
+    gen += 1
+    return gen, _barrier(sync, nthreads, gen)
 
 
 @njit(cache=True, nogil=True)
-def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
-    """Stages C–E (regret order, greedy bounds, tie-making, blend). Returns the gap g."""
-    v_old = vf.copy()
+def _cde_worker(tid, nthreads, src, buf, n1, n2, perm, vf, pick, sync, slots, bounds):
+    """Stages C, D and E for thread ``tid`` of ``nthreads`` (its slice of the columns).
+    Thread 0 writes pick and bounds = [UB_C, LB_C, UB_E, LB_E]. Returns False if aborted."""
+    lo, hi = _col_range(n2, nthreads, tid)
+    ub_c, lb_c, gen, ok = _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick,
+                                       sync, slots, 0)
+    if ok:
+        gen, ok = _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync,
+                                slots, gen)
+    if ok:
+        ub_e, lb_e, gen, ok = _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick,
+                                           sync, slots, gen)
+        if tid == 0:
+            bounds[0] = ub_c
+            bounds[1] = lb_c
+            bounds[2] = ub_e
+            bounds[3] = lb_e
+    return ok
+
+
+@njit(cache=True, nogil=True)
+def _regret_order(regret, perm_out):
+    """Stage C's row order: descending regret, ties: larger index first."""
+    n1 = regret.shape[0]
     order = np.argsort(regret, kind="mergesort")  # ascending, ties by index ascending
     for k in range(n1):
-        perm_out[k] = order[n1 - 1 - k]  # descending regret, ties: larger index first
-    pick = np.empty(n1, np.int64)
-    ub_c, lb_c = _greedy_bounds(src, buf, n1, n2, perm_out, vf, pick)
-    _stage_d(src, buf, n1, n2, perm_out, pick, vf)
-    ub_e, lb_e = _greedy_bounds(src, buf, n1, n2, perm_out, vf, pick)
-    ub = min(ub_e, ub_c)
-    lb = max(lb_e, lb_c)
+        perm_out[k] = order[n1 - 1 - k]
+
+
+@njit(cache=True, nogil=True)
+def _blend(vf, v_old, bounds, g0):
+    """The gap g of stages C/E, and v blended back towards stage B's v by g / g0. Returns g."""
+    ub = min(bounds[2], bounds[0])
+    lb = max(bounds[3], bounds[1])
     gap = ub - lb
     if g0 > 0.0 and math.isfinite(gap):
         rho = gap / g0
         if rho > 1e-9:
-            for j in range(n2):
+            for j in range(vf.shape[0]):
                 vf[j] = rho * v_old[j] + (1.0 - rho) * vf[j]
     return gap
 
 
 @njit(cache=True, nogil=True)
-def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
-    """Stages A–E. Returns (status, eps_upper, eps_lower); fills v_out, perm_out and pick_out.
+def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
+    """Stages C–E on one thread (regret order, greedy bounds, tie-making, blend). Returns g."""
+    v_old = vf.copy()
+    _regret_order(regret, perm_out)
+    bounds = np.zeros(4)
+    _cde_worker(0, 1, src, buf, n1, n2, perm_out, vf, np.empty(n1, np.int64),
+                np.zeros(SYNC_SIZE, np.int64), np.zeros(2 * _CDE_SLOT, np.int64), bounds)
+    return _blend(vf, v_old, bounds, g0)
 
-    For float costs the caller runs the speculative sweep of ``_certify`` first: when it proves
-    the exact pass trivial, the solve is done after one sweep over the matrix (sanity class);
-    otherwise stages A–E run as always (their results do not depend on it).
 
-    ``perm_out`` is the row order of the passes: stage C's regret order when ε_upper = 0 (the
-    exact pass runs it back to front), else the identity.
-
-    Status STATUS_CERTIFIED: as STATUS_OK, and ``pick_out`` is the optimal assignment that the
-    exact pass would return with this v and perm (module docstring).
-    """
-    vf = np.empty(n2)
+@njit(cache=True, nogil=True)
+def _stages_ab(src, buf, n1, n2, vf, regret, perm_out, pick_out):
+    """Stages A and B. Returns (status, gap_i, gap, g0, cmax, certified): the initial gap I,
+    stage B's gap g, stage A's greedy gap g0, max |finite c|, and stage B's certificate flag."""
     status, lb_a, ub_id, g_a, cmax = _stage_a(src, buf, n1, n2, vf)
     if status != STATUS_OK:
-        return status, 0.0, 0.0
+        return status, 0.0, 0.0, 0.0, 0.0, False
     g_a = min(g_a, ub_id)
     gap_i = ub_id - lb_a
     g0 = g_a - lb_a
     for k in range(n1):
         perm_out[k] = k
-
-    regret = np.empty(n1)
     lb_b, ub_b, certified = _stage_b(src, buf, n1, n2, vf, regret, pick_out)
     ub = min(ub_b, g_a)
-    gap = ub - lb_b
+    return STATUS_OK, gap_i, ub - lb_b, g0, cmax, certified
 
-    ran_cde = gap_i < 4.0 * gap
-    if ran_cde:
-        gap = _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0)
 
+@njit(cache=True, nogil=True)
+def _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, certified,
+            ran_cde):
+    """v in the work dtype, the ε bounds and the certificate. Returns (status, ε_upper, ε_lower)."""
     for j in range(n2):
         if integral:
             v_out[j] = np.round(vf[j])
@@ -504,6 +587,35 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
             v_out, vf, pick_out, n1, integral, cmax):
         return STATUS_CERTIFIED, eps_upper, eps_lower
     return STATUS_OK, eps_upper, eps_lower
+
+
+@njit(cache=True, nogil=True)
+def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
+    """Stages A–E on one thread. Returns (status, eps_upper, eps_lower); fills v_out, perm_out
+    and pick_out. (``epslap.cpu.solver.estimate_rows`` runs the same pieces, stages C–E on
+    several threads.)
+
+    For float costs the caller runs the speculative sweep of ``_certify`` first: when it proves
+    the exact pass trivial, the solve is done after one sweep over the matrix (sanity class);
+    otherwise stages A–E run as always (their results do not depend on it).
+
+    ``perm_out`` is the row order of the passes: stage C's regret order when ε_upper = 0 (the
+    exact pass runs it back to front), else the identity.
+
+    Status STATUS_CERTIFIED: as STATUS_OK, and ``pick_out`` is the optimal assignment that the
+    exact pass would return with this v and perm (module docstring).
+    """
+    vf = np.empty(n2)
+    regret = np.empty(n1)
+    status, gap_i, gap, g0, cmax, certified = _stages_ab(src, buf, n1, n2, vf, regret, perm_out,
+                                                         pick_out)
+    if status != STATUS_OK:
+        return status, 0.0, 0.0
+    ran_cde = gap_i < 4.0 * gap
+    if ran_cde:
+        gap = _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0)
+    return _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, certified,
+                   ran_cde)
 
 
 @njit(cache=True, nogil=True)

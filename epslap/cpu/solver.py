@@ -93,8 +93,8 @@ def resolve_threads(threads, n2: int) -> int:
     return int(max(1, min(int(threads), n2 // 8)))
 
 
-def _run_workers(args_of, nthreads: int, sync: np.ndarray):
-    """Run ``ker._pass_worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
+def _run_workers(worker, args_of, nthreads: int, sync: np.ndarray):
+    """Run ``worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
     the others on threads of their own (the compiled worker releases the GIL). A worker that
     raises (it should not: compiled code returns statuses) sets the abort flag so no peer waits
     at a barrier forever. Returns tid 0's status."""
@@ -102,7 +102,7 @@ def _run_workers(args_of, nthreads: int, sync: np.ndarray):
 
     def work(tid):
         try:
-            ker._pass_worker(*args_of(tid))
+            worker(*args_of(tid))
         except BaseException as exc:  # pragma: no cover - compiled code does not raise
             errors.append(exc)
             sync[sync_mod._ABORT] = 1
@@ -118,6 +118,16 @@ def _run_workers(args_of, nthreads: int, sync: np.ndarray):
         raise errors[0]
 
 
+def _compile_estimate_on_threads(src, buf, n1: int, n2: int, v, perm, pick) -> float:
+    """Compile the pieces that ``_estimate_on_threads`` calls; return seconds spent."""
+    vf, i64 = np.empty(n2), np.int64(0)
+    return (_compile(est._stages_ab, (src, buf, n1, n2, vf, vf, perm, pick))
+            + _compile(est._cde_worker, (i64, i64, src, buf, n1, n2, perm, vf, pick, perm, perm,
+                                         vf))
+            + _compile(est._finish, (vf, v, perm, pick, n1, n2, False, 0.0, 0.0, 0.0, False,
+                                     False)))
+
+
 def _compile_certify(src, buf, n1: int, n2: int) -> float:
     """Compile the certificate sweep's kernels for this source; return seconds spent."""
     vf = np.empty(n2)
@@ -128,6 +138,32 @@ def _compile_certify(src, buf, n1: int, n2: int) -> float:
             + _compile(cert._scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins))
             + _compile(cert._pick_rows, (src, buf, vf, i0, i0, code, mins,
                                          np.empty(n2, np.int64), code)))
+
+
+def _estimate_on_threads(src, bufs, n1: int, n2: int, v, perm, integral: bool, pick):
+    """``est._estimate`` with stages C–E on ``len(bufs)`` threads (each a slice of the columns;
+    the same results as one thread). Returns (status, eps_upper, eps_lower)."""
+    vf = np.empty(n2)
+    regret = np.empty(n1)
+    status, gap_i, gap, g0, cmax, certified = est._stages_ab(src, bufs[0], n1, n2, vf, regret,
+                                                             perm, pick)
+    if status != est.STATUS_OK:
+        return status, 0.0, 0.0
+    ran_cde = gap_i < 4.0 * gap
+    if ran_cde:
+        nthreads = len(bufs)
+        v_old = vf.copy()
+        est._regret_order(regret, perm)
+        sync = sync_mod.new_sync()
+        slots = np.zeros(2 * nthreads * est._CDE_SLOT, np.int64)
+        bounds = np.zeros(4)
+        cde_pick = np.empty(n1, np.int64)
+        _run_workers(est._cde_worker, lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t],
+                                                 n1, n2, perm, vf, cde_pick, sync, slots,
+                                                 bounds), nthreads, sync)
+        gap = est._blend(vf, v_old, bounds, g0)
+    return est._finish(vf, v, perm, pick, n1, n2, integral, gap_i, gap, cmax, certified,
+                       ran_cde)
 
 
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
@@ -155,6 +191,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     # concurrent reads of the rows only from a matrix in memory (sources may share state)
     bufs = [buf] + [np.empty(n2, dtype=row_dtype)
                     for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
+    if len(bufs) > 1:
+        compile_s += _compile_estimate_on_threads(src, buf, n1, n2, v, perm, pick)
 
     def run():
         if speculate:
@@ -166,7 +204,9 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
                                                                           False, 0.0):
                 v[:] = vf
                 return status, 0.0, 0.0
-        return est._estimate(*est_args)
+        if len(bufs) == 1:
+            return est._estimate(*est_args)
+        return _estimate_on_threads(src, bufs, n1, n2, v, perm, integral, pick)
 
     t0 = time.perf_counter()
     if estimate_context is None:
@@ -231,7 +271,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         row_to_col[:] = pick
         result[:] = (ker.STATUS_OK, 1, n1)
     else:
-        _run_interruptibly(lambda: _run_workers(args_of, nthreads, sync), ctl,
+        _run_interruptibly(lambda: _run_workers(ker._pass_worker, args_of, nthreads, sync), ctl,
                            bar.update if bar else None)
     time_solve = time.perf_counter() - t0
     if bar:
