@@ -17,15 +17,15 @@ sequentially) and double.
 """
 from __future__ import annotations
 
-import math
 import threading
 
 import numpy as np
 from numba import njit
 
 from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, STATUS_CERTIFIED,
-                        STATUS_INVALID, STATUS_OK, _bits, _from_key, _greedy_pick, _key,
-                        _load_keys, _load_reduced_keys, _shift_to_max_zero, _update_two_smallest)
+                        STATUS_INVALID, STATUS_OK, _from_key, _greedy_pick, _key, _load_keys,
+                        _load_reduced_keys, _load_reduced_min_max, _update_two_smallest,
+                        _v_from_two_smallest)
 from ._rows import get_row
 
 #: rows of the sample that gives the speculative v
@@ -38,27 +38,6 @@ _ROW_INVALID = -1  # row codes of the scan: NaN or -inf in the row
 _ROW_NO_FINITE = -2  # no finite cost in the row
 _FIRST_CHUNK = 64
 _MAX_CHUNK = 4096
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _load_reduced_min_max(row, vf, tmp, bkey):
-    """``_load_reduced_keys`` that also returns the max key (NaN or -inf in the row show there)."""
-    n = tmp.shape[0]
-    mk = _KEY_MAX
-    xk = _KEY_MIN
-    for b in range(bkey.shape[0]):
-        lo = b * BLOCK
-        hi = min(lo + BLOCK, n)
-        m = _KEY_MAX
-        for j in range(lo, hi):
-            x = (np.float64(row[j]) - vf[j]) + 0.0
-            tmp[j] = x
-            k = _key(_bits(x))
-            m = k if k < m else m
-            xk = k if k > xk else xk
-        bkey[b] = m
-        mk = m if m < mk else mk
-    return mk, xk
 
 
 @njit(cache=True, nogil=True)
@@ -79,14 +58,7 @@ def _sample_v(src, buf, n1, n2, vf):
         if mk >= _KEY_POS_INF:
             return ABORT  # a row without a finite cost: stage A reports it
         _update_two_smallest(row, _from_key(mk, scratch), best1, best2)
-    for j in range(n2):
-        x = best2[j]
-        if not math.isfinite(x):
-            x = best1[j]
-        if not math.isfinite(x):
-            x = 0.0
-        vf[j] = x
-    _shift_to_max_zero(vf)
+    _v_from_two_smallest(best1, best2, vf)
     return STATUS_OK
 
 

@@ -84,6 +84,20 @@ def _shift_to_max_zero(vf):
             vf[j] -= m
 
 
+@njit(cache=True, nogil=True)
+def _v_from_two_smallest(best1, best2, vf):
+    """Stage A's v: per column the second-smallest row-reduced cost (the smallest when there is
+    no second, 0 when neither is finite), shifted so that max v = 0."""
+    for j in range(vf.shape[0]):
+        x = best2[j]
+        if not math.isfinite(x):
+            x = best1[j]
+        if not math.isfinite(x):
+            x = 0.0
+        vf[j] = x
+    _shift_to_max_zero(vf)
+
+
 # ---- fused per-row loops ------------------------------------------------------------------------
 # ``taken`` masks columns out of the greedy pick: _KEY_MIN = free, _KEY_MAX = taken. A masked key
 # is max(key, taken[j]); the pick is the lowest index holding the smallest masked key.
@@ -133,14 +147,12 @@ def _first_in_row(row, taken, bmask, k0):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _load_reduced_keys(row, vf, tmp, bkey):
-    """tmp[j] = (float64(row[j]) - vf[j]) + 0.0; bkey[b] = min key of block b; returns the min key.
-
-    One read of the row, a vectorised integer min. No mask here: the greedy pick usually is the
-    row's first minimiser (``_greedy_pick`` falls back to a masked pass over tmp when it is not).
-    """
+def _load_reduced_min_max(row, vf, tmp, bkey):
+    """tmp[j] = (float64(row[j]) - vf[j]) + 0.0; bkey[b] = min key of block b; returns the min and
+    the max key (NaN or -inf in the row show in the max). One read of the row, vectorised."""
     n = tmp.shape[0]
     mk = _KEY_MAX
+    xk = _KEY_MIN
     for b in range(bkey.shape[0]):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
@@ -150,8 +162,20 @@ def _load_reduced_keys(row, vf, tmp, bkey):
             tmp[j] = x
             k = _key(_bits(x))
             m = k if k < m else m
+            xk = k if k > xk else xk
         bkey[b] = m
         mk = m if m < mk else mk
+    return mk, xk
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _load_reduced_keys(row, vf, tmp, bkey):
+    """``_load_reduced_min_max`` without the max (inlined: the compiler drops its computation).
+
+    No mask here: the greedy pick usually is the row's first minimiser (``_greedy_pick`` falls
+    back to a masked pass over tmp when it is not).
+    """
+    mk, _ = _load_reduced_min_max(row, vf, tmp, bkey)
     return mk
 
 
@@ -339,14 +363,7 @@ def _stage_a(src, buf, n1, n2, vf):
         _update_two_smallest(get_row(src, pend[k], buf), prmin[k], best1, best2)
     if infeasible:
         return STATUS_INFEASIBLE, 0.0, 0.0, 0.0, 0.0
-    for j in range(n2):
-        x = best2[j]
-        if not math.isfinite(x):
-            x = best1[j]
-        if not math.isfinite(x):
-            x = 0.0
-        vf[j] = x
-    _shift_to_max_zero(vf)
+    _v_from_two_smallest(best1, best2, vf)
     return STATUS_OK, lb_a, ub_id, g_a, cmax
 
 
