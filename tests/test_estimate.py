@@ -228,3 +228,19 @@ def test_estimate_on_threads_equals_one_thread(name, shape, threads):
     many = estimate_rows(c, *shape, c.dtype, integral=integral, threads=threads)
     for a, b in zip(one[:6], many[:6]):
         np.testing.assert_array_equal(a, b)
+    n1, n2 = shape
+    ab = est._stages_ab(c, np.empty(n2, c.dtype), n1, n2, np.empty(n2), np.empty(n1),
+                        np.zeros(n1, np.int64), np.zeros(n1, np.int64))
+    assert (ab[1] < 4.0 * ab[2]) == name.startswith("rank")  # whether stages C–E ran
+
+
+@pytest.mark.parametrize("n", [12, 16, 24])
+def test_estimate_on_more_threads_than_column_lines(n):
+    """Three threads on 12-24 columns: column slices of whole 8-column lines leave a thread an
+    empty slice (n = 12: thread 0), which still takes every barrier. Stages C–E run here."""
+    from epslap.cpu.solver import estimate_rows
+    c = costfns.generate("rank1", n, seed=6)
+    one = estimate_rows(c, n, n, c.dtype, integral=False)
+    many = estimate_rows(c, n, n, c.dtype, integral=False, threads=3)
+    for a, b in zip(one[:6], many[:6]):
+        np.testing.assert_array_equal(a, b)

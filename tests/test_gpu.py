@@ -113,6 +113,27 @@ def test_full_grid_is_exact_at_larger_n(name):
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["geometric", "random", "integer"])
+@pytest.mark.parametrize("n,unroll", [(300, 2), (1000, 4), (700, 3)])
+def test_scan_with_several_columns_per_thread(monkeypatch, name, n, unroll):
+    """A grid of 2 x 128 threads: each thread scans 2-4 columns with their loads batched
+    (UNROLL), a partial last group included. Same optimum and rows evaluated as the CPU."""
+    from epslap.gpu.solver import unroll_for
+    assert unroll_for(n, 2, 128) == unroll
+    monkeypatch.setenv("EPSLAP_GPU_BLOCKS", "2")
+    monkeypatch.setenv("EPSLAP_GPU_THREADS", "128")
+    src = costfns.problem(name, n, seed=5)
+    c = src.dense()
+    cpu = epslap.solve(c)
+    for cost in (c, src):
+        sol = epslap.solve(cost, backend="gpu")
+        assert sol.stats["grid"] == 2 and sol.stats["threads_per_block"] == 128
+        assert_optimal(c, sol)
+        assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
+
+
+@gpu
+@pytest.mark.gpu
 def test_phase_clock_build_gives_the_same_solve(monkeypatch):
     """The diagnostic build (EPSLAP_GPU_PHASE_CLOCKS) reports cycles in every phase and solves
     exactly as the normal one."""

@@ -405,8 +405,9 @@ def _stage_b(src, buf, n1, n2, vf, regret, pick):
 # cost) followed by column-local updates, so T threads each take a slice [lo, hi) of the columns
 # and meet once per row (one barrier, slots double-buffered by parity), as the pass kernel does.
 # With T = 1 this is the sequential estimate. Slot t of a greedy row: (min key, masked key of
-# the pick, pick); of stage D's shift: the slice's max of v.
-_CDE_SLOT = 4
+# the pick, pick); of stage D's shift: the slice's max of v. A slot is 128 bytes, as the pass
+# kernel's, so that no two threads write the same cache line.
+_CDE_SLOT = 16
 
 
 @njit(cache=True, nogil=True)

@@ -97,7 +97,8 @@ def _run_workers(worker, args_of, nthreads: int, sync: np.ndarray):
     """Run ``worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
     the others on threads of their own (the compiled worker releases the GIL). A worker that
     raises (it should not: compiled code returns statuses) sets the abort flag so no peer waits
-    at a barrier forever. Returns tid 0's status."""
+    at a barrier forever; its exception is raised here. The workers report through their
+    arrays."""
     errors: list[BaseException] = []
 
     def work(tid):

@@ -59,9 +59,11 @@ __device__ __forceinline__ cost_t cost_at(const CostArgs& a, long long i, long l
 // Column j belongs to thread j % S of the grid (S = gridDim.x · blockDim.x): its d, pred, open
 // flag, owner, v, cpred and cmatch are read and written by that thread alone during the pass
 // (thread 0 of the same block also writes owner[j] and cmatch[j] in the path flip, before a
-// __syncthreads), so they are plain cached accesses. The blocks agree on each Dijkstra step's argmin through `slots` (Slot below),
-// which is also the only grid-wide synchronisation: no grid.sync() in the pass. Every block
-// records the steps' winners and flips the augmenting path for its own columns itself.
+// __syncthreads), so they are plain cached accesses. The blocks agree on each Dijkstra step's
+// argmin through `slots` (Slot below), which is also the only grid-wide synchronisation: no
+// grid.sync() in the pass. Every block records the steps' winners and flips the augmenting path
+// for its own columns itself. (The clamped loads of a scan may read column n2 - 1 of another
+// thread while it writes it: the value is discarded, it only keeps the loads unconditional.)
 
 // A candidate column of one step. key = (column assigned ? 1u << 31 : 0) | column, so that after
 // the value a smaller key is better: the tie rule (an unassigned column, then the lowest index).
@@ -135,7 +137,9 @@ __device__ Cand block_best(const Cand& mine, Cand* sh) {
 // has published the step in between, i.e. after every block finished reading it.
 // Padded to a whole 128-byte line: 80-byte slots straddle lines, and the exchange took 1.61
 // instead of 1.52 µs on an H200 (32 x 512; 4.17 instead of 3.74 µs on 132 x 256).
-#define SLOT_WORDS 32  // the host allocates slots of this many 32-bit words
+#ifndef SLOT_WORDS  // set by the host (solver.SLOT_WORDS), which allocates the slots
+#define SLOT_WORDS 32
+#endif
 struct __align__(128) Slot { unsigned w[SLOT_WORDS]; };
 
 __device__ __forceinline__ void st_quad(Slot* s, int q, unsigned a, unsigned b, unsigned c, unsigned d) {

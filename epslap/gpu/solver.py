@@ -91,6 +91,7 @@ def _module(cupy, code: str, integral: bool, threads: int = THREADS, unroll: int
     mod = _MODULES.get(key)
     if mod is None:
         header = (f"#define THREADS {threads}\n#define UNROLL {unroll}\n"
+                  f"#define SLOT_WORDS {SLOT_WORDS}\n"
                   + ("#define PHASE_CLOCKS\n" if phase_clocks else "")
                   + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
                      "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n"))
@@ -299,7 +300,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             while True:  # one launch per pass, plus one per suspension for a missing row
                 pass_kernel(grid, block, (*pass_args, state.perm, np.int32(reverse), eps_w, v,
                                           state.d, state.pred, state.col_open, state.owner,
-                                          state.cpred, state.cmatch, state.rec, state.xslots, state.out_f64, state.out_i64,
+                                          state.cpred, state.cmatch, state.rec, state.xslots,
+                                          state.out_f64, state.out_i64,
                                           state.progress, state.resume, state.susp_d,
                                           state.alog, np.int64(log_cap)))
                 out_i = state.out_i64.get()  # one host sync per pass (or per miss)
