@@ -17,8 +17,6 @@ sequentially) and double.
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 from numba import njit
 
@@ -27,6 +25,7 @@ from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, S
                         _load_reduced_keys, _load_reduced_min_max, _update_two_smallest,
                         _v_from_two_smallest)
 from ._rows import get_row
+from ._sync import new_sync, run_workers
 
 #: rows of the sample that gives the speculative v
 CERT_SAMPLE = 32
@@ -142,23 +141,8 @@ def certify_sweep(src, bufs, n1: int, n2: int, vf: np.ndarray, pick: np.ndarray,
     while hi > 0:
         lo = max(0, hi - size)
         nt = threads if hi - lo >= 8 * threads else 1
-        errors: list[BaseException] = []
-
-        def scan(t, nt=nt, lo=lo, hi=hi):
-            try:
-                _scan_rows(src, bufs[t], vf, lo, hi, t, nt, code, mins)
-            except BaseException as exc:  # pragma: no cover - compiled code does not raise
-                errors.append(exc)
-
-        peers = [threading.Thread(target=scan, args=(t,), name=f"epslap-estimate-{t}",
-                                  daemon=True) for t in range(1, nt)]
-        for p in peers:
-            p.start()
-        scan(0)
-        for p in peers:
-            p.join()
-        if errors:  # pragma: no cover
-            raise errors[0]
+        run_workers(_scan_rows, lambda t, nt=nt, lo=lo, hi=hi: (src, bufs[t], vf, lo, hi, t, nt,
+                                                                code, mins), nt, new_sync())
         status = _pick_rows(src, bufs[0], vf, lo, hi, code, mins, taken, pick)
         if status != STATUS_OK:
             return status

@@ -19,6 +19,8 @@ can be left waiting forever; after ``SPINS_BEFORE_SLEEP`` polls (with the x86 ``
 sleeps in ``futex_wait`` (Linux; a bounded spin elsewhere) so that a descheduled peer on a
 loaded machine gets the core back.
 """
+import threading
+
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
@@ -40,6 +42,32 @@ def new_sync():
     sync = np.zeros(SYNC_SIZE, np.int64)
     sync[_TIMESPEC + 1] = SLEEP_NS
     return sync
+
+
+def run_workers(worker, args_of, nthreads: int, sync) -> None:
+    """Run ``worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
+    the others on threads of their own (the compiled worker releases the GIL). A worker that
+    raises (it should not: compiled code returns statuses) sets the abort flag so no peer waits
+    at a barrier forever; its exception is raised here. The workers report through their
+    arrays."""
+    errors: list[BaseException] = []
+
+    def work(tid):
+        try:
+            worker(*args_of(tid))
+        except BaseException as exc:  # pragma: no cover - compiled code does not raise
+            errors.append(exc)
+            sync[_ABORT] = 1
+
+    peers = [threading.Thread(target=work, args=(t,), name=f"epslap-cpu-{t}", daemon=True)
+             for t in range(1, nthreads)]
+    for p in peers:
+        p.start()
+    work(0)
+    for p in peers:
+        p.join()
+    if errors:
+        raise errors[0]
 
 
 def _item_ptr(context, builder, aryty, ary, idx, idxty):

@@ -93,38 +93,14 @@ def resolve_threads(threads, n2: int) -> int:
     return int(max(1, min(int(threads), n2 // 8)))
 
 
-def _run_workers(worker, args_of, nthreads: int, sync: np.ndarray):
-    """Run ``worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
-    the others on threads of their own (the compiled worker releases the GIL). A worker that
-    raises (it should not: compiled code returns statuses) sets the abort flag so no peer waits
-    at a barrier forever; its exception is raised here. The workers report through their
-    arrays."""
-    errors: list[BaseException] = []
-
-    def work(tid):
-        try:
-            worker(*args_of(tid))
-        except BaseException as exc:  # pragma: no cover - compiled code does not raise
-            errors.append(exc)
-            sync[sync_mod._ABORT] = 1
-
-    peers = [threading.Thread(target=work, args=(t,), name=f"epslap-cpu-{t}", daemon=True)
-             for t in range(1, nthreads)]
-    for p in peers:
-        p.start()
-    work(0)
-    for p in peers:
-        p.join()
-    if errors:
-        raise errors[0]
-
-
 def _compile_estimate_on_threads(src, buf, n1: int, n2: int, v, perm, pick) -> float:
     """Compile the pieces that ``_estimate_on_threads`` calls; return seconds spent."""
     vf, i64 = np.empty(n2), np.int64(0)
     return (_compile(est._stages_ab, (src, buf, n1, n2, vf, vf, perm, pick))
             + _compile(est._cde_worker, (i64, i64, src, buf, n1, n2, perm, vf, pick, perm, perm,
                                          vf))
+            + _compile(est._regret_order, (vf, perm))
+            + _compile(est._blend, (vf, vf, np.zeros(4), 0.0))
             + _compile(est._finish, (vf, v, perm, pick, n1, n2, False, 0.0, 0.0, 0.0, False,
                                      False)))
 
@@ -159,9 +135,10 @@ def _estimate_on_threads(src, bufs, n1: int, n2: int, v, perm, integral: bool, p
         slots = np.zeros(2 * nthreads * est._CDE_SLOT, np.int64)
         bounds = np.zeros(4)
         cde_pick = np.empty(n1, np.int64)
-        _run_workers(est._cde_worker, lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t],
-                                                 n1, n2, perm, vf, cde_pick, sync, slots,
-                                                 bounds), nthreads, sync)
+        sync_mod.run_workers(est._cde_worker,
+                             lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2,
+                                        perm, vf, cde_pick, sync, slots, bounds),
+                             nthreads, sync)
         gap = est._blend(vf, v_old, bounds, g0)
     return est._finish(vf, v, perm, pick, n1, n2, integral, gap_i, gap, cmax, certified,
                        ran_cde)
@@ -185,15 +162,14 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     perm = np.arange(n1, dtype=np.int64)
     pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
     est_args = (src, buf, n1, n2, v, perm, integral, pick)
-    compile_s = _compile(est._estimate, est_args)
-    speculate = not integral and n1 > cert.CERT_SAMPLE
-    if speculate:
-        compile_s += _compile_certify(src, buf, n1, n2)
     # concurrent reads of the rows only from a matrix in memory (sources may share state)
     bufs = [buf] + [np.empty(n2, dtype=row_dtype)
                     for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
-    if len(bufs) > 1:
-        compile_s += _compile_estimate_on_threads(src, buf, n1, n2, v, perm, pick)
+    compile_s = (_compile(est._estimate, est_args) if len(bufs) == 1
+                 else _compile_estimate_on_threads(src, buf, n1, n2, v, perm, pick))
+    speculate = not integral and n1 > cert.CERT_SAMPLE
+    if speculate:
+        compile_s += _compile_certify(src, buf, n1, n2)
 
     def run():
         if speculate:
@@ -272,8 +248,9 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         row_to_col[:] = pick
         result[:] = (ker.STATUS_OK, 1, n1)
     else:
-        _run_interruptibly(lambda: _run_workers(ker._pass_worker, args_of, nthreads, sync), ctl,
-                           bar.update if bar else None)
+        _run_interruptibly(
+            lambda: sync_mod.run_workers(ker._pass_worker, args_of, nthreads, sync), ctl,
+            bar.update if bar else None)
     time_solve = time.perf_counter() - t0
     if bar:
         bar.close()
