@@ -24,7 +24,7 @@ def _time_exchange(cupy, grids, iterations=20000):
         blocks, threads = map(int, grid.split("x"))
         mod = S._module(cupy, costfns.Geometric(5).cuda_source().code, False, threads)
         fn = mod.get_function("exchange_selftest")
-        slots = cupy.zeros(2 * blocks * max(threads // 32, 1) * S.SLOT_WORDS, dtype=np.uint32)
+        slots = S.exchange_slots(cupy, blocks, threads)
         sums = cupy.zeros(blocks, dtype=np.uint64)
         fn((blocks,), (threads,), (slots, sums, np.int32(100)))
         slots.fill(0)

@@ -170,7 +170,7 @@ def test_pass_exchange_agrees_in_every_block(blocks, threads):
     import costfns as cf
     from epslap.gpu import solver as S
     mod = S._module(cupy, cf.Geometric(5).cuda_source().code, False, threads)
-    slots = cupy.zeros(2 * blocks * max(threads // 32, 1) * S.SLOT_WORDS, dtype=np.uint32)
+    slots = S.exchange_slots(cupy, blocks, threads)
     sums = cupy.zeros(blocks, dtype=np.uint64)
     iterations = 300
     mod.get_function("exchange_selftest")((blocks,), (threads,), (slots, sums, np.int32(iterations)))

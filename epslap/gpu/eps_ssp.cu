@@ -267,8 +267,8 @@ __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, lon
 // [12] Σ ε (doubles and cost_t as bits), [13] entries in alog, [14] seq and [15] parity of the
 // slot exchange (it goes on numbering, so the slots need no reset), and from the host before
 // a resume: [16] the slot now holding the needed row, [17] the row it evicted (-1: none), which
-// every block writes into the slot table itself before reading it; [18] the winner's cm. susp_d: (grid threads,) each
-// thread's partial Σ(mn - d_j). alog follows resume in the same allocation (one copy to the
+// every block writes into the slot table itself before reading it; [18] the winner's cm.
+// susp_d: (grid threads,) each thread's partial Σ(mn - d_j). alog follows resume in the same allocation (one copy to the
 // host reads the record and the start of the log).
 enum { R_PHASE, R_NEED, R_K, R_NCLOSED, R_JMIN, R_MN, R_VAL, R_KEY, R_OWN, R_VJ, R_PRED,
        R_ROWS, R_EPS, R_LOGN, R_SEQ, R_PARITY, R_FILL_SLOT, R_EVICT, R_CM };

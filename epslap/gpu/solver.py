@@ -85,6 +85,12 @@ def unroll_for(n2: int, n_blocks: int, threads: int) -> int:
     return max(1, min(4, -(-n2 // (n_blocks * threads))))
 
 
+def exchange_slots(cupy, n_blocks: int, threads: int):
+    """Zeroed slots of the pass kernel's exchange (eps_ssp.cu, Slot): two buffers, room for one
+    slot per warp of every block."""
+    return cupy.zeros(2 * n_blocks * max(threads // 32, 1) * SLOT_WORDS, dtype=np.uint32)
+
+
 def _module(cupy, code: str, integral: bool, threads: int = THREADS, unroll: int = 1):
     phase_clocks = bool(os.environ.get("EPSLAP_GPU_PHASE_CLOCKS"))  # diagnostics (gpu_sweep.py)
     key = (cupy.cuda.Device().id, code, integral, threads, unroll, phase_clocks)
@@ -191,7 +197,8 @@ def _certified(cuda_cost, n1, n2, integral, out, device, host=None) -> bool:
         return bool(rep["optimal"])
     cupy = import_cupy()
     with cupy.cuda.Device(device):
-        mod = _module(cupy, cuda_cost.code, integral, threads_for(n2))
+        threads, n_blocks = stats["threads_per_block"], stats["grid"]  # the solve's module
+        mod = _module(cupy, cuda_cost.code, integral, threads, unroll_for(n2, n_blocks, threads))
         args, keep = _cost_args(cupy, cuda_cost, n1, n2)
         worst = cupy.zeros(1, dtype=np.float64)
         mod.get_function("check_duals")(_wide_grid(cupy), (256,), (*args, cupy.asarray(row_to_col),
@@ -372,8 +379,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
 def device_bytes(n1: int, n2: int, n_blocks: int) -> int:
     """Device memory the search allocates for an n1 x n2 problem (n1 <= n2) on ``n_blocks``
     blocks: the O(n2) state of the passes and of the estimate (one column: v, d, pred, owner,
-    cpred, cmatch, vf, best1, best2, a copy of v in stage E: 8 bytes each, two flags), the O(n1) row arrays
-    (perm, pick, regret, the result) and each block's int32 record of an augmentation's steps.
+    cpred, cmatch, vf, best1, best2, a copy of v in stage E: 8 bytes each, two flags), the O(n1)
+    row arrays (perm, pick, regret, the result) and each block's int32 record of an augmentation's steps.
     Mirrors :class:`_DeviceState`; CuPy's temporaries (a few O(n) arrays) come on top."""
     per_col = 10 * 8 + 2
     per_row = 8 * 4
@@ -398,10 +405,8 @@ class _DeviceState:
         self.cmatch = cupy.empty(n2, dtype=work)
         self.perm = cupy.arange(n1, dtype=np.int64)
         # pass kernel: per block, the record of an augmentation's steps; the exchange slots
-        # (2 buffers x blocks x SLOT_WORDS words)
         self.rec = cupy.empty(n_blocks * 3 * (n2 + 1), dtype=np.int32)
-        self.xslots = cupy.zeros(2 * n_blocks * max(threads // 32, 1) * SLOT_WORDS,
-                                 dtype=np.uint32)
+        self.xslots = exchange_slots(cupy, n_blocks, threads)
         # Cand / Pair slots: 2 * n_blocks entries of at most 48 bytes each
         self.slots = cupy.empty(2 * max(n_blocks, 1024) * 6, dtype=np.float64)
         self.out_f64 = cupy.zeros(3 + n_blocks + 4, dtype=np.float64)  # ... + phase clocks
