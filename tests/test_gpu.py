@@ -114,6 +114,25 @@ def test_full_grid_is_exact_at_larger_n(name):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["geometric", "random", "integer"])
+def test_large_grid_exchange_solves(monkeypatch, name):
+    """More than 32 blocks (40 x 64): the exchange polls only the slots' heads and fetches the
+    winner's slot. Same optimum and rows evaluated as the CPU, dense, on demand, and through a
+    device row cache (the kernel suspends and resumes, the exchange numbering with it)."""
+    monkeypatch.setenv("EPSLAP_GPU_BLOCKS", "40")
+    monkeypatch.setenv("EPSLAP_GPU_THREADS", "64")
+    src = costfns.problem(name, 1500, seed=6)
+    c = src.dense()
+    cpu = epslap.solve(c)
+    for cost, kw in ((c, {}), (src, {}), (src, dict(cache="lfu", memory=_rows_budget(1500, 1500, 200)))):
+        sol = epslap.solve(cost, backend="gpu", **kw)
+        assert sol.stats["grid"] == 40 and sol.stats["threads_per_block"] == 64
+        assert_optimal(c, sol)
+        assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["geometric", "random", "integer"])
 @pytest.mark.parametrize("n,unroll", [(300, 2), (1000, 4), (700, 3)])
 def test_scan_with_several_columns_per_thread(monkeypatch, name, n, unroll):
     """A grid of 2 x 128 threads: each thread scans 2-4 columns with their loads batched
@@ -151,28 +170,35 @@ def _exchange_reference(n_threads, iterations):
     """The checksum every block of ``exchange_selftest`` must reach (NumPy, wrap-around uint)."""
     g = np.arange(n_threads, dtype=np.uint64)
     total = 0
-    for it in range(iterations):
-        h = ((g * 2654435761) & 0xFFFFFFFF) ^ np.uint64((it * 40503 + 12345) & 0xFFFFFFFF)
+    chunk = max(1, 2**22 // n_threads)
+    for it0 in range(0, iterations, chunk):
+        it = np.arange(it0, min(it0 + chunk, iterations), dtype=np.uint64)[:, None]
+        h = ((g * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF)) ^ (
+            (it * np.uint64(40503) + np.uint64(12345)) & np.uint64(0xFFFFFFFF))
         val = (h >> np.uint64(7)) % np.uint64(1000)
         key = ((h & np.uint64(1)) << np.uint64(31)) | g
-        w = np.lexsort((key, val))[0]
-        total = (total * 1000003 + int(key[w]) + int(g[w]) + 2 * int(g[w]) + 1) % 2**64
+        w = np.argmin((val << np.uint64(32)) | key, axis=1)   # (value, key), keys are unique
+        for x in (key[np.arange(len(w)), w] + 3 * g[w] + np.uint64(1)).tolist():
+            total = (total * 1000003 + x) % 2**64
     return total
 
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("blocks,threads", [(1, 128), (7, 128), (32, 512), (32, 256), (16, 512), (33, 256), (132, 128), (64, 32)])
-def test_pass_exchange_agrees_in_every_block(blocks, threads):
+@pytest.mark.parametrize("blocks,threads,iterations", [
+    (1, 128, 300), (7, 128, 300), (32, 512, 300), (32, 256, 300), (16, 512, 300), (33, 256, 300),
+    (132, 128, 300), (64, 32, 300), (7, 128, 140000), (40, 32, 140000)])
+def test_pass_exchange_agrees_in_every_block(blocks, threads, iterations):
     """The slot exchange that replaces the grid barrier in the pass kernel: every block ends
-    every step with the same, correct winner (value, then tie rule)."""
+    every step with the same, correct winner (value, then tie rule). 140000 steps take the
+    slots' 16-bit head flags around twice, on the one-warp (<= 32 blocks) and the large-grid
+    exchange."""
     import cupy
     import costfns as cf
     from epslap.gpu import solver as S
     mod = S._module(cupy, cf.Geometric(5).cuda_source().code, False, threads)
     slots = S.exchange_slots(cupy, blocks, threads)
     sums = cupy.zeros(blocks, dtype=np.uint64)
-    iterations = 300
     mod.get_function("exchange_selftest")((blocks,), (threads,), (slots, sums, np.int32(iterations)))
     got = sums.get()
     assert len(set(got.tolist())) == 1

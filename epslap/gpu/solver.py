@@ -40,11 +40,12 @@ def import_cupy():
 
 
 # Up to this many columns the pass kernel runs on at most 32 blocks of 512 threads, where the
-# blocks agree on each step through one warp per block (eps_ssp.cu, grid_best's short path):
-# measured on an H200 at n = 32000, 4.3 µs per step against 6.0 µs with 132 blocks of 128 threads.
-# Beyond it the columns' private state no longer fits the 32 multiprocessors' L1 caches
-# (n = 128000: 131 s against 88 s), so every multiprocessor gets a block.
-SHORT_PATH_MAX_N2 = 65536
+# blocks agree on each step through one warp per block (eps_ssp.cu, grid_best's short path);
+# beyond it every multiprocessor gets a block. Measured on an H100, geometric on demand, µs per
+# step, 32 x 512 against 132 x 256: 3.08 / 3.15 (random, n = 32000), 4.18 / 3.76 (n = 48000),
+# 4.74 / 4.03 (n = 64000); at n = 128000 32 x 512 took 7.84 µs against 5.73 before the
+# large-grid exchange polled only the slots' heads (benchmarks/RESULTS.md, session 15).
+SHORT_PATH_MAX_N2 = 32768
 
 # 32-bit words of one exchange slot (eps_ssp.cu, Slot)
 SLOT_WORDS = 32
