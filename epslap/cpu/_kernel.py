@@ -47,26 +47,9 @@ _F_D, _F_C, _F_V = 8, 9, 10  # work-dtype fields, written through ``slots_w`` (s
 BLOCK = 256  # columns per block of the argmin: block minima narrow the index search
 _KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 _KEY_MIN = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
-# Column masks (int64 so that every step below is a vectorisable integer max/min):
-# open_mask[j] = _KEY_MIN while column j is open, _KEY_MAX once closed;
+_CLOSED_BITS = np.int64(0x7FF8000000000000)  # a quiet NaN: the distance of a closed column
+# Column mask (int64 so that every step below is a vectorisable integer max/min):
 # free_mask[j] = _KEY_MIN while column j is unassigned, _KEY_MAX once assigned.
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _relax(row, cij, v, vjmin, mn, zero, d, pred, pcost, open_mask, i, track):
-    """d[j] = min(d[j], reduced cost through row i) over open columns (branch-free: vectorises).
-
-    ``+ zero`` turns -0.0 into +0.0 so that equal values have equal sort keys. With ``track``
-    (sources without random access) the cost of the improving edge is kept in ``pcost``.
-    """
-    for j in range(d.shape[0]):
-        cand = ((row[j] - cij) - (v[j] - vjmin)) + mn + zero
-        dj = d[j]
-        upd = (cand < dj) & (open_mask[j] < 0)
-        d[j] = cand if upd else dj
-        pred[j] = i if upd else pred[j]
-        if track:
-            pcost[j] = (row[j] + zero) if upd else pcost[j]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -78,14 +61,55 @@ def _sort_key(k, integral):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _block_minima(dkey, open_mask, free_mask, integral):
-    """(min key over open columns, min key over open unassigned columns) of one block."""
+def _key_of(k, integral):
+    """Sort key of a distance's int64 bits: order-preserving for floats (a closed column's quiet
+    NaN maps above +inf), the integer itself otherwise (a closed column's _KEY_MIN maps to
+    _KEY_MAX)."""
+    if integral:
+        return _KEY_MAX if k == _KEY_MIN else k
+    return _sort_key(k, False)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _closed_key(integral):
+    """The sort key of a closed column's distance: nothing open is at or above it."""
+    return _KEY_MAX if integral else _CLOSED_BITS
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scan_row(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first):
+    """Relax every column of this thread through row ``i`` (branch-free: it vectorises).
+
+    ``first`` (the augmentation's first row): d = c[i] - v. Otherwise d[j] = min(d[j], reduced
+    cost through row i) in the difference form ((c[i][j] - c[i][jmin]) - (v[j] - v[jmin])) + mn.
+    A closed column's d is a sentinel no candidate is below (a quiet NaN; _KEY_MIN for
+    integers), so the update reads no open flag. ``+ zero`` turns -0.0 into +0.0 so that equal
+    values have equal sort keys. With ``track`` (sources without random access) the cost of the
+    improving edge is kept in ``pcost``.
+    """
+    for j in range(d.shape[0]):
+        if first:
+            d[j] = (row[j] - v[j]) + zero
+            pred[j] = i
+            if track:
+                pcost[j] = row[j] + zero
+        else:
+            cand = ((row[j] - cij) - (v[j] - vjmin)) + mn + zero
+            dj = d[j]
+            upd = cand < dj
+            d[j] = cand if upd else dj
+            pred[j] = i if upd else pred[j]
+            if track:
+                pcost[j] = (row[j] + zero) if upd else pcost[j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _block_minima(dkey, free_mask, integral):
+    """(min key, min key over unassigned columns) of one block; vectorisable integer min/max."""
     m = _KEY_MAX
     mf = _KEY_MAX
     for j in range(dkey.shape[0]):
-        k = _sort_key(dkey[j], integral)
-        om = open_mask[j]
-        k = k if k > om else om
+        k = _key_of(dkey[j], integral)
         m = k if k < m else m
         fm = free_mask[j]
         kf = k if k > fm else fm
@@ -94,13 +118,14 @@ def _block_minima(dkey, open_mask, free_mask, integral):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral):
+def _argmin_open(dkey, free_mask, block_min, block_free, integral):
     """The tie rule over open columns: smallest d; among equals an unassigned column; then the
     lowest index. Returns the column, or -1 when no column is open.
 
     Floats are compared through an order-preserving int64 key of their bits (``dkey`` is ``d``
     viewed as int64), so each block's minimum is an integer max/min that the compiler vectorises;
-    the index is then searched only inside the first block that holds the minimum.
+    the index is then searched only inside the first block that holds the minimum. Closed
+    columns need no flag: their sentinel's key is above every open column's.
     """
     n = dkey.shape[0]
     best = _KEY_MAX
@@ -108,12 +133,12 @@ def _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral):
     for b in range(block_min.shape[0]):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
-        m, mf = _block_minima(dkey[lo:hi], open_mask[lo:hi], free_mask[lo:hi], integral)
+        m, mf = _block_minima(dkey[lo:hi], free_mask[lo:hi], integral)
         block_min[b] = m
         block_free[b] = mf
         best = m if m < best else best
         best_free = mf if mf < best_free else best_free
-    if best == _KEY_MAX:
+    if best >= _closed_key(integral):
         return -1
     want_free = best_free == best
     for b in range(block_min.shape[0]):
@@ -122,9 +147,9 @@ def _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
         for j in range(lo, hi):
-            if open_mask[j] > 0 or (want_free and free_mask[j] > 0):
+            if want_free and free_mask[j] > 0:
                 continue
-            if _sort_key(dkey[j], integral) == best:
+            if _key_of(dkey[j], integral) == best:
                 return j
     return -1
 
@@ -200,14 +225,15 @@ def _winner(slots, base, nthreads):
 
 @njit(cache=True, nogil=True)
 def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, integral, d, dkey,
-             pred, pcost, acost, open_mask, free_mask, owner, closed_loc, block_min, block_free,
+             pred, pcost, acost, free_mask, owner, closed_loc, closed_dl, block_min, block_free,
              row_col, cpred, closed_d, acc, sync, gen, slots, slots_w, ctl):
     """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap), this thread's
     columns ``[lo, lo + len(d))`` (ALGORITHM.md §4, paper Algorithm 2).
 
-    Local (m,) arrays: ``d``/``dkey`` distances, ``pred``, ``pcost`` (cost of the pred edge, kept
-    only for sources without random access), ``acost`` (cost of the owner's edge), ``open_mask``
-    (all open on entry and exit), ``free_mask``, ``owner``, ``closed_loc``. Replicated (n2,):
+    Local (m,) arrays: ``d``/``dkey`` distances (a closed column's is a sentinel, see
+    ``_scan_row``), ``pred``, ``pcost`` (cost of the pred edge, kept only for sources without
+    random access), ``acost`` (cost of the owner's edge), ``free_mask``, ``owner``,
+    ``closed_loc``/``closed_dl`` (this thread's closed columns and their d). Replicated (n2,):
     ``row_col`` (the column of every row, virtual ones included), ``cpred`` (pred of each closed
     column), ``closed_d`` (d of the k-th closed column). ``acc`` (3,) float64 accumulates
     [rows evaluated, Σ(mn - d_j), Σ ε] in the serial order. ``gen`` (1,) counts barriers.
@@ -223,17 +249,13 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
         acc[0] += 1.0
     else:
         row = zero_row
-    for j in range(m):
-        d[j] = (row[j] - vl[j]) + zero
-        pred[j] = f
-        if track:
-            pcost[j] = row[j] + zero
+    _scan_row(row, zero, vl, zero, zero, zero, d, pred, pcost, f, track, True)
     n_loc = 0
     nc = 0
     mn = zero
     jmin = -1
     while True:
-        jl = _argmin_open(dkey, open_mask, free_mask, block_min, block_free, integral)
+        jl = _argmin_open(dkey, free_mask, block_min, block_free, integral)
         gen[0] += 1
         base = (gen[0] & 1) * nthreads * SLOT
         off = base + tid * SLOT
@@ -258,8 +280,9 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
         cpred[jmin] = slots[w + _F_PRED]
         nc += 1
         if lo <= jmin < hi:
-            open_mask[jmin - lo] = _KEY_MAX
+            dkey[jmin - lo] = _KEY_MIN if integral else _CLOSED_BITS
             closed_loc[n_loc] = jmin - lo
+            closed_dl[n_loc] = dmin
             n_loc += 1
         i = slots[w + _F_OWNER]
         if i < 0:
@@ -269,13 +292,11 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
             acc[0] += 1.0
         else:
             row = zero_row
-        _relax(row, slots_w[w + _F_C], vl, slots_w[w + _F_V], mn, zero, d, pred, pcost,
-               open_mask, i, track)
+        _scan_row(row, slots_w[w + _F_C], vl, slots_w[w + _F_V], mn, zero, d, pred, pcost, i,
+                  track, False)
     # price update of this thread's closed columns (ε-scaled)
     for k in range(n_loc):
-        j = closed_loc[k]
-        vl[j] -= (mn - d[j]) + eps
-        open_mask[j] = _KEY_MIN
+        vl[closed_loc[k]] -= (mn - closed_dl[k]) + eps
     # statistics for the ε schedule, summed in the serial closing order (identical in every thread)
     for k in range(nc):
         acc[1] += mn - closed_d[k]
@@ -319,10 +340,10 @@ def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower,
     pred = np.empty(m, np.int64)
     pcost = np.empty(m, v.dtype)
     acost = np.zeros(m, v.dtype)
-    open_mask = np.full(m, _KEY_MIN)
     free_mask = np.empty(m, np.int64)
     owner = np.empty(m, np.int64)
     closed_loc = np.empty(m, np.int64)
+    closed_dl = np.empty(m, v.dtype)
     n_blocks = (m + BLOCK - 1) // BLOCK
     block_min = np.empty(n_blocks, np.int64)
     block_free = np.empty(n_blocks, np.int64)
@@ -361,8 +382,9 @@ def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower,
             else:
                 f = k
             status = _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps_w, inf_val,
-                              integral, d, dkey, pred, pcost, acost, open_mask, free_mask, owner,
-                              closed_loc, block_min, block_free, row_col, cpred, closed_d, acc,
+                              integral, d, dkey, pred, pcost, acost, free_mask, owner,
+                              closed_loc, closed_dl, block_min, block_free, row_col, cpred,
+                              closed_d, acc,
                               sync, gen, slots, slots_w, ctl)
             if status != STATUS_OK:
                 break
