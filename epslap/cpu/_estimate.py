@@ -85,9 +85,9 @@ def _shift_to_max_zero(vf):
 
 
 @njit(cache=True, nogil=True)
-def _v_from_two_smallest(best1, best2, vf):
-    """Stage A's v: per column the second-smallest row-reduced cost (the smallest when there is
-    no second, 0 when neither is finite), shifted so that max v = 0."""
+def _v_before_shift(best1, best2, vf):
+    """Stage A's v before its shift: per column the second-smallest row-reduced cost (the
+    smallest when there is no second, 0 when neither is finite)."""
     for j in range(vf.shape[0]):
         x = best2[j]
         if not math.isfinite(x):
@@ -95,6 +95,12 @@ def _v_from_two_smallest(best1, best2, vf):
         if not math.isfinite(x):
             x = 0.0
         vf[j] = x
+
+
+@njit(cache=True, nogil=True)
+def _v_from_two_smallest(best1, best2, vf):
+    """Stage A's v (``_v_before_shift``), shifted so that max v = 0."""
+    _v_before_shift(best1, best2, vf)
     _shift_to_max_zero(vf)
 
 
@@ -310,16 +316,47 @@ def _rows_are_views_overload(src):
 # ---- stages -------------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _stage_a(src, buf, n1, n2, vf):
-    """Stage A (forward sweep). Fills vf; returns (status, LB_A, UB_id, G_A, max |finite c|).
+def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
+    """``_shift_to_max_zero`` over the threads' slices ``vl`` of v: every slice's max, one
+    barrier, then each thread subtracts the overall one (and a barrier: v is final for all).
+    Returns (gen, ok)."""
+    base = (gen & 1) * nthreads * _CDE_SLOT
+    mx = -np.inf
+    for j in range(vl.shape[0]):
+        if vl[j] > mx:
+            mx = vl[j]
+    slots.view(np.float64)[base + tid * _CDE_SLOT] = mx
+    gen += 1
+    if not _barrier(sync, nthreads, gen):
+        return gen, False
+    mx = -np.inf
+    for t in range(nthreads):
+        x = slots.view(np.float64)[base + t * _CDE_SLOT]
+        if x > mx:
+            mx = x
+    if math.isfinite(mx):
+        for j in range(vl.shape[0]):
+            vl[j] -= mx
+    gen += 1
+    return gen, _barrier(sync, nthreads, gen)
+
+
+@njit(cache=True, nogil=True)
+def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
+    """Stage A (forward sweep) over this thread's columns ``[lo, hi)``; fills vf[lo:hi].
+    Returns (status, LB_A, UB_id, G_A, max |finite c|, gen, ok).
 
     Stage A reads every entry: it is also the validation of the input (STATUS_INVALID for NaN or
     -inf anywhere, checked before STATUS_INFEASIBLE for a row without a finite cost, as scipy).
+    Per row each slice publishes (min key, max key, min key over unpicked columns, the first
+    unpicked column holding it); after the barrier every thread merges them in column order,
+    so every thread takes the same decisions (slot fields 0-3).
     """
-    best1 = np.full(n2, np.inf)
-    best2 = np.full(n2, np.inf)
-    pmask = np.full(n2, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
-    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    m = hi - lo
+    best1 = np.full(m, np.inf)
+    best2 = np.full(m, np.inf)
+    pmask = np.full(m, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
+    n_blocks = (m + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
@@ -334,17 +371,44 @@ def _stage_a(src, buf, n1, n2, vf):
     n_pend = 0
     for i in range(n1):
         row = get_row(src, i, buf)
-        mk, xk, mm = _load_keys(row, pmask, bkey, bmask)
+        base = (gen & 1) * nthreads * _CDE_SLOT
+        off = base + tid * _CDE_SLOT
+        if m > 0:
+            mk, xk, mm = _load_keys(row[lo:hi], pmask, bkey, bmask)
+            slots[off] = mk
+            slots[off + 1] = xk
+            slots[off + 2] = mm
+            # (a slice whose columns are all picked has none; another slice has one: n1 <= n2)
+            slots[off + 3] = lo + _first_in_row(row[lo:hi], pmask, bmask, mm) if mm < _KEY_MAX \
+                else -1
+        else:
+            slots[off] = _KEY_MAX
+            slots[off + 1] = _KEY_MIN
+            slots[off + 2] = _KEY_MAX
+            slots[off + 3] = -1
+        gen += 1
+        if not _barrier(sync, nthreads, gen):
+            return STATUS_OK, 0.0, 0.0, 0.0, 0.0, gen, False
+        mk = _KEY_MAX
+        xk = _KEY_MIN
+        best = -1
+        for t in range(nthreads):  # slices in column order: the first smallest is the lowest j
+            o = base + t * _CDE_SLOT
+            mk = min(mk, slots[o])
+            xk = max(xk, slots[o + 1])
+            if slots[o + 3] >= 0 and (best < 0 or slots[o + 2] < slots[best + 2]):
+                best = o
         if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
-            return STATUS_INVALID, 0.0, 0.0, 0.0, 0.0
+            return STATUS_INVALID, 0.0, 0.0, 0.0, 0.0, gen, True
         if mk >= _KEY_POS_INF:
             infeasible = True  # a row without a finite cost; keep validating the other rows
             continue
         rmin = _from_key(mk, scratch)
-        hi = _from_key(xk, scratch)
-        cmax = max(cmax, abs(rmin), abs(hi) if math.isfinite(hi) else 0.0)
-        p = _first_in_row(row, pmask, bmask, mm)  # lowest-index minimiser among unpicked
-        pmask[p] = _KEY_MAX
+        rmax = _from_key(xk, scratch)
+        cmax = max(cmax, abs(rmin), abs(rmax) if math.isfinite(rmax) else 0.0)
+        p = slots[best + 3]  # lowest-index minimiser among unpicked columns
+        if lo <= p < hi:
+            pmask[p - lo] = _KEY_MAX
         lb_a += rmin
         ub_id += np.float64(row[i])
         g_a += np.float64(row[p])
@@ -353,51 +417,126 @@ def _stage_a(src, buf, n1, n2, vf):
             prmin[n_pend] = rmin
             n_pend += 1
             if n_pend == 4:
-                _update_two_smallest4(get_row(src, pend[0], buf), get_row(src, pend[1], buf),
-                                      get_row(src, pend[2], buf), get_row(src, pend[3], buf),
+                _update_two_smallest4(get_row(src, pend[0], buf)[lo:hi],
+                                      get_row(src, pend[1], buf)[lo:hi],
+                                      get_row(src, pend[2], buf)[lo:hi],
+                                      get_row(src, pend[3], buf)[lo:hi],
                                       prmin[0], prmin[1], prmin[2], prmin[3], best1, best2)
                 n_pend = 0
         else:
-            _update_two_smallest(row, rmin, best1, best2)
+            _update_two_smallest(row[lo:hi], rmin, best1, best2)
     for k in range(n_pend):
-        _update_two_smallest(get_row(src, pend[k], buf), prmin[k], best1, best2)
+        _update_two_smallest(get_row(src, pend[k], buf)[lo:hi], prmin[k], best1, best2)
     if infeasible:
-        return STATUS_INFEASIBLE, 0.0, 0.0, 0.0, 0.0
-    _v_from_two_smallest(best1, best2, vf)
-    return STATUS_OK, lb_a, ub_id, g_a, cmax
+        return STATUS_INFEASIBLE, 0.0, 0.0, 0.0, 0.0, gen, True
+    _v_before_shift(best1, best2, vf[lo:hi])
+    gen, ok = _shift_slices_to_max_zero(tid, nthreads, vf[lo:hi], sync, slots, gen)
+    return STATUS_OK, lb_a, ub_id, g_a, cmax, gen, ok
 
 
 @njit(cache=True, nogil=True)
-def _stage_b(src, buf, n1, n2, vf, regret, pick):
-    """Stage B (reverse sweep on t = c - v). Returns (LB_B, UB_B, certified).
+def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, slots, gen):
+    """Stage B (reverse sweep on t = c - v) over this thread's columns. Thread 0 writes regret
+    and pick. Returns (LB_B, UB_B, certified, gen, ok).
 
     ``certified``: every row's pick is at a minimum of its row of t (see the module docstring).
+    Per row each slice publishes (min key, its first column, the min key over the slice's other
+    columns, the min key over free columns, the first free column holding it): the row's
+    minimum, its lowest-index minimiser j0, the second order statistic (the minimum over all
+    columns but j0, duplicates counted) and the greedy pick follow in column order.
     """
-    tmp = np.empty(n2)
+    m = hi - lo
+    tmp = np.empty(m)
     tk = tmp.view(np.int64)
-    pmask = np.full(n2, _KEY_MIN)
-    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    pmask = np.full(m, _KEY_MIN)
+    n_blocks = (m + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
+    vl = vf[lo:hi]
     lb_b = 0.0
     ub_b = 0.0
     certified = True
     for i in range(n1 - 1, -1, -1):
         row = get_row(src, i, buf)
-        mk = _load_reduced_keys(row, vf, tmp, bkey)
-        m = _from_key(mk, scratch)
-        q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
-        certified = certified and _key(tk[q]) == mk  # the pick is at the row minimum
-        # the second order statistic (duplicates count): the minimum over all columns but j0
-        s2 = _min_key_except(tk, bkey, j0)
+        base = (gen & 1) * nthreads * _CDE_SLOT
+        off = base + tid * _CDE_SLOT
+        if m > 0:
+            mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+            q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
+            slots[off] = mk
+            slots[off + 1] = lo + j0
+            slots[off + 2] = _min_key_except(tk, bkey, j0)
+            kq = _key(tk[q])
+            kq = kq if kq > pmask[q] else pmask[q]  # _KEY_MAX: every column here is picked
+            slots[off + 3] = kq
+            slots[off + 4] = lo + q if kq < _KEY_MAX else -1
+        else:
+            slots[off] = _KEY_MAX
+            slots[off + 1] = -1
+            slots[off + 2] = _KEY_MAX
+            slots[off + 3] = _KEY_MAX
+            slots[off + 4] = -1
+        gen += 1
+        if not _barrier(sync, nthreads, gen):
+            return 0.0, 0.0, False, gen, False
+        mk = _KEY_MAX
+        for t in range(nthreads):
+            mk = min(mk, slots[base + t * _CDE_SLOT])
+        s2 = _KEY_MAX
+        seen_j0 = False
+        best = -1
+        for t in range(nthreads):  # slices in column order
+            o = base + t * _CDE_SLOT
+            if slots[o + 1] < 0:
+                continue
+            if not seen_j0 and slots[o] == mk:  # the slice holding j0: its other columns
+                seen_j0 = True
+                s2 = min(s2, slots[o + 2])
+            else:
+                s2 = min(s2, slots[o])
+            if slots[o + 4] >= 0 and (best < 0 or slots[o + 3] < slots[best + 3]):
+                best = o
+        q = slots[best + 4]
+        mval = _from_key(mk, scratch)
+        certified = certified and slots[best + 3] == mk  # the pick is at the row minimum
         s_val = np.inf if s2 == _KEY_MAX else _from_key(s2, scratch)
-        pmask[q] = _KEY_MAX
-        pick[i] = q
-        regret[i] = s_val - m
-        lb_b += m + vf[q]
+        if lo <= q < hi:
+            pmask[q - lo] = _KEY_MAX
+        if tid == 0:
+            pick[i] = q
+            regret[i] = s_val - mval
+        lb_b += mval + vf[q]
         ub_b += np.float64(row[q])
-    return lb_b, ub_b, certified
+    gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
+    return lb_b, ub_b, certified, gen, _barrier(sync, nthreads, gen)
+
+
+@njit(cache=True, nogil=True)
+def _ab_worker(tid, nthreads, src, buf, n1, n2, vf, regret, pick, sync, slots, out):
+    """Stages A and B for thread ``tid`` of ``nthreads`` (its slice of the columns). Thread 0
+    writes out = [status, gap_i, gap, g0, cmax, certified] (see ``_stages_ab``). Returns False
+    if aborted."""
+    lo, hi = _col_range(n2, nthreads, tid)
+    status, lb_a, ub_id, g_a, cmax, gen, ok = _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi,
+                                                            vf, sync, slots, 0)
+    if not ok:
+        return False
+    if status != STATUS_OK:
+        if tid == 0:
+            out[0] = status
+        return True
+    g_a = min(g_a, ub_id)
+    lb_b, ub_b, certified, gen, ok = _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf,
+                                                   regret, pick, sync, slots, gen)
+    if tid == 0:
+        out[0] = STATUS_OK
+        out[1] = ub_id - lb_a
+        out[2] = min(ub_b, g_a) - lb_b
+        out[3] = g_a - lb_a
+        out[4] = cmax
+        out[5] = 1.0 if certified else 0.0
+    return ok
 
 
 # ---- stages C–E: one worker per slice of the columns ---------------------------------------------
@@ -490,26 +629,7 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
         gen += 1
         if not _barrier(sync, nthreads, gen):
             return gen, False
-    # the shift: every slice's max, then each thread subtracts the overall one
-    base = (gen & 1) * nthreads * _CDE_SLOT
-    mx = -np.inf
-    for j in range(hi - lo):
-        if vl[j] > mx:
-            mx = vl[j]
-    slots.view(np.float64)[base + tid * _CDE_SLOT] = mx
-    gen += 1
-    if not _barrier(sync, nthreads, gen):
-        return gen, False
-    mx = -np.inf
-    for t in range(nthreads):
-        x = slots.view(np.float64)[base + t * _CDE_SLOT]
-        if x > mx:
-            mx = x
-    if math.isfinite(mx):
-        for j in range(hi - lo):
-            vl[j] -= mx
-    gen += 1
-    return gen, _barrier(sync, nthreads, gen)
+    return _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
 
 
 @njit(cache=True, nogil=True)
@@ -569,19 +689,21 @@ def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
 
 @njit(cache=True, nogil=True)
 def _stages_ab(src, buf, n1, n2, vf, regret, perm_out, pick_out):
-    """Stages A and B. Returns (status, gap_i, gap, g0, cmax, certified): the initial gap I,
-    stage B's gap g, stage A's greedy gap g0, max |finite c|, and stage B's certificate flag."""
-    status, lb_a, ub_id, g_a, cmax = _stage_a(src, buf, n1, n2, vf)
-    if status != STATUS_OK:
-        return status, 0.0, 0.0, 0.0, 0.0, False
-    g_a = min(g_a, ub_id)
-    gap_i = ub_id - lb_a
-    g0 = g_a - lb_a
-    for k in range(n1):
+    """Stages A and B on one thread. Returns (status, gap_i, gap, g0, cmax, certified): the
+    initial gap I, stage B's gap g, stage A's greedy gap g0, max |finite c|, and stage B's
+    certificate flag; perm_out = the identity."""
+    out = np.zeros(6)
+    _ab_worker(0, 1, src, buf, n1, n2, vf, regret, pick_out, np.zeros(SYNC_SIZE, np.int64),
+               np.zeros(2 * _CDE_SLOT, np.int64), out)
+    return _ab_result(out, perm_out)
+
+
+@njit(cache=True, nogil=True)
+def _ab_result(out, perm_out):
+    """(status, gap_i, gap, g0, cmax, certified) from ``_ab_worker``'s out; perm_out = identity."""
+    for k in range(perm_out.shape[0]):
         perm_out[k] = k
-    lb_b, ub_b, certified = _stage_b(src, buf, n1, n2, vf, regret, pick_out)
-    ub = min(ub_b, g_a)
-    return STATUS_OK, gap_i, ub - lb_b, g0, cmax, certified
+    return np.int64(out[0]), out[1], out[2], out[3], out[4], out[5] != 0.0
 
 
 @njit(cache=True, nogil=True)

@@ -96,7 +96,9 @@ def resolve_threads(threads, n2: int) -> int:
 def _compile_estimate_on_threads(src, buf, n1: int, n2: int, v, perm, pick) -> float:
     """Compile the pieces that ``_estimate_on_threads`` calls; return seconds spent."""
     vf, i64 = np.empty(n2), np.int64(0)
-    return (_compile(est._stages_ab, (src, buf, n1, n2, vf, vf, perm, pick))
+    return (_compile(est._ab_worker, (i64, i64, src, buf, n1, n2, vf, vf, pick, perm, perm,
+                                      vf))
+            + _compile(est._ab_result, (vf, perm))
             + _compile(est._cde_worker, (i64, i64, src, buf, n1, n2, perm, vf, pick, perm, perm,
                                          vf))
             + _compile(est._regret_order, (vf, perm))
@@ -118,17 +120,23 @@ def _compile_certify(src, buf, n1: int, n2: int) -> float:
 
 
 def _estimate_on_threads(src, bufs, n1: int, n2: int, v, perm, integral: bool, pick):
-    """``est._estimate`` with stages C–E on ``len(bufs)`` threads (each a slice of the columns;
-    the same results as one thread). Returns (status, eps_upper, eps_lower)."""
+    """``est._estimate`` on ``len(bufs)`` threads (stages A–B and C–E each take a slice of the
+    columns; the same results as one thread). Returns (status, eps_upper, eps_lower)."""
     vf = np.empty(n2)
     regret = np.empty(n1)
-    status, gap_i, gap, g0, cmax, certified = est._stages_ab(src, bufs[0], n1, n2, vf, regret,
-                                                             perm, pick)
+    nthreads = len(bufs)
+    sync = sync_mod.new_sync()
+    slots = np.zeros(2 * nthreads * est._CDE_SLOT, np.int64)
+    out = np.zeros(6)
+    sync_mod.run_workers(est._ab_worker,
+                         lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2, vf,
+                                    regret, pick, sync, slots, out),
+                         nthreads, sync)
+    status, gap_i, gap, g0, cmax, certified = est._ab_result(out, perm)
     if status != est.STATUS_OK:
         return status, 0.0, 0.0
     ran_cde = gap_i < 4.0 * gap
     if ran_cde:
-        nthreads = len(bufs)
         v_old = vf.copy()
         est._regret_order(regret, perm)
         sync = sync_mod.new_sync()
