@@ -53,9 +53,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         user's kernel (``costfns.RowKernel``), or — with "lfu"/"slru" given explicitly — the
         rows of a device cost (for expensive costs); ``stats`` then report its hits and misses.
     threads : int, optional
-        CPU threads for the passes (``backend="cpu"``). Each thread owns a slice of the columns
-        (its part of d, v, the open flags and, for a row cache, its own cache of those columns,
-        computed in parallel) and the threads meet at one barrier per Dijkstra step; results are
+        CPU threads for the passes and, for a dense matrix, the estimate (``backend="cpu"``).
+        Each thread owns a slice of the columns (its part of d, v, the free flags and, for a row
+        cache, its own cache of those columns, computed in parallel) and the threads meet at one
+        barrier per Dijkstra step; results are
         identical for every thread count. ``None`` (default): every core Numba may use
         (``numba.get_num_threads()``) when the problem has at least
         ``epslap.cpu.solver.AUTO_MIN_COLS`` (4000) columns, else 1 — below that measured

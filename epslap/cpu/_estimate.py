@@ -313,25 +313,34 @@ def _rows_are_views_overload(src):
     return lambda src: False  # computed rows share ``buf``; a cache may evict a returned slot
 
 
-# ---- stages -------------------------------------------------------------------------------------
+# ---- stages: one worker per slice of the columns -----------------------------------------------
+
+# Every row step of every stage is a reduction over the columns (row minima, the greedy pick,
+# stage D's reference cost) followed by column-local updates, so T threads each take a slice
+# [lo, hi) of the columns and meet once per row (one barrier, slots double-buffered by parity),
+# as the pass kernel does. With T = 1 this is the sequential estimate. Slot t holds the slice's
+# part of the row's reduction (each stage lists its fields); a slot is 128 bytes, as the pass
+# kernel's, so that no two threads write the same cache line.
+_EST_SLOT = 16
+
 
 @njit(cache=True, nogil=True)
 def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
     """``_shift_to_max_zero`` over the threads' slices ``vl`` of v: every slice's max, one
     barrier, then each thread subtracts the overall one (and a barrier: v is final for all).
     Returns (gen, ok)."""
-    base = (gen & 1) * nthreads * _CDE_SLOT
+    base = (gen & 1) * nthreads * _EST_SLOT
     mx = -np.inf
     for j in range(vl.shape[0]):
         if vl[j] > mx:
             mx = vl[j]
-    slots.view(np.float64)[base + tid * _CDE_SLOT] = mx
+    slots.view(np.float64)[base + tid * _EST_SLOT] = mx
     gen += 1
     if not _barrier(sync, nthreads, gen):
         return gen, False
     mx = -np.inf
     for t in range(nthreads):
-        x = slots.view(np.float64)[base + t * _CDE_SLOT]
+        x = slots.view(np.float64)[base + t * _EST_SLOT]
         if x > mx:
             mx = x
     if math.isfinite(mx):
@@ -371,8 +380,8 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     n_pend = 0
     for i in range(n1):
         row = get_row(src, i, buf)
-        base = (gen & 1) * nthreads * _CDE_SLOT
-        off = base + tid * _CDE_SLOT
+        base = (gen & 1) * nthreads * _EST_SLOT
+        off = base + tid * _EST_SLOT
         if m > 0:
             mk, xk, mm = _load_keys(row[lo:hi], pmask, bkey, bmask)
             slots[off] = mk
@@ -393,7 +402,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
         xk = _KEY_MIN
         best = -1
         for t in range(nthreads):  # slices in column order: the first smallest is the lowest j
-            o = base + t * _CDE_SLOT
+            o = base + t * _EST_SLOT
             mk = min(mk, slots[o])
             xk = max(xk, slots[o + 1])
             if slots[o + 3] >= 0 and (best < 0 or slots[o + 2] < slots[best + 2]):
@@ -459,8 +468,8 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     certified = True
     for i in range(n1 - 1, -1, -1):
         row = get_row(src, i, buf)
-        base = (gen & 1) * nthreads * _CDE_SLOT
-        off = base + tid * _CDE_SLOT
+        base = (gen & 1) * nthreads * _EST_SLOT
+        off = base + tid * _EST_SLOT
         if m > 0:
             mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
             q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
@@ -482,12 +491,12 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
             return 0.0, 0.0, False, gen, False
         mk = _KEY_MAX
         for t in range(nthreads):
-            mk = min(mk, slots[base + t * _CDE_SLOT])
+            mk = min(mk, slots[base + t * _EST_SLOT])
         s2 = _KEY_MAX
         seen_j0 = False
         best = -1
         for t in range(nthreads):  # slices in column order
-            o = base + t * _CDE_SLOT
+            o = base + t * _EST_SLOT
             if slots[o + 1] < 0:
                 continue
             if not seen_j0 and slots[o] == mk:  # the slice holding j0: its other columns
@@ -539,22 +548,12 @@ def _ab_worker(tid, nthreads, src, buf, n1, n2, vf, regret, pick, sync, slots, o
     return ok
 
 
-# ---- stages C–E: one worker per slice of the columns ---------------------------------------------
-# Every row step of C–E is a reduction over the columns (the greedy pick; stage D's reference
-# cost) followed by column-local updates, so T threads each take a slice [lo, hi) of the columns
-# and meet once per row (one barrier, slots double-buffered by parity), as the pass kernel does.
-# With T = 1 this is the sequential estimate. Slot t of a greedy row: (min key, masked key of
-# the pick, pick); of stage D's shift: the slice's max of v. A slot is 128 bytes, as the pass
-# kernel's, so that no two threads write the same cache line.
-_CDE_SLOT = 16
-
-
 @njit(cache=True, nogil=True)
 def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, slots, gen):
     """Stages C/E over this thread's columns: greedy over ``perm`` against reduced costs c - v;
     each row picks the lowest-index minimiser of c[r][j] - v[j] among free columns (merged over
-    the slices in column order). Returns (UB, LB, gen, ok): UB = Σ c[r][q],
-    LB = Σ (min_j (c[r][j] - v[j]) + v[q])."""
+    the slices in column order; slot fields: min key, masked key of the pick, the pick).
+    Returns (UB, LB, gen, ok): UB = Σ c[r][q], LB = Σ (min_j (c[r][j] - v[j]) + v[q])."""
     m = hi - lo
     tmp = np.empty(m)
     tk = tmp.view(np.int64)
@@ -569,8 +568,8 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     for k in range(n1):
         r = perm[k]
         row = get_row(src, r, buf)
-        base = (gen & 1) * nthreads * _CDE_SLOT
-        off = base + tid * _CDE_SLOT
+        base = (gen & 1) * nthreads * _EST_SLOT
+        off = base + tid * _EST_SLOT
         if m > 0:
             mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
             q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
@@ -588,7 +587,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
         mk = _KEY_MAX
         best = -1
         for t in range(nthreads):  # slices in column order: the first smallest is the lowest j
-            o = base + t * _CDE_SLOT
+            o = base + t * _EST_SLOT
             mk = min(mk, slots[o])
             if slots[o + 2] >= 0 and (best < 0 or slots[o + 1] < slots[best + 1]):
                 best = o
@@ -683,7 +682,7 @@ def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
     _regret_order(regret, perm_out)
     bounds = np.zeros(4)
     _cde_worker(0, 1, src, buf, n1, n2, perm_out, vf, np.empty(n1, np.int64),
-                np.zeros(SYNC_SIZE, np.int64), np.zeros(2 * _CDE_SLOT, np.int64), bounds)
+                np.zeros(SYNC_SIZE, np.int64), np.zeros(2 * _EST_SLOT, np.int64), bounds)
     return _blend(vf, v_old, bounds, g0)
 
 
@@ -694,7 +693,7 @@ def _stages_ab(src, buf, n1, n2, vf, regret, perm_out, pick_out):
     certificate flag; perm_out = the identity."""
     out = np.zeros(6)
     _ab_worker(0, 1, src, buf, n1, n2, vf, regret, pick_out, np.zeros(SYNC_SIZE, np.int64),
-               np.zeros(2 * _CDE_SLOT, np.int64), out)
+               np.zeros(2 * _EST_SLOT, np.int64), out)
     return _ab_result(out, perm_out)
 
 
@@ -732,8 +731,8 @@ def _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, c
 @njit(cache=True, nogil=True)
 def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
     """Stages A–E on one thread. Returns (status, eps_upper, eps_lower); fills v_out, perm_out
-    and pick_out. (``epslap.cpu.solver.estimate_rows`` runs the same pieces, stages C–E on
-    several threads.)
+    and pick_out. (``epslap.cpu.solver.estimate_rows`` runs the same pieces on several
+    threads.)
 
     For float costs the caller runs the speculative sweep of ``_certify`` first: when it proves
     the exact pass trivial, the solve is done after one sweep over the matrix (sanity class);

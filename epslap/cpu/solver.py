@@ -126,7 +126,7 @@ def _estimate_on_threads(src, bufs, n1: int, n2: int, v, perm, integral: bool, p
     regret = np.empty(n1)
     nthreads = len(bufs)
     sync = sync_mod.new_sync()
-    slots = np.zeros(2 * nthreads * est._CDE_SLOT, np.int64)
+    slots = np.zeros(2 * nthreads * est._EST_SLOT, np.int64)
     out = np.zeros(6)
     sync_mod.run_workers(est._ab_worker,
                          lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2, vf,
@@ -140,7 +140,7 @@ def _estimate_on_threads(src, bufs, n1: int, n2: int, v, perm, integral: bool, p
         v_old = vf.copy()
         est._regret_order(regret, perm)
         sync = sync_mod.new_sync()
-        slots = np.zeros(2 * nthreads * est._CDE_SLOT, np.int64)
+        slots = np.zeros(2 * nthreads * est._EST_SLOT, np.int64)
         bounds = np.zeros(4)
         cde_pick = np.empty(n1, np.int64)
         sync_mod.run_workers(est._cde_worker,
