@@ -324,6 +324,28 @@ def _rows_are_views_overload(src):
 _EST_SLOT = 16
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _slots_min(slots, base, nthreads, f):
+    """The smallest field ``f`` over the threads' slots of one row."""
+    m = _KEY_MAX
+    for t in range(nthreads):
+        m = min(m, slots[base + t * _EST_SLOT + f])
+    return m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_smallest(slots, base, nthreads, key_f, col_f):
+    """Offset of the slot with the smallest key (field ``key_f``) among those that hold a column
+    (field ``col_f`` >= 0), the first such in thread order: slices are in column order, so its
+    column is the lowest-index holder of the smallest key. -1 if no slot holds a column."""
+    best = -1
+    for t in range(nthreads):
+        o = base + t * _EST_SLOT
+        if slots[o + col_f] >= 0 and (best < 0 or slots[o + key_f] < slots[best + key_f]):
+            best = o
+    return best
+
+
 @njit(cache=True, nogil=True)
 def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
     """``_shift_to_max_zero`` over the threads' slices ``vl`` of v: every slice's max, one
@@ -398,15 +420,10 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
         gen += 1
         if not _barrier(sync, nthreads, gen):
             return STATUS_OK, 0.0, 0.0, 0.0, 0.0, gen, False
-        mk = _KEY_MAX
+        mk = _slots_min(slots, base, nthreads, 0)
         xk = _KEY_MIN
-        best = -1
-        for t in range(nthreads):  # slices in column order: the first smallest is the lowest j
-            o = base + t * _EST_SLOT
-            mk = min(mk, slots[o])
-            xk = max(xk, slots[o + 1])
-            if slots[o + 3] >= 0 and (best < 0 or slots[o + 2] < slots[best + 2]):
-                best = o
+        for t in range(nthreads):
+            xk = max(xk, slots[base + t * _EST_SLOT + 1])
         if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
             return STATUS_INVALID, 0.0, 0.0, 0.0, 0.0, gen, True
         if mk >= _KEY_POS_INF:
@@ -415,7 +432,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
         rmin = _from_key(mk, scratch)
         rmax = _from_key(xk, scratch)
         cmax = max(cmax, abs(rmin), abs(rmax) if math.isfinite(rmax) else 0.0)
-        p = slots[best + 3]  # lowest-index minimiser among unpicked columns
+        p = slots[_first_smallest(slots, base, nthreads, 2, 3) + 3]  # first unpicked minimiser
         if lo <= p < hi:
             pmask[p - lo] = _KEY_MAX
         lb_a += rmin
@@ -489,12 +506,9 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
         gen += 1
         if not _barrier(sync, nthreads, gen):
             return 0.0, 0.0, False, gen, False
-        mk = _KEY_MAX
-        for t in range(nthreads):
-            mk = min(mk, slots[base + t * _EST_SLOT])
+        mk = _slots_min(slots, base, nthreads, 0)
         s2 = _KEY_MAX
         seen_j0 = False
-        best = -1
         for t in range(nthreads):  # slices in column order
             o = base + t * _EST_SLOT
             if slots[o + 1] < 0:
@@ -504,8 +518,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
                 s2 = min(s2, slots[o + 2])
             else:
                 s2 = min(s2, slots[o])
-            if slots[o + 4] >= 0 and (best < 0 or slots[o + 3] < slots[best + 3]):
-                best = o
+        best = _first_smallest(slots, base, nthreads, 3, 4)
         q = slots[best + 4]
         mval = _from_key(mk, scratch)
         certified = certified and slots[best + 3] == mk  # the pick is at the row minimum
@@ -584,14 +597,8 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
         gen += 1
         if not _barrier(sync, nthreads, gen):
             return ub, lb, gen, False
-        mk = _KEY_MAX
-        best = -1
-        for t in range(nthreads):  # slices in column order: the first smallest is the lowest j
-            o = base + t * _EST_SLOT
-            mk = min(mk, slots[o])
-            if slots[o + 2] >= 0 and (best < 0 or slots[o + 1] < slots[best + 1]):
-                best = o
-        q = slots[best + 2]
+        mk = _slots_min(slots, base, nthreads, 0)
+        q = slots[_first_smallest(slots, base, nthreads, 1, 2) + 2]
         if lo <= q < hi:
             taken[q - lo] = _KEY_MAX
         if tid == 0:
