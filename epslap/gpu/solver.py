@@ -59,8 +59,9 @@ def threads_for(n2: int) -> int:
     """Threads per block (EPSLAP_GPU_THREADS overrides): 512 at every size. On the large grid
     (one block per multiprocessor) 512 threads beat 256 once a thread owns about two columns or
     more: NVIDIA H100, geometric on demand, µs per step 3.52 against 3.78 (n = 64000), 4.13
-    against 4.56 (n = 128000), 5.36 against 7.0 (n = 256000, against the H200's 256-thread run);
-    1024 threads cap the registers at 64 and spill (4.40 µs at n = 128000)."""
+    against 4.56 (n = 128000); NVIDIA H200, n = 256000, 155.8 s against 205.1 s. 1024 threads
+    cap the registers at 64 and spill (4.40 µs at n = 128000). On the short path (32 blocks)
+    132 x 512 loses: 3.87 against 3.24 µs (random dense, n = 32000)."""
     forced = os.environ.get("EPSLAP_GPU_THREADS")
     if forced:
         return int(forced)
