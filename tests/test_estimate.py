@@ -20,8 +20,8 @@ def _estimate(c):
     v = np.zeros(n2, np.int64 if integral else np.float64)
     perm = np.zeros(n1, np.int64)
     pick = np.full(n1, -1, np.int64)
-    status, eps_upper, eps_lower = est._estimate(c, np.empty(n2, c.dtype), n1, n2, v, perm,
-                                                 integral, pick)
+    status, eps_upper, eps_lower = est.estimate(c, [np.empty(n2, c.dtype)], n1, n2, v, perm,
+                                                integral, pick)
     return status, eps_upper, eps_lower, v, perm, pick
 
 
@@ -157,7 +157,7 @@ def test_dense_and_on_demand_estimates_agree():
         v = np.zeros(n)
         perm = np.zeros(n, np.int64)
         pick = np.zeros(n, np.int64)
-        status, eu, el = est._estimate(src.state(), np.empty(n), n, n, v, perm, False, pick)
+        status, eu, el = est.estimate(src.state(), [np.empty(n)], n, n, v, perm, False, pick)
         assert (status, eu, el) == dense[:3]
         np.testing.assert_array_equal(v, dense[3])
         np.testing.assert_array_equal(perm, dense[4])
@@ -229,9 +229,11 @@ def test_estimate_on_threads_equals_one_thread(name, shape, threads):
     for a, b in zip(one[:6], many[:6]):
         np.testing.assert_array_equal(a, b)
     n1, n2 = shape
-    ab = est._stages_ab(c, np.empty(n2, c.dtype), n1, n2, np.empty(n2), np.empty(n1),
-                        np.zeros(n1, np.int64), np.zeros(n1, np.int64))
-    assert (ab[1] < 4.0 * ab[2]) == name.startswith("rank")  # whether stages C–E ran
+    out = np.zeros(6)
+    est._ab_worker(0, 1, c, np.empty(n2, c.dtype), n1, n2, np.empty(n2), np.empty(n1),
+                   np.zeros(n1, np.int64), new_sync(), np.zeros(2 * est._EST_SLOT, np.int64), out)
+    gap_i, gap = out[1], out[2]
+    assert (gap_i < 4.0 * gap) == name.startswith("rank")  # whether stages C–E ran
 
 
 @pytest.mark.parametrize("n", [12, 16, 24])

@@ -20,7 +20,7 @@ the feasible dual ``u_i = min_j (c[i][j] - v[j])``: it is optimal. If moreover �
 C–E did not run (perm is the identity) and every unpicked column holds the largest v, then the
 exact pass (rows back to front = stage B's order) would do exactly stage B's work: each row's
 argmin is its lowest-index free minimiser, every path is one edge long, n1 rows are evaluated and
-v does not change. ``_estimate`` then returns ``STATUS_CERTIFIED`` with the assignment in
+v does not change. ``estimate`` then returns ``STATUS_CERTIFIED`` with the assignment in
 ``pick_out``, and the caller may skip the pass and report its result (n1 rows evaluated).
 """
 import math
@@ -32,7 +32,7 @@ from numba.extending import intrinsic, overload
 
 from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _col_range
 from ._rows import get_row
-from ._sync import SYNC_SIZE, _barrier
+from ._sync import _barrier, new_sync, run_workers
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
@@ -537,7 +537,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
 @njit(cache=True, nogil=True)
 def _ab_worker(tid, nthreads, src, buf, n1, n2, vf, regret, pick, sync, slots, out):
     """Stages A and B for thread ``tid`` of ``nthreads`` (its slice of the columns). Thread 0
-    writes out = [status, gap_i, gap, g0, cmax, certified] (see ``_stages_ab``). Returns False
+    writes out = [status, gap_i, gap, g0, cmax, certified] (see ``_ab_result``). Returns False
     if aborted."""
     lo, hi = _col_range(n2, nthreads, tid)
     status, lb_a, ub_id, g_a, cmax, gen, ok = _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi,
@@ -683,28 +683,6 @@ def _blend(vf, v_old, bounds, g0):
 
 
 @njit(cache=True, nogil=True)
-def _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0):
-    """Stages C–E on one thread (regret order, greedy bounds, tie-making, blend). Returns g."""
-    v_old = vf.copy()
-    _regret_order(regret, perm_out)
-    bounds = np.zeros(4)
-    _cde_worker(0, 1, src, buf, n1, n2, perm_out, vf, np.empty(n1, np.int64),
-                np.zeros(SYNC_SIZE, np.int64), np.zeros(2 * _EST_SLOT, np.int64), bounds)
-    return _blend(vf, v_old, bounds, g0)
-
-
-@njit(cache=True, nogil=True)
-def _stages_ab(src, buf, n1, n2, vf, regret, perm_out, pick_out):
-    """Stages A and B on one thread. Returns (status, gap_i, gap, g0, cmax, certified): the
-    initial gap I, stage B's gap g, stage A's greedy gap g0, max |finite c|, and stage B's
-    certificate flag; perm_out = the identity."""
-    out = np.zeros(6)
-    _ab_worker(0, 1, src, buf, n1, n2, vf, regret, pick_out, np.zeros(SYNC_SIZE, np.int64),
-               np.zeros(2 * _EST_SLOT, np.int64), out)
-    return _ab_result(out, perm_out)
-
-
-@njit(cache=True, nogil=True)
 def _ab_result(out, perm_out):
     """(status, gap_i, gap, g0, cmax, certified) from ``_ab_worker``'s out; perm_out = identity."""
     for k in range(perm_out.shape[0]):
@@ -735,11 +713,11 @@ def _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, c
     return STATUS_OK, eps_upper, eps_lower
 
 
-@njit(cache=True, nogil=True)
-def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
-    """Stages A–E on one thread. Returns (status, eps_upper, eps_lower); fills v_out, perm_out
-    and pick_out. (``epslap.cpu.solver.estimate_rows`` runs the same pieces on several
-    threads.)
+def estimate(src, bufs, n1, n2, v_out, perm_out, integral, pick_out):
+    """Stages A–E on ``len(bufs)`` threads (``bufs``: one scratch row per thread; one buffer runs
+    everything on the calling thread). Stages A–B and C–E each give every thread a slice of the
+    columns, with one barrier per row; the result does not depend on the number of threads.
+    Returns (status, eps_upper, eps_lower); fills v_out, perm_out and pick_out.
 
     For float costs the caller runs the speculative sweep of ``_certify`` first: when it proves
     the exact pass trivial, the solve is done after one sweep over the matrix (sanity class);
@@ -753,13 +731,30 @@ def _estimate(src, buf, n1, n2, v_out, perm_out, integral, pick_out):
     """
     vf = np.empty(n2)
     regret = np.empty(n1)
-    status, gap_i, gap, g0, cmax, certified = _stages_ab(src, buf, n1, n2, vf, regret, perm_out,
-                                                         pick_out)
+    nthreads = len(bufs)
+    sync = new_sync()
+    slots = np.zeros(2 * nthreads * _EST_SLOT, np.int64)
+    out = np.zeros(6)
+    run_workers(_ab_worker,
+                lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2, vf, regret,
+                           pick_out, sync, slots, out),
+                nthreads, sync)
+    status, gap_i, gap, g0, cmax, certified = _ab_result(out, perm_out)
     if status != STATUS_OK:
         return status, 0.0, 0.0
     ran_cde = gap_i < 4.0 * gap
     if ran_cde:
-        gap = _stages_cde(src, buf, n1, n2, vf, regret, perm_out, g0)
+        v_old = vf.copy()
+        _regret_order(regret, perm_out)
+        sync = new_sync()
+        slots = np.zeros(2 * nthreads * _EST_SLOT, np.int64)
+        bounds = np.zeros(4)
+        cde_pick = np.empty(n1, np.int64)
+        run_workers(_cde_worker,
+                    lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2, perm_out,
+                               vf, cde_pick, sync, slots, bounds),
+                    nthreads, sync)
+        gap = _blend(vf, v_old, bounds, g0)
     return _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, certified,
                    ran_cde)
 

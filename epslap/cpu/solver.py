@@ -93,8 +93,8 @@ def resolve_threads(threads, n2: int) -> int:
     return int(max(1, min(int(threads), n2 // 8)))
 
 
-def _compile_estimate_on_threads(src, buf, n1: int, n2: int, v, perm, pick) -> float:
-    """Compile the pieces that ``_estimate_on_threads`` calls; return seconds spent."""
+def _compile_estimate(src, buf, n1: int, n2: int, v, perm, pick) -> float:
+    """Compile the pieces that ``est.estimate`` calls; return seconds spent."""
     vf, i64 = np.empty(n2), np.int64(0)
     return (_compile(est._ab_worker, (i64, i64, src, buf, n1, n2, vf, vf, pick, perm, perm,
                                       vf))
@@ -119,39 +119,6 @@ def _compile_certify(src, buf, n1: int, n2: int) -> float:
                                          np.empty(n2, np.int64), code)))
 
 
-def _estimate_on_threads(src, bufs, n1: int, n2: int, v, perm, integral: bool, pick):
-    """``est._estimate`` on ``len(bufs)`` threads (stages A–B and C–E each take a slice of the
-    columns; the same results as one thread). Returns (status, eps_upper, eps_lower)."""
-    vf = np.empty(n2)
-    regret = np.empty(n1)
-    nthreads = len(bufs)
-    sync = sync_mod.new_sync()
-    slots = np.zeros(2 * nthreads * est._EST_SLOT, np.int64)
-    out = np.zeros(6)
-    sync_mod.run_workers(est._ab_worker,
-                         lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2, vf,
-                                    regret, pick, sync, slots, out),
-                         nthreads, sync)
-    status, gap_i, gap, g0, cmax, certified = est._ab_result(out, perm)
-    if status != est.STATUS_OK:
-        return status, 0.0, 0.0
-    ran_cde = gap_i < 4.0 * gap
-    if ran_cde:
-        v_old = vf.copy()
-        est._regret_order(regret, perm)
-        sync = sync_mod.new_sync()
-        slots = np.zeros(2 * nthreads * est._EST_SLOT, np.int64)
-        bounds = np.zeros(4)
-        cde_pick = np.empty(n1, np.int64)
-        sync_mod.run_workers(est._cde_worker,
-                             lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2,
-                                        perm, vf, cde_pick, sync, slots, bounds),
-                             nthreads, sync)
-        gap = est._blend(vf, v_old, bounds, g0)
-    return est._finish(vf, v, perm, pick, n1, n2, integral, gap_i, gap, cmax, certified,
-                       ran_cde)
-
-
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                   ctl=None, estimate_context=None, threads: int = 1):
     """Stages A–E on the host over the rows of ``src`` (ALGORITHM.md §2; also validates every
@@ -169,12 +136,10 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     v = np.zeros(n2, dtype=work)
     perm = np.arange(n1, dtype=np.int64)
     pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
-    est_args = (src, buf, n1, n2, v, perm, integral, pick)
     # concurrent reads of the rows only from a matrix in memory (sources may share state)
     bufs = [buf] + [np.empty(n2, dtype=row_dtype)
                     for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
-    compile_s = (_compile(est._estimate, est_args) if len(bufs) == 1
-                 else _compile_estimate_on_threads(src, buf, n1, n2, v, perm, pick))
+    compile_s = _compile_estimate(src, buf, n1, n2, v, perm, pick)
     speculate = not integral and n1 > cert.CERT_SAMPLE
     if speculate:
         compile_s += _compile_certify(src, buf, n1, n2)
@@ -189,9 +154,7 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
                                                                           False, 0.0):
                 v[:] = vf
                 return status, 0.0, 0.0
-        if len(bufs) == 1:
-            return est._estimate(*est_args)
-        return _estimate_on_threads(src, bufs, n1, n2, v, perm, integral, pick)
+        return est.estimate(src, bufs, n1, n2, v, perm, integral, pick)
 
     t0 = time.perf_counter()
     if estimate_context is None:
