@@ -95,6 +95,26 @@ def test_grid_barrier_selftest(blocks):
 
 @gpu
 @pytest.mark.gpu
+def test_gather_costs_covers_rows_beyond_its_grid():
+    """The assigned costs are gathered by a grid-stride loop: CuPy caps this module's
+    (cooperative) grids, so a launch cannot count on one thread per row (before the fix, rows
+    past 270336 kept uninitialised memory). One block of 256 threads here, 3000 rows."""
+    import cupy
+    import costfns as cf
+    from epslap.gpu import solver as S
+    src = cf.Geometric(3000, seed=4)
+    cc = src.cuda_source()
+    mod = S._module(cupy, cc.code, False)
+    args, _keep = S._cost_args(cupy, cc, 3000, 3000)
+    perm = np.random.default_rng(0).permutation(3000).astype(np.int64)
+    out = cupy.full(3000, np.nan)
+    mod.get_function("gather_costs")((1,), (256,), (*args, cupy.asarray(perm), out,
+                                                     np.int64(3000)))
+    np.testing.assert_allclose(out.get(), src.dense()[np.arange(3000), perm], rtol=1e-12)
+
+
+@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", ["geometric", "random", "integer", "rank8", "disjoint"])
 def test_full_grid_is_exact_at_larger_n(name):
     """One block per multiprocessor, n = 4000 (where the old multi-block race showed): the first

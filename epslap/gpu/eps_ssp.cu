@@ -669,13 +669,16 @@ estimate_sweep(COST_PARAMS, int mode, const long long* perm, volatile double* v,
     if (leader) { sums[0] = acc0; sums[1] = acc1; sums[2] = acc2; }
 }
 
-// out[i] = c[i][row_to_col[i]] for the n real rows (one thread per row).
+// out[i] = c[i][row_to_col[i]] for the n real rows, grid-stride: every kernel of this module is
+// launched cooperatively, and CuPy caps a cooperative grid at the blocks that fit on the device at
+// once (1056 of 256 threads on an H100), so one thread per row would skip every row past 270336.
 extern "C" __global__ void gather_costs(COST_PARAMS, const long long* row_to_col, cost_t* out,
                                         long long n)
 {
     COST_BUILD
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = cost_at(a, i, row_to_col[i]);
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        out[i] = cost_at(a, i, row_to_col[i]);
 }
 
 // out (n2,) = row i of the cost matrix (a device row cache filling a slot from a device cost).

@@ -352,8 +352,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         else:
             assigned_dev = cupy.empty(n1, dtype=work)
             gather = src_mod.get_function("gather_costs")
-            gather(((n1 + 255) // 256,), (256,), (*src_args, cupy.asarray(row_to_col),
-                                                  assigned_dev, np.int64(n1)))
+            gather(_wide_grid(cupy), (256,), (*src_args, cupy.asarray(row_to_col),
+                                              assigned_dev, np.int64(n1)))
             assigned = assigned_dev.get()
         time_solve = time.perf_counter() - t0
     stats = {
