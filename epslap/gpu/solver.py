@@ -55,7 +55,7 @@ SLOT_WORDS = 32
 _RESUME, _R_NEED, _R_LOGN, _R_FILL_SLOT, _R_EVICT = 32, 1, 13, 16, 17
 
 
-def threads_for(n2: int) -> int:
+def threads_for() -> int:
     """Threads per block (EPSLAP_GPU_THREADS overrides): 512 at every size. On the large grid
     (one block per multiprocessor) 512 threads beat 256 once a thread owns about two columns or
     more: NVIDIA H100, geometric on demand, µs per step 3.52 against 3.78 (n = 64000), 4.13
@@ -230,7 +230,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     cupy = import_cupy()
     with cupy.cuda.Device(device):
         t0 = time.perf_counter()
-        threads = threads_for(n2)
+        threads = threads_for()
         dev = cupy.cuda.Device(device)
         sms = dev.attributes["MultiProcessorCount"]
         n_blocks = int(blocks or blocks_for(n2, sms))
