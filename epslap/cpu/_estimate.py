@@ -26,11 +26,10 @@ v does not change. ``estimate`` then returns ``STATUS_CERTIFIED`` with the assig
 import math
 
 import numpy as np
-from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
 
-from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _col_range
+from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 from ._rows import get_row
 from ._sync import _barrier, new_sync, run_workers
 
@@ -45,18 +44,6 @@ _KEY_NEG_INF = np.int64(-0x7FF0000000000001)
 _KEY_POS_INF = np.int64(0x7FF0000000000000)
 #: integral costs whose magnitude stays below this are exact in float64 sums of three terms
 _EXACT_INT = 2.0**50
-
-
-@intrinsic
-def _bits(typingctx, x):
-    """The IEEE bits of a float64 as an int64 (a register bitcast, no memory round trip)."""
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
 
 
 @njit(cache=True, nogil=True, inline="always")

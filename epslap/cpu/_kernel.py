@@ -26,7 +26,9 @@ augmented in the pass, ctl[3] rows evaluated so far; ``eps_log`` (MAX_PASSES,) f
 the same memory viewed in the work dtype; ``result`` (3,) float64 out.
 """
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from ._rows import cost_at, get_row_part, random_access
 from ._sync import _barrier, _load_acquire
@@ -76,20 +78,35 @@ def _closed_key(integral):
     return _KEY_MAX if integral else _CLOSED_BITS
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _scan_row(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first):
-    """Relax every column of this thread through row ``i`` (branch-free: it vectorises).
+@intrinsic
+def _bits(typingctx, x):
+    """The IEEE bits of a float64 as an int64 (a register bitcast, no memory round trip); an
+    int64 as itself."""
+    if x not in (types.float64, types.int64):
+        return None
 
-    ``first`` (the augmentation's first row): d = c[i] - v. Otherwise d[j] = min(d[j], reduced
-    cost through row i) in the difference form ((c[i][j] - c[i][jmin]) - (v[j] - v[jmin])) + mn.
-    A closed column's d is a sentinel no candidate is below (a quiet NaN; _KEY_MIN for
-    integers), so the update reads no open flag. ``+ zero`` turns -0.0 into +0.0 so that equal
-    values have equal sort keys. With ``track`` (sources without random access) the cost of the
-    improving edge is kept in ``pcost``.
+    def codegen(context, builder, signature, args):
+        if signature.args[0] == types.int64:
+            return args[0]
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(x), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, free_mask,
+                integral):
+    """``_scan_row`` on one block; returns its (min key, min key over unassigned columns).
+
+    For floats the keys are taken in the relaxation's own loop. For integers a second loop over
+    the block (still in L1) is faster: without 64-bit integer min/max in AVX2 the fused loop
+    does not vectorise as well.
     """
+    m = _KEY_MAX
+    mf = _KEY_MAX
     for j in range(d.shape[0]):
         if first:
-            d[j] = (row[j] - v[j]) + zero
+            nd = (row[j] - v[j]) + zero
             pred[j] = i
             if track:
                 pcost[j] = row[j] + zero
@@ -97,24 +114,51 @@ def _scan_row(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first):
             cand = ((row[j] - cij) - (v[j] - vjmin)) + mn + zero
             dj = d[j]
             upd = cand < dj
-            d[j] = cand if upd else dj
+            nd = cand if upd else dj
             pred[j] = i if upd else pred[j]
             if track:
                 pcost[j] = (row[j] + zero) if upd else pcost[j]
+        d[j] = nd
+        if not integral:
+            k = _sort_key(_bits(nd), False)
+            m = k if k < m else m
+            fm = free_mask[j]
+            kf = k if k > fm else fm
+            mf = kf if kf < mf else mf
+    if integral:
+        dk = d.view(np.int64)  # d itself for integers; typed int64 in the float build too
+        for j in range(d.shape[0]):
+            k = _key_of(dk[j], True)
+            m = k if k < m else m
+            fm = free_mask[j]
+            kf = k if k > fm else fm
+            mf = kf if kf < mf else mf
+    return m, mf
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _block_minima(dkey, free_mask, integral):
-    """(min key, min key over unassigned columns) of one block; vectorisable integer min/max."""
-    m = _KEY_MAX
-    mf = _KEY_MAX
-    for j in range(dkey.shape[0]):
-        k = _key_of(dkey[j], integral)
-        m = k if k < m else m
-        fm = free_mask[j]
-        kf = k if k > fm else fm
-        mf = kf if kf < mf else mf
-    return m, mf
+def _scan_row(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, free_mask,
+              block_min, block_free, integral):
+    """Relax every column of this thread through row ``i`` and, in the same pass, keep each
+    block's minimum key (``block_min``) and minimum key over unassigned columns (``block_free``)
+    for :func:`_argmin_open` (branch-free: it vectorises).
+
+    ``first`` (the augmentation's first row): d = c[i] - v. Otherwise d[j] = min(d[j], reduced
+    cost through row i) in the difference form ((c[i][j] - c[i][jmin]) - (v[j] - v[jmin])) + mn.
+    A closed column's d is a sentinel no candidate is below (a quiet NaN; _KEY_MIN for
+    integers), so the update reads no open flag. ``+ zero`` turns -0.0 into +0.0 so that equal
+    values have equal sort keys. With ``track`` (sources without random access) the cost of the
+    improving edge is kept in ``pcost``. Fusing the block minima into the scan saves a second
+    sweep over d per Dijkstra step. Each block is a slice, so that the compiler sees indices
+    from 0 (with ``range(lo, hi)`` it does not vectorise).
+    """
+    n = d.shape[0]
+    for b in range(block_min.shape[0]):
+        lo = b * BLOCK
+        hi = min(lo + BLOCK, n)
+        block_min[b], block_free[b] = _scan_block(
+            row[lo:hi], cij, v[lo:hi], vjmin, mn, zero, d[lo:hi], pred[lo:hi], pcost[lo:hi], i,
+            track, first, free_mask[lo:hi], integral)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -123,19 +167,16 @@ def _argmin_open(dkey, free_mask, block_min, block_free, integral):
     lowest index. Returns the column, or -1 when no column is open.
 
     Floats are compared through an order-preserving int64 key of their bits (``dkey`` is ``d``
-    viewed as int64), so each block's minimum is an integer max/min that the compiler vectorises;
-    the index is then searched only inside the first block that holds the minimum. Closed
-    columns need no flag: their sentinel's key is above every open column's.
+    viewed as int64). The block minima come from the scan that wrote ``d`` (``_scan_row``), so
+    the index is searched only inside the first block that holds the minimum. Closed columns
+    need no flag: their sentinel's key is above every open column's.
     """
     n = dkey.shape[0]
     best = _KEY_MAX
     best_free = _KEY_MAX
     for b in range(block_min.shape[0]):
-        lo = b * BLOCK
-        hi = min(lo + BLOCK, n)
-        m, mf = _block_minima(dkey[lo:hi], free_mask[lo:hi], integral)
-        block_min[b] = m
-        block_free[b] = mf
+        m = block_min[b]
+        mf = block_free[b]
         best = m if m < best else best
         best_free = mf if mf < best_free else best_free
     if best >= _closed_key(integral):
@@ -249,7 +290,8 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
         acc[0] += 1.0
     else:
         row = zero_row
-    _scan_row(row, zero, vl, zero, zero, zero, d, pred, pcost, f, track, True)
+    _scan_row(row, zero, vl, zero, zero, zero, d, pred, pcost, f, track, True, free_mask,
+              block_min, block_free, integral)
     n_loc = 0
     nc = 0
     mn = zero
@@ -293,7 +335,7 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
         else:
             row = zero_row
         _scan_row(row, slots_w[w + _F_C], vl, slots_w[w + _F_V], mn, zero, d, pred, pcost, i,
-                  track, False)
+                  track, False, free_mask, block_min, block_free, integral)
     # price update of this thread's closed columns (ε-scaled)
     for k in range(n_loc):
         vl[closed_loc[k]] -= (mn - closed_dl[k]) + eps
