@@ -59,10 +59,11 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         barrier per Dijkstra step; results are
         identical for every thread count. ``None`` (default): every core Numba may use
         (``numba.get_num_threads()``) when the problem has at least
-        ``epslap.cpu.solver.AUTO_MIN_COLS`` (4000) columns, else 1 — below that measured
-        crossover the per-step barrier costs more than the split scan saves — and never more
-        threads than cores not busy with other runnable tasks at the start of the solve (Linux
-        ``/proc/loadavg``; lock-step threads stall when one of them waits for a core).
+        ``epslap.cpu.solver.AUTO_MIN_COLS_FLOAT`` (2000) columns for a float matrix in memory,
+        ``AUTO_MIN_COLS`` (4000) for integer matrices and costs on demand, else 1 — below those
+        measured crossovers the per-step barrier costs more than the split scan saves — and
+        never more threads than cores not busy with other runnable tasks at the start of the
+        solve (Linux ``/proc/loadavg``; lock-step threads stall when one of them waits for a core).
         ``1``: the serial kernel. An explicit count is capped at one thread per 8 columns.
         For a matrix in memory the estimate's certificate sweep and stages C–E use the same
         threads (same results).
@@ -108,10 +109,11 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, backend)
     else:
-        from .cpu.solver import resolve_threads, solve_rows
+        from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads, solve_rows
+        min_cols = AUTO_MIN_COLS if canon.integral else AUTO_MIN_COLS_FLOAT
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
                                           epsilon=epsilon, progress=progress,
-                                          threads=resolve_threads(threads, n2))
+                                          threads=resolve_threads(threads, n2, min_cols))
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)

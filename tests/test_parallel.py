@@ -253,6 +253,32 @@ def test_threads_argument():
     assert resolve_threads(3, 10) == 1
 
 
+def test_auto_threads_start_lower_for_float_matrices():
+    """threads=None: a float matrix in memory takes every core from AUTO_MIN_COLS_FLOAT columns,
+    an integer one only from AUTO_MIN_COLS (the measured crossovers differ)."""
+    import numba
+    from epslap.cpu import solver
+    assert solver.AUTO_MIN_COLS_FLOAT < AUTO_MIN_COLS
+    n = solver.AUTO_MIN_COLS_FLOAT
+    rng = np.random.default_rng(5)
+    cf = rng.random((n, n))
+    ci = rng.integers(0, 10 * n, (n, n))
+    want = min(numba.get_num_threads(), n // 8)
+    old = solver._other_running
+    try:
+        solver._other_running = lambda: 0
+        sf = epslap.solve(cf)
+        si = epslap.solve(ci)
+    finally:
+        solver._other_running = old
+    assert sf.stats["threads"] == want
+    assert si.stats["threads"] == 1
+    assert resolve_threads(None, n - 1, solver.AUTO_MIN_COLS_FLOAT) == 1
+    from scipy.optimize import linear_sum_assignment
+    r, c = linear_sum_assignment(cf)
+    assert np.isclose(sf.cost, cf[r, c].sum(), rtol=1e-12, atol=0)
+
+
 def test_col_ranges_partition_the_columns():
     for n2 in (1, 7, 8, 17, 100, 4001):
         for t in (1, 2, 3, 4):

@@ -22,9 +22,12 @@ from . import _kernel as ker
 from . import _sync as sync_mod
 
 INT_INF = np.int64(2**62)
-# threads=None uses one thread below this many columns (the measured crossover, see
-# benchmarks/RESULTS.md "Parallel CPU backend"); every core Numba may use from here on
+# threads=None uses one thread below this many columns (the measured crossovers, see
+# benchmarks/RESULTS.md "Parallel CPU backend" and its session 17 section); every core Numba may
+# use from here on. Float matrices in memory gain from 2 threads at n = 2000 (1.2-1.4x);
+# integer matrices lose there (0.84x) and tie at 3000; costs on demand keep the general rule.
 AUTO_MIN_COLS = 4000
+AUTO_MIN_COLS_FLOAT = 2000
 
 
 def _compile(dispatcher, args) -> float:
@@ -73,18 +76,19 @@ def _other_running() -> int:
     return max(0, running - 1)
 
 
-def resolve_threads(threads, n2: int) -> int:
+def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     """The number of solver threads for ``threads`` (``solve``'s keyword) and n2 columns.
 
-    ``None``: every thread Numba may use (``numba.get_num_threads()``) when n2 >= AUTO_MIN_COLS,
-    else 1 (below the measured crossover the barrier per Dijkstra step costs more than the split
-    scan saves), and no more threads than cores not busy with other runnable tasks right now
-    (Linux ``/proc/loadavg``): the threads meet once per Dijkstra step, so one that waits for a
+    ``None``: every thread Numba may use (``numba.get_num_threads()``) when n2 >= ``min_cols``
+    (AUTO_MIN_COLS; AUTO_MIN_COLS_FLOAT for a float matrix in memory), else 1 (below the
+    measured crossover the barrier per Dijkstra step costs more than the split scan saves), and
+    no more threads than cores not busy with other runnable tasks right now (Linux
+    ``/proc/loadavg``): the threads meet once per Dijkstra step, so one that waits for a
     core stalls all. An explicit count is used as given, capped so that every thread keeps at
     least 8 columns.
     """
     if threads is None:
-        threads = numba.get_num_threads() if n2 >= AUTO_MIN_COLS else 1
+        threads = numba.get_num_threads() if n2 >= min_cols else 1
         if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own
             threads = max(1, min(threads, (os.cpu_count() or 1) - _other_running()))
     elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
