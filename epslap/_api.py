@@ -65,7 +65,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         never more threads than cores not busy with other runnable tasks at the start of the
         solve (Linux ``/proc/loadavg``; lock-step threads stall when one of them waits for a core).
         ``1``: the serial kernel. An explicit count is capped at one thread per 8 columns.
-        For a matrix in memory the estimate's certificate sweep and stages C–E use the same
+        For a matrix in memory the estimate's certificate sweep and stages A–E use the same
         threads (same results).
     progress : bool
         Draw a progress bar on stderr during the passes (CPU backend).
