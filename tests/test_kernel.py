@@ -10,10 +10,19 @@ from epslap.cpu import _kernel as K
 
 @njit(cache=True)
 def _argmin(d, free_mask, integral):
+    """The kernel's argmin, given the per-block minima that its scan would have left (taken here
+    by a plain loop over the keys, not by the kernel's scan)."""
+    dkey = d.view(np.int64)
     n_blocks = (d.shape[0] + K.BLOCK - 1) // K.BLOCK
-    block_min = np.empty(n_blocks, np.int64)
-    block_free = np.empty(n_blocks, np.int64)
-    return K._argmin_open(d.view(np.int64), free_mask, block_min, block_free, integral)
+    block_min = np.full(n_blocks, K._KEY_MAX, np.int64)
+    block_free = np.full(n_blocks, K._KEY_MAX, np.int64)
+    for j in range(d.shape[0]):
+        b = j // K.BLOCK
+        k = K._key_of(dkey[j], integral)
+        block_min[b] = min(block_min[b], k)
+        if free_mask[j] < 0:
+            block_free[b] = min(block_free[b], k)
+    return K._argmin_open(dkey, free_mask, block_min, block_free, integral)
 
 
 def _reference(d, closed, free):
