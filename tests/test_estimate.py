@@ -246,3 +246,66 @@ def test_estimate_on_more_threads_than_column_lines(n):
     many = estimate_rows(c, n, n, c.dtype, integral=False, threads=3)
     for a, b in zip(one[:6], many[:6]):
         np.testing.assert_array_equal(a, b)
+
+
+def _stages_ab_reference(c):
+    """Stages A and B (ALGORITHM.md §2) written directly in NumPy, for float64 costs without
+    inf: (gap_i, gap, g0, v of stage A, stage B's picks, stage B's regrets)."""
+    c = c + 0.0  # -0.0 ties +0.0, as in the kernel
+    n1, n2 = c.shape
+    rmin = c.min(axis=1)
+    taken = np.zeros(n2, bool)
+    g_a = 0.0
+    for i in range(n1):  # A: the first unpicked minimiser of each row, in row order
+        p = int(np.flatnonzero(~taken & (c[i] == c[i][~taken].min()))[0])
+        taken[p] = True
+        g_a += c[i, p]
+    red = np.sort(c - rmin[:, None], axis=0)
+    v = red[1] if n1 > 1 else red[0]
+    v = v - v.max()
+    t = c - v
+    taken[:] = False
+    pick = np.empty(n1, np.int64)
+    regret = np.empty(n1)
+    lb_b = ub_b = 0.0
+    for i in range(n1 - 1, -1, -1):  # B: the same greedy on c - v, rows back to front
+        q = int(np.flatnonzero(~taken & (t[i] == t[i][~taken].min()))[0])
+        taken[q] = True
+        pick[i] = q
+        j0 = int(np.argmin(t[i]))
+        regret[i] = np.delete(t[i], j0).min() - t[i, j0]
+        lb_b += t[i].min() + v[q]
+        ub_b += c[i, q]
+    ub_id = np.trace(c[:, :n1])
+    lb_a = rmin.sum()
+    g_a = min(g_a, ub_id)
+    return ub_id - lb_a, min(ub_b, g_a) - lb_b, g_a - lb_a, v, pick, regret
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("name,shape", [("random", (300, 300)), ("rank1", (300, 300)),
+                                        ("ties", (200, 240)), ("rank1", (150, 200))])
+def test_stages_a_and_b_against_a_direct_reference(name, shape, threads):
+    """Stages A and B on 1-3 column slices (software-pipelined: each thread reads the next row
+    before it waits for the current row's pick) against a direct NumPy transcription. rank1 has
+    every row's minimiser in the same columns, so the next row's pick is recomputed after the
+    current one takes its column; "ties" has many equal costs (lowest-index rule)."""
+    from epslap.cpu._sync import run_workers
+    n1, n2 = shape
+    if name == "ties":
+        c = np.random.default_rng(3).integers(0, 4, shape).astype(np.float64)
+    else:
+        c = np.ascontiguousarray(costfns.generate(name, n2, seed=6)[:n1])
+    gap_i, gap, g0, v_ref, pick_ref, regret_ref = _stages_ab_reference(c)
+    vf, regret, pick = np.empty(n2), np.empty(n1), np.empty(n1, np.int64)
+    out = np.zeros(6)
+    sync = new_sync()
+    slots = np.zeros(2 * threads * est._EST_SLOT, np.int64)
+    run_workers(est._ab_worker,
+                lambda t: (np.int64(t), np.int64(threads), c, np.empty(n2), n1, n2, vf, regret,
+                           pick, sync, slots, out), threads, sync)
+    assert out[0] == est.STATUS_OK
+    np.testing.assert_allclose(out[1:4], [gap_i, gap, g0], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(vf, v_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(pick, pick_ref)
+    np.testing.assert_allclose(regret, regret_ref, rtol=0, atol=1e-12)

@@ -31,7 +31,7 @@ from numba.extending import overload
 
 from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 from ._rows import get_row
-from ._sync import _barrier, new_sync, run_workers
+from ._sync import _arrive, _await, _barrier, new_sync, run_workers
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
@@ -359,6 +359,52 @@ def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
     return gen, _barrier(sync, nthreads, gen)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _remask_block(row, taken, bmask, b):
+    """Recompute bmask[b] (``_load_keys``) after a column of block b was taken; returns the new
+    minimum over all blocks."""
+    lo = b * BLOCK
+    hi = min(lo + BLOCK, row.shape[0])
+    m = _KEY_MAX
+    for j in range(lo, hi):
+        k = _key(_bits(np.float64(row[j]) + 0.0))
+        t = taken[j]
+        km = k if k > t else t
+        m = km if km < m else m
+    bmask[b] = m
+    mm = _KEY_MAX
+    for x in bmask:
+        mm = x if x < mm else mm
+    return mm
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _publish_a(row, lo, hi, i, pmask, bmask, mk, xk, mm, slots, off):
+    """Row step of stage A once the masked minimum ``mm`` is current. Slot fields: min key, max
+    key, min key over unpicked columns, the first unpicked column holding it (-1: none here),
+    c[i][i] as float64 bits and whether this slice holds column i, the cost at the column."""
+    if hi == lo:
+        slots[off] = _KEY_MAX
+        slots[off + 1] = _KEY_MIN
+        slots[off + 2] = _KEY_MAX
+        slots[off + 3] = -1
+        slots[off + 5] = 0
+        return
+    rl = row[lo:hi]
+    slots[off] = mk
+    slots[off + 1] = xk
+    slots[off + 2] = mm
+    # (a slice whose columns are all picked has none; another slice has one: n1 <= n2)
+    p = _first_in_row(rl, pmask, bmask, mm) if mm < _KEY_MAX else -1
+    slots[off + 3] = lo + p if p >= 0 else -1
+    if p >= 0:
+        slots[off + 6] = _bits(np.float64(rl[p]))
+    mine = lo <= i < hi
+    slots[off + 5] = 1 if mine else 0
+    if mine:
+        slots[off + 4] = _bits(np.float64(row[i]))
+
+
 @njit(cache=True, nogil=True)
 def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     """Stage A (forward sweep) over this thread's columns ``[lo, hi)``; fills vf[lo:hi].
@@ -366,9 +412,14 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
 
     Stage A reads every entry: it is also the validation of the input (STATUS_INVALID for NaN or
     -inf anywhere, checked before STATUS_INFEASIBLE for a row without a finite cost, as scipy).
-    Per row each slice publishes (min key, max key, min key over unpicked columns, the first
-    unpicked column holding it); after the barrier every thread merges them in column order,
-    so every thread takes the same decisions (slot fields 0-3).
+    Per row each slice publishes its part (``_publish_a``); after the barrier every thread merges
+    them in column order, so every thread takes the same decisions.
+
+    For a matrix in memory the sweep is pipelined as ``_greedy_cols``: the next row's keys and
+    masked block minima are taken between arriving at a row's barrier and waiting at it, before
+    that row's pick is known; the pick then only changes one block's masked minimum, which is
+    recomputed (``_remask_block``). Computed rows share ``buf``, so there each row is read after
+    the previous row's decision (its column statistics need that row and its minimum).
     """
     m = hi - lo
     best1 = np.full(m, np.inf)
@@ -376,68 +427,78 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     pmask = np.full(m, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
     n_blocks = (m + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
-    bmask = np.empty(n_blocks, np.int64)
+    bmask = np.empty((2, n_blocks), np.int64)
     scratch = np.empty(1, np.int64)
     lb_a = 0.0
     ub_id = 0.0
     g_a = 0.0
     cmax = 0.0
     infeasible = False
-    group = _rows_are_views(src)
+    ahead = _rows_are_views(src)
     pend = np.empty(4, np.int64)
     prmin = np.empty(4)
     n_pend = 0
+    if n1 == 0:
+        return STATUS_OK, lb_a, ub_id, g_a, cmax, gen, True
+    row = get_row(src, 0, buf)
+    mk, xk, mm = _load_keys(row[lo:hi], pmask, bkey, bmask[0])
+    _publish_a(row, lo, hi, 0, pmask, bmask[0], mk, xk, mm, slots,
+               (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for i in range(n1):
-        row = get_row(src, i, buf)
         base = (gen & 1) * nthreads * _EST_SLOT
-        off = base + tid * _EST_SLOT
-        if m > 0:
-            mk, xk, mm = _load_keys(row[lo:hi], pmask, bkey, bmask)
-            slots[off] = mk
-            slots[off + 1] = xk
-            slots[off + 2] = mm
-            # (a slice whose columns are all picked has none; another slice has one: n1 <= n2)
-            slots[off + 3] = lo + _first_in_row(row[lo:hi], pmask, bmask, mm) if mm < _KEY_MAX \
-                else -1
-        else:
-            slots[off] = _KEY_MAX
-            slots[off + 1] = _KEY_MIN
-            slots[off + 2] = _KEY_MAX
-            slots[off + 3] = -1
         gen += 1
-        if not _barrier(sync, nthreads, gen):
+        _arrive(sync, nthreads, gen)
+        nxt = (i + 1) & 1
+        if ahead and i + 1 < n1:
+            row_next = get_row(src, i + 1, buf)
+            mk, xk, mm = _load_keys(row_next[lo:hi], pmask, bkey, bmask[nxt])
+        if not _await(sync, nthreads, gen):
             return STATUS_OK, 0.0, 0.0, 0.0, 0.0, gen, False
-        mk = _slots_min(slots, base, nthreads, 0)
-        xk = _KEY_MIN
+        rmk = _slots_min(slots, base, nthreads, 0)
+        rxk = _KEY_MIN
         for t in range(nthreads):
-            xk = max(xk, slots[base + t * _EST_SLOT + 1])
-        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+            rxk = max(rxk, slots[base + t * _EST_SLOT + 1])
+        if rmk <= _KEY_NEG_INF or rxk > _KEY_POS_INF:
             return STATUS_INVALID, 0.0, 0.0, 0.0, 0.0, gen, True
-        if mk >= _KEY_POS_INF:
+        p = -1
+        if rmk >= _KEY_POS_INF:
             infeasible = True  # a row without a finite cost; keep validating the other rows
-            continue
-        rmin = _from_key(mk, scratch)
-        rmax = _from_key(xk, scratch)
-        cmax = max(cmax, abs(rmin), abs(rmax) if math.isfinite(rmax) else 0.0)
-        p = slots[_first_smallest(slots, base, nthreads, 2, 3) + 3]  # first unpicked minimiser
-        if lo <= p < hi:
-            pmask[p - lo] = _KEY_MAX
-        lb_a += rmin
-        ub_id += np.float64(row[i])
-        g_a += np.float64(row[p])
-        if group:  # dense matrix: update the column statistics four rows at a time
-            pend[n_pend] = i
-            prmin[n_pend] = rmin
-            n_pend += 1
-            if n_pend == 4:
-                _update_two_smallest4(get_row(src, pend[0], buf)[lo:hi],
-                                      get_row(src, pend[1], buf)[lo:hi],
-                                      get_row(src, pend[2], buf)[lo:hi],
-                                      get_row(src, pend[3], buf)[lo:hi],
-                                      prmin[0], prmin[1], prmin[2], prmin[3], best1, best2)
-                n_pend = 0
         else:
-            _update_two_smallest(row[lo:hi], rmin, best1, best2)
+            rmin = _from_key(rmk, scratch)
+            rmax = _from_key(rxk, scratch)
+            cmax = max(cmax, abs(rmin), abs(rmax) if math.isfinite(rmax) else 0.0)
+            w = _first_smallest(slots, base, nthreads, 2, 3)  # first unpicked minimiser
+            p = slots[w + 3]
+            if lo <= p < hi:
+                pmask[p - lo] = _KEY_MAX
+            lb_a += rmin
+            for t in range(nthreads):
+                if slots[base + t * _EST_SLOT + 5] != 0:
+                    ub_id += slots.view(np.float64)[base + t * _EST_SLOT + 4]
+            g_a += slots.view(np.float64)[w + 6]
+            if ahead:  # dense matrix: update the column statistics four rows at a time
+                pend[n_pend] = i
+                prmin[n_pend] = rmin
+                n_pend += 1
+                if n_pend == 4:
+                    _update_two_smallest4(get_row(src, pend[0], buf)[lo:hi],
+                                          get_row(src, pend[1], buf)[lo:hi],
+                                          get_row(src, pend[2], buf)[lo:hi],
+                                          get_row(src, pend[3], buf)[lo:hi],
+                                          prmin[0], prmin[1], prmin[2], prmin[3], best1, best2)
+                    n_pend = 0
+            else:
+                _update_two_smallest(row[lo:hi], rmin, best1, best2)
+        if i + 1 < n1:
+            if ahead:
+                row = row_next
+                if lo <= p < hi:
+                    mm = _remask_block(row[lo:hi], pmask, bmask[nxt], (p - lo) // BLOCK)
+            else:
+                row = get_row(src, i + 1, buf)
+                mk, xk, mm = _load_keys(row[lo:hi], pmask, bkey, bmask[nxt])
+            _publish_a(row, lo, hi, i + 1, pmask, bmask[nxt], mk, xk, mm, slots,
+                       (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for k in range(n_pend):
         _update_two_smallest(get_row(src, pend[k], buf)[lo:hi], prmin[k], best1, best2)
     if infeasible:
@@ -447,51 +508,67 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     return STATUS_OK, lb_a, ub_id, g_a, cmax, gen, ok
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _publish_b(tk, bkey, mk, pmask, bmask, row, lo, slots, off):
+    """Row step of stage B after the previous row's pick is known. Slot fields: min key, its
+    first column, the min key over the slice's other columns, the min key over free columns, the
+    first free column holding it, that column's cost as float64 bits."""
+    if tk.shape[0] == 0:
+        slots[off] = _KEY_MAX
+        slots[off + 1] = -1
+        slots[off + 2] = _KEY_MAX
+        slots[off + 3] = _KEY_MAX
+        slots[off + 4] = -1
+        return
+    q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
+    slots[off] = mk
+    slots[off + 1] = lo + j0
+    slots[off + 2] = _min_key_except(tk, bkey, j0)
+    kq = _key(tk[q])
+    kq = kq if kq > pmask[q] else pmask[q]  # _KEY_MAX: every column here is picked
+    slots[off + 3] = kq
+    slots[off + 4] = lo + q if kq < _KEY_MAX else -1
+    slots[off + 5] = _bits(np.float64(row[lo + q]))
+
+
 @njit(cache=True, nogil=True)
 def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, slots, gen):
     """Stage B (reverse sweep on t = c - v) over this thread's columns. Thread 0 writes regret
     and pick. Returns (LB_B, UB_B, certified, gen, ok).
 
     ``certified``: every row's pick is at a minimum of its row of t (see the module docstring).
-    Per row each slice publishes (min key, its first column, the min key over the slice's other
-    columns, the min key over free columns, the first free column holding it): the row's
-    minimum, its lowest-index minimiser j0, the second order statistic (the minimum over all
-    columns but j0, duplicates counted) and the greedy pick follow in column order.
+    Per row each slice publishes its part (``_publish_b``): the row's minimum, its lowest-index
+    minimiser j0, the second order statistic (the minimum over all columns but j0, duplicates
+    counted) and the greedy pick follow in column order. Pipelined as ``_greedy_cols``: the next
+    row is read between arriving at a row's barrier and waiting at it.
     """
     m = hi - lo
-    tmp = np.empty(m)
-    tk = tmp.view(np.int64)
-    pmask = np.full(m, _KEY_MIN)
     n_blocks = (m + BLOCK - 1) // BLOCK
-    bkey = np.empty(n_blocks, np.int64)
+    tmp = np.empty((2, m))
+    bkey = np.empty((2, n_blocks), np.int64)
+    mks = np.full(2, _KEY_MAX)
+    pmask = np.full(m, _KEY_MIN)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
     vl = vf[lo:hi]
     lb_b = 0.0
     ub_b = 0.0
     certified = True
+    if n1 == 0:
+        return lb_b, ub_b, certified, gen, True
+    row = get_row(src, n1 - 1, buf)
+    mks[0] = _load_reduced_keys(row[lo:hi], vl, tmp[0], bkey[0])
+    _publish_b(tmp[0].view(np.int64), bkey[0], mks[0], pmask, bmask, row, lo, slots,
+               (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for i in range(n1 - 1, -1, -1):
-        row = get_row(src, i, buf)
         base = (gen & 1) * nthreads * _EST_SLOT
-        off = base + tid * _EST_SLOT
-        if m > 0:
-            mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
-            q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
-            slots[off] = mk
-            slots[off + 1] = lo + j0
-            slots[off + 2] = _min_key_except(tk, bkey, j0)
-            kq = _key(tk[q])
-            kq = kq if kq > pmask[q] else pmask[q]  # _KEY_MAX: every column here is picked
-            slots[off + 3] = kq
-            slots[off + 4] = lo + q if kq < _KEY_MAX else -1
-        else:
-            slots[off] = _KEY_MAX
-            slots[off + 1] = -1
-            slots[off + 2] = _KEY_MAX
-            slots[off + 3] = _KEY_MAX
-            slots[off + 4] = -1
         gen += 1
-        if not _barrier(sync, nthreads, gen):
+        _arrive(sync, nthreads, gen)
+        nxt = (n1 - i) & 1  # row i is in buffer (n1 - 1 - i) & 1, row i - 1 in the other
+        if i > 0:
+            row = get_row(src, i - 1, buf)
+            mks[nxt] = _load_reduced_keys(row[lo:hi], vl, tmp[nxt], bkey[nxt])
+        if not _await(sync, nthreads, gen):
             return 0.0, 0.0, False, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
         s2 = _KEY_MAX
@@ -516,7 +593,10 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
             pick[i] = q
             regret[i] = s_val - mval
         lb_b += mval + vf[q]
-        ub_b += np.float64(row[q])
+        ub_b += slots.view(np.float64)[best + 5]
+        if i > 0:
+            _publish_b(tmp[nxt].view(np.int64), bkey[nxt], mks[nxt], pmask, bmask, row, lo,
+                       slots, (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return lb_b, ub_b, certified, gen, _barrier(sync, nthreads, gen)
 
@@ -548,50 +628,75 @@ def _ab_worker(tid, nthreads, src, buf, n1, n2, vf, regret, pick, sync, slots, o
     return ok
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _publish_greedy(tk, bkey, mk, taken, bmask, row, lo, slots, off):
+    """Row step of stages C/E after the previous row's pick is known: this slice's greedy pick
+    (slot fields: min key, masked key of the pick, the pick, the pick's cost as float64 bits)."""
+    if tk.shape[0] == 0:
+        slots[off] = _KEY_MAX
+        slots[off + 1] = _KEY_MAX
+        slots[off + 2] = -1
+        return
+    q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
+    kq = _key(tk[q])
+    slots[off] = mk
+    slots[off + 1] = kq if kq > taken[q] else taken[q]
+    slots[off + 2] = lo + q
+    slots[off + 3] = _bits(np.float64(row[lo + q]))
+
+
 @njit(cache=True, nogil=True)
 def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, slots, gen):
     """Stages C/E over this thread's columns: greedy over ``perm`` against reduced costs c - v;
     each row picks the lowest-index minimiser of c[r][j] - v[j] among free columns (merged over
-    the slices in column order; slot fields: min key, masked key of the pick, the pick).
-    Returns (UB, LB, gen, ok): UB = Σ c[r][q], LB = Σ (min_j (c[r][j] - v[j]) + v[q])."""
+    the slices in column order, see ``_publish_greedy``).
+    Returns (UB, LB, gen, ok): UB = Σ c[r][q], LB = Σ (min_j (c[r][j] - v[j]) + v[q]).
+
+    Software-pipelined over the rows with a split barrier: a thread arrives at row k's barrier,
+    then reads row k+1 from memory (its reduced costs and their block minima do not depend on row
+    k's pick) and only then waits for the others; the pick of row k+1 follows row k's decision.
+    A thread that is early spends its wait on the next row's memory traffic instead of spinning.
+    The row's buffer then already holds the next row, so the pick's cost travels in the slot.
+    """
     m = hi - lo
-    tmp = np.empty(m)
-    tk = tmp.view(np.int64)
-    taken = np.full(m, _KEY_MIN)
     n_blocks = (m + BLOCK - 1) // BLOCK
-    bkey = np.empty(n_blocks, np.int64)
+    tmp = np.empty((2, m))
+    bkey = np.empty((2, n_blocks), np.int64)
+    mks = np.full(2, _KEY_MAX)
+    taken = np.full(m, _KEY_MIN)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
     vl = vf[lo:hi]
     ub = 0.0
     lb = 0.0
+    if n1 == 0:
+        return ub, lb, gen, True
+    row = get_row(src, perm[0], buf)
+    mks[0] = _load_reduced_keys(row[lo:hi], vl, tmp[0], bkey[0])
+    _publish_greedy(tmp[0].view(np.int64), bkey[0], mks[0], taken, bmask, row, lo, slots,
+                    (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for k in range(n1):
-        r = perm[k]
-        row = get_row(src, r, buf)
         base = (gen & 1) * nthreads * _EST_SLOT
-        off = base + tid * _EST_SLOT
-        if m > 0:
-            mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
-            q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
-            kq = _key(tk[q])
-            slots[off] = mk
-            slots[off + 1] = kq if kq > taken[q] else taken[q]
-            slots[off + 2] = lo + q
-        else:
-            slots[off] = _KEY_MAX
-            slots[off + 1] = _KEY_MAX
-            slots[off + 2] = -1
         gen += 1
-        if not _barrier(sync, nthreads, gen):
+        _arrive(sync, nthreads, gen)
+        nxt = (k + 1) & 1
+        if k + 1 < n1:
+            row = get_row(src, perm[k + 1], buf)
+            mks[nxt] = _load_reduced_keys(row[lo:hi], vl, tmp[nxt], bkey[nxt])
+        if not _await(sync, nthreads, gen):
             return ub, lb, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
-        q = slots[_first_smallest(slots, base, nthreads, 1, 2) + 2]
+        w = _first_smallest(slots, base, nthreads, 1, 2)
+        q = slots[w + 2]
         if lo <= q < hi:
             taken[q - lo] = _KEY_MAX
         if tid == 0:
-            pick_out[r] = q
-        ub += np.float64(row[q])
+            pick_out[perm[k]] = q
+        ub += slots.view(np.float64)[w + 3]
         lb += _from_key(mk, scratch) + vf[q]
+        if k + 1 < n1:
+            _publish_greedy(tmp[nxt].view(np.int64), bkey[nxt], mks[nxt], taken, bmask, row, lo,
+                            slots, (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return ub, lb, gen, _barrier(sync, nthreads, gen)
 
@@ -599,30 +704,58 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
 @njit(cache=True, nogil=True)
 def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slots, gen):
     """Stage D over this thread's columns: walk perm backwards; lower v of columns held by
-    earlier rows to tie the pick; then v -= max(v) (``_shift_to_max_zero``). Returns (gen, ok)."""
-    held = np.zeros(hi - lo, np.bool_)
+    earlier rows to tie the pick; then v -= max(v) (``_shift_to_max_zero``). Returns (gen, ok).
+
+    Row r's reference cost c[r][q] - v[q] (q = pick[r]) needs v[q] after the previous row's
+    update, which only q's thread has: it publishes the reference in its slot. Pipelined as the
+    greedy stages: after arriving, a thread copies the next row's slice (as float64) into an
+    L2-resident buffer before it waits for the reference; the update then reads that buffer.
+    """
+    m = hi - lo
+    held = np.zeros(m, np.bool_)
     for k in range(n1):
         q = pick[perm[k]]
         if lo <= q < hi:
             held[q - lo] = True
     vl = vf[lo:hi]
+    if n1 == 0:
+        return _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
+    cl = np.empty((2, m))
+    _copy_slice(get_row(src, perm[n1 - 1], buf), lo, cl[(n1 - 1) & 1])
     for k in range(n1 - 1, -1, -1):
-        r = perm[k]
-        q = pick[r]
-        row = get_row(src, r, buf)
-        ref = np.float64(row[q]) - vf[q]  # v[q] is final: the last barrier ended every update
-        if lo <= q < hi:
+        cur = cl[k & 1]
+        q = pick[perm[k]]
+        base = (gen & 1) * nthreads * _EST_SLOT
+        off = base + tid * _EST_SLOT
+        if lo <= q < hi:  # v[q] is final: the previous row's update of this slice is done
+            slots.view(np.float64)[off] = cur[q - lo] - vl[q - lo]
+            slots[off + 1] = 1
             held[q - lo] = False
+        else:
+            slots[off + 1] = 0
+        gen += 1
+        _arrive(sync, nthreads, gen)
+        if k > 0:
+            _copy_slice(get_row(src, perm[k - 1], buf), lo, cl[(k - 1) & 1])
+        if not _await(sync, nthreads, gen):
+            return gen, False
+        ref = 0.0
+        for t in range(nthreads):
+            if slots[base + t * _EST_SLOT + 1] != 0:
+                ref = slots.view(np.float64)[base + t * _EST_SLOT]
         if math.isfinite(ref):
-            rl = row[lo:hi]
-            for j in range(hi - lo):  # branch-free: vectorises
-                c = np.float64(rl[j])
+            for j in range(m):  # branch-free: vectorises
+                c = cur[j]
                 lower = held[j] & ((c - vl[j]) < ref)
                 vl[j] = (c - ref) if lower else vl[j]
-        gen += 1
-        if not _barrier(sync, nthreads, gen):
-            return gen, False
     return _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _copy_slice(row, lo, out):
+    """out[j] = float64(row[lo + j])."""
+    for j in range(out.shape[0]):
+        out[j] = np.float64(row[lo + j])
 
 
 @njit(cache=True, nogil=True)

@@ -185,13 +185,35 @@ def _cpu_relax(typingctx):
 
 @njit(cache=True, nogil=True, inline="always")
 def _barrier(sync, nthreads, gen):
-    """Wait until all ``nthreads`` threads reached their ``gen``-th barrier (gen counts from 1).
+    """Wait until all ``nthreads`` threads reached their ``gen``-th barrier (gen counts from 1):
+    ``_arrive`` then ``_await``. Returns False if the run was aborted while waiting."""
+    _arrive(sync, nthreads, gen)
+    return _await(sync, nthreads, gen)
 
-    Returns False if the run was aborted while waiting. A single thread never waits. A waiter
-    spins (x86 ``pause``) for SPINS_BEFORE_SLEEP polls, then sleeps in ``futex_wait`` on the
-    epoch word (with a short timeout), so that on a loaded machine its core goes to the peer it
-    waits for instead of being burnt. The last arriver bumps the epoch and wakes sleepers only
-    when there are any (one futex syscall per barrier otherwise would cost more than a step).
+
+@njit(cache=True, nogil=True, inline="always")
+def _arrive(sync, nthreads, gen):
+    """This thread's arrival at its ``gen``-th barrier (the first half of a split barrier: the
+    thread may do work that does not need the others' results before it calls ``_await``). Its
+    plain stores before the arrival are visible to every thread after that thread's ``_await``
+    of the same ``gen``. The last arriver bumps the epoch and wakes sleepers only when there are
+    any (one futex syscall per barrier otherwise would cost more than a step). A single thread
+    does nothing."""
+    if nthreads == 1:
+        return
+    if _atomic_add(sync, _ARRIVE, 1) + 1 == gen * nthreads:  # the last to arrive
+        _atomic_add(sync, _EPOCH, 1)
+        if _load_seq_cst(sync, _SLEEPERS) > 0:
+            _futex(sync, _EPOCH, _FUTEX_WAKE_PRIVATE, nthreads, _TIMESPEC)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _await(sync, nthreads, gen):
+    """Wait until every thread has arrived at its ``gen``-th barrier (after this thread's own
+    ``_arrive(gen)``). Returns False if the run was aborted while waiting. A single thread never
+    waits. A waiter spins (x86 ``pause``) for SPINS_BEFORE_SLEEP polls, then sleeps in
+    ``futex_wait`` on the epoch word (with a short timeout), so that on a loaded machine its core
+    goes to the peer it waits for instead of being burnt.
     Sleeper handshake (all seq_cst): waiter: read epoch e; sleepers += 1; re-check the counter;
     futex_wait(epoch, e). Last arriver: counter += 1; epoch += 1; if sleepers: wake. Either the
     waiter's re-check sees the last arrival, or the arriver sees the sleeper; a wake that comes
@@ -200,11 +222,6 @@ def _barrier(sync, nthreads, gen):
     if nthreads == 1:
         return True
     target = gen * nthreads
-    if _atomic_add(sync, _ARRIVE, 1) + 1 == target:  # the last to arrive
-        _atomic_add(sync, _EPOCH, 1)
-        if _load_seq_cst(sync, _SLEEPERS) > 0:
-            _futex(sync, _EPOCH, _FUTEX_WAKE_PRIVATE, nthreads, _TIMESPEC)
-        return True
     spins = 0
     while _load_acquire(sync, _ARRIVE) < target:
         if _load_acquire(sync, _ABORT) != 0:
