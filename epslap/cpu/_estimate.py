@@ -360,6 +360,15 @@ def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _read_keys_a(row, taken, bkey, bmask):
+    """Stage A's read of a row slice (``_load_keys``) and its candidate: returns (min key, max
+    key, min masked key mm, the first column holding mm or -1). (A slice whose columns are all
+    picked has none; another slice has one: n1 <= n2.)"""
+    mk, xk, mm = _load_keys(row, taken, bkey, bmask)
+    return mk, xk, mm, _first_in_row(row, taken, bmask, mm) if mm < _KEY_MAX else -1
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _remask_block(row, taken, bmask, b):
     """Recompute bmask[b] (``_load_keys``) after a column of block b was taken; returns the new
     minimum over all blocks."""
@@ -379,10 +388,11 @@ def _remask_block(row, taken, bmask, b):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _publish_a(row, lo, hi, i, pmask, bmask, mk, xk, mm, slots, off):
-    """Row step of stage A once the masked minimum ``mm`` is current. Slot fields: min key, max
-    key, min key over unpicked columns, the first unpicked column holding it (-1: none here),
-    c[i][i] as float64 bits and whether this slice holds column i, the cost at the column."""
+def _publish_a(row, lo, hi, i, p, mk, xk, mm, slots, off):
+    """Row step of stage A once the pick's candidate is current: ``mm`` the min key over this
+    slice's unpicked columns, ``p`` the first (local) column holding it (-1: none). Slot fields:
+    min key, max key, mm, lo + p (-1: none), c[i][i] as float64 bits and whether this slice
+    holds column i, the cost at the candidate."""
     if hi == lo:
         slots[off] = _KEY_MAX
         slots[off + 1] = _KEY_MIN
@@ -390,15 +400,12 @@ def _publish_a(row, lo, hi, i, pmask, bmask, mk, xk, mm, slots, off):
         slots[off + 3] = -1
         slots[off + 5] = 0
         return
-    rl = row[lo:hi]
     slots[off] = mk
     slots[off + 1] = xk
     slots[off + 2] = mm
-    # (a slice whose columns are all picked has none; another slice has one: n1 <= n2)
-    p = _first_in_row(rl, pmask, bmask, mm) if mm < _KEY_MAX else -1
     slots[off + 3] = lo + p if p >= 0 else -1
     if p >= 0:
-        slots[off + 6] = _bits(np.float64(rl[p]))
+        slots[off + 6] = _bits(np.float64(row[lo + p]))
     mine = lo <= i < hi
     slots[off + 5] = 1 if mine else 0
     if mine:
@@ -416,10 +423,11 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     them in column order, so every thread takes the same decisions.
 
     For a matrix in memory the sweep is pipelined as ``_greedy_cols``: the next row's keys and
-    masked block minima are taken between arriving at a row's barrier and waiting at it, before
-    that row's pick is known; the pick then only changes one block's masked minimum, which is
-    recomputed (``_remask_block``). Computed rows share ``buf``, so there each row is read after
-    the previous row's decision (its column statistics need that row and its minimum).
+    its candidate pick are taken between arriving at a row's barrier and waiting at it, before
+    that row's pick is known. Only when that pick is this slice's candidate does the candidate
+    change; then the pick's block is re-masked (``_remask_block``) and the candidate found again.
+    Computed rows share ``buf``, so there each row is read after the previous row's decision
+    (its column statistics need that row and its minimum).
     """
     m = hi - lo
     best1 = np.full(m, np.inf)
@@ -427,7 +435,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     pmask = np.full(m, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
     n_blocks = (m + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
-    bmask = np.empty((2, n_blocks), np.int64)
+    bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
     lb_a = 0.0
     ub_id = 0.0
@@ -441,17 +449,16 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     if n1 == 0:
         return STATUS_OK, lb_a, ub_id, g_a, cmax, gen, True
     row = get_row(src, 0, buf)
-    mk, xk, mm = _load_keys(row[lo:hi], pmask, bkey, bmask[0])
-    _publish_a(row, lo, hi, 0, pmask, bmask[0], mk, xk, mm, slots,
+    mk, xk, mm, cand = _read_keys_a(row[lo:hi], pmask, bkey, bmask)
+    _publish_a(row, lo, hi, 0, cand, mk, xk, mm, slots,
                (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for i in range(n1):
         base = (gen & 1) * nthreads * _EST_SLOT
         gen += 1
         _arrive(sync, nthreads, gen)
-        nxt = (i + 1) & 1
-        if ahead and i + 1 < n1:
+        if ahead and i + 1 < n1:  # with the mask before row i's pick
             row_next = get_row(src, i + 1, buf)
-            mk, xk, mm = _load_keys(row_next[lo:hi], pmask, bkey, bmask[nxt])
+            mk, xk, mm, cand = _read_keys_a(row_next[lo:hi], pmask, bkey, bmask)
         if not _await(sync, nthreads, gen):
             return STATUS_OK, 0.0, 0.0, 0.0, 0.0, gen, False
         rmk = _slots_min(slots, base, nthreads, 0)
@@ -492,12 +499,13 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
         if i + 1 < n1:
             if ahead:
                 row = row_next
-                if lo <= p < hi:
-                    mm = _remask_block(row[lo:hi], pmask, bmask[nxt], (p - lo) // BLOCK)
+                if lo <= p < hi and p - lo == cand:  # row i took this slice's candidate
+                    mm = _remask_block(row[lo:hi], pmask, bmask, cand // BLOCK)
+                    cand = _first_in_row(row[lo:hi], pmask, bmask, mm) if mm < _KEY_MAX else -1
             else:
                 row = get_row(src, i + 1, buf)
-                mk, xk, mm = _load_keys(row[lo:hi], pmask, bkey, bmask[nxt])
-            _publish_a(row, lo, hi, i + 1, pmask, bmask[nxt], mk, xk, mm, slots,
+                mk, xk, mm, cand = _read_keys_a(row[lo:hi], pmask, bkey, bmask)
+            _publish_a(row, lo, hi, i + 1, cand, mk, xk, mm, slots,
                        (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for k in range(n_pend):
         _update_two_smallest(get_row(src, pend[k], buf)[lo:hi], prmin[k], best1, best2)
@@ -544,9 +552,9 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     """
     m = hi - lo
     n_blocks = (m + BLOCK - 1) // BLOCK
-    tmp = np.empty((2, m))
-    bkey = np.empty((2, n_blocks), np.int64)
-    mks = np.full(2, _KEY_MAX)
+    tmp = np.empty(m)
+    tk = tmp.view(np.int64)
+    bkey = np.empty(n_blocks, np.int64)
     pmask = np.full(m, _KEY_MIN)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
@@ -557,17 +565,16 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     if n1 == 0:
         return lb_b, ub_b, certified, gen, True
     row = get_row(src, n1 - 1, buf)
-    mks[0] = _load_reduced_keys(row[lo:hi], vl, tmp[0], bkey[0])
-    _publish_b(tmp[0].view(np.int64), bkey[0], mks[0], pmask, bmask, row, lo, slots,
+    mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+    _publish_b(tk, bkey, mk, pmask, bmask, row, lo, slots,
                (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for i in range(n1 - 1, -1, -1):
         base = (gen & 1) * nthreads * _EST_SLOT
         gen += 1
         _arrive(sync, nthreads, gen)
-        nxt = (n1 - i) & 1  # row i is in buffer (n1 - 1 - i) & 1, row i - 1 in the other
-        if i > 0:
+        if i > 0:  # row i's own part was published: tmp and bkey are free
             row = get_row(src, i - 1, buf)
-            mks[nxt] = _load_reduced_keys(row[lo:hi], vl, tmp[nxt], bkey[nxt])
+            mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
         if not _await(sync, nthreads, gen):
             return 0.0, 0.0, False, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
@@ -595,8 +602,8 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
         lb_b += mval + vf[q]
         ub_b += slots.view(np.float64)[best + 5]
         if i > 0:
-            _publish_b(tmp[nxt].view(np.int64), bkey[nxt], mks[nxt], pmask, bmask, row, lo,
-                       slots, (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+            _publish_b(tk, bkey, mk_next, pmask, bmask, row, lo, slots,
+                       (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return lb_b, ub_b, certified, gen, _barrier(sync, nthreads, gen)
 
@@ -660,9 +667,9 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     """
     m = hi - lo
     n_blocks = (m + BLOCK - 1) // BLOCK
-    tmp = np.empty((2, m))
-    bkey = np.empty((2, n_blocks), np.int64)
-    mks = np.full(2, _KEY_MAX)
+    tmp = np.empty(m)
+    tk = tmp.view(np.int64)
+    bkey = np.empty(n_blocks, np.int64)
     taken = np.full(m, _KEY_MIN)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
@@ -672,17 +679,16 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     if n1 == 0:
         return ub, lb, gen, True
     row = get_row(src, perm[0], buf)
-    mks[0] = _load_reduced_keys(row[lo:hi], vl, tmp[0], bkey[0])
-    _publish_greedy(tmp[0].view(np.int64), bkey[0], mks[0], taken, bmask, row, lo, slots,
+    mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+    _publish_greedy(tk, bkey, mk, taken, bmask, row, lo, slots,
                     (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     for k in range(n1):
         base = (gen & 1) * nthreads * _EST_SLOT
         gen += 1
         _arrive(sync, nthreads, gen)
-        nxt = (k + 1) & 1
-        if k + 1 < n1:
+        if k + 1 < n1:  # row k's own part was published: tmp and bkey are free
             row = get_row(src, perm[k + 1], buf)
-            mks[nxt] = _load_reduced_keys(row[lo:hi], vl, tmp[nxt], bkey[nxt])
+            mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
         if not _await(sync, nthreads, gen):
             return ub, lb, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
@@ -695,8 +701,8 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
         ub += slots.view(np.float64)[w + 3]
         lb += _from_key(mk, scratch) + vf[q]
         if k + 1 < n1:
-            _publish_greedy(tmp[nxt].view(np.int64), bkey[nxt], mks[nxt], taken, bmask, row, lo,
-                            slots, (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+            _publish_greedy(tk, bkey, mk_next, taken, bmask, row, lo, slots,
+                            (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return ub, lb, gen, _barrier(sync, nthreads, gen)
 
