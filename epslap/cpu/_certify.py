@@ -21,8 +21,8 @@ import numpy as np
 from numba import njit
 
 from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, STATUS_CERTIFIED,
-                        STATUS_INVALID, STATUS_OK, _from_key, _greedy_pick, _key, _load_keys,
-                        _load_reduced_keys, _load_reduced_min_max, _update_two_smallest,
+                        STATUS_INVALID, STATUS_OK, _bits, _from_key, _greedy_pick, _key,
+                        _load_keys, _load_reduced_keys, _update_two_smallest,
                         _v_from_two_smallest)
 from ._rows import get_row
 from ._sync import new_sync, run_workers
@@ -61,18 +61,36 @@ def _sample_v(src, buf, n1, n2, vf):
     return STATUS_OK
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _reduced_key(row, vf, j):
+    """The sort key of (float64(c[i][j]) - v[j]) + 0.0 (as ``_load_reduced_min_max`` takes it)."""
+    return _key(_bits((np.float64(row[j]) - vf[j]) + 0.0))
+
+
 @njit(cache=True, nogil=True)
 def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins):
     """Rows i = hi - 1 - first, then every stride-th one below, down to lo: code[i] = the number
     of minimisers of c[i] - v (or _ROW_INVALID / _ROW_NO_FINITE), mins[i] = the first _KEEP of
-    them in index order."""
+    them in index order. The row is read once for its block minima (nothing is stored: this
+    sweep is bound by memory bandwidth); the minimisers are then found in the blocks that hold
+    the minimum, from the row still in cache."""
     n2 = vf.shape[0]
-    tmp = np.empty(n2)
-    tk = tmp.view(np.int64)
-    bkey = np.empty((n2 + BLOCK - 1) // BLOCK, np.int64)
+    n_blocks = (n2 + BLOCK - 1) // BLOCK
+    bkey = np.empty(n_blocks, np.int64)
     for i in range(hi - 1 - first, lo - 1, -stride):
         row = get_row(src, i, buf)
-        mk, xk = _load_reduced_min_max(row, vf, tmp, bkey)
+        mk = _KEY_MAX
+        xk = _KEY_MIN
+        for b in range(n_blocks):
+            rb = row[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
+            vb = vf[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
+            m = _KEY_MAX
+            for j in range(rb.shape[0]):
+                k = _reduced_key(rb, vb, j)
+                m = k if k < m else m
+                xk = k if k > xk else xk
+            bkey[b] = m
+            mk = m if m < mk else mk
         if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
             code[i] = _ROW_INVALID
             continue
@@ -80,11 +98,11 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins):
             code[i] = _ROW_NO_FINITE
             continue
         count = 0
-        for b in range(bkey.shape[0]):
+        for b in range(n_blocks):
             if bkey[b] != mk:
                 continue
             for j in range(b * BLOCK, min(b * BLOCK + BLOCK, n2)):
-                if _key(tk[j]) == mk:
+                if _reduced_key(row, vf, j) == mk:
                     if count < _KEEP:
                         mins[i, count] = j
                     count += 1
