@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import canonical_dense
+from ._validate import as_matrix, canonical_dense
 from .solution import Solution
 
 _BACKENDS = ("cpu", "gpu", "hungarian-gpu")
@@ -103,17 +103,19 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         from ._ondemand import solve_source
         return solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                             threads=threads, progress=progress, t_start=t_start)
-    canon = canonical_dense(cost, maximize, check_values=False)  # the estimate checks values
+    from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads, solve_rows
+    arr = as_matrix(cost)
+    min_cols = AUTO_MIN_COLS if arr.dtype.kind in "biu" else AUTO_MIN_COLS_FLOAT
+    nthreads = resolve_threads(threads, max(arr.shape), min_cols) if arr.size else 1
+    # the estimate checks float values; integers are checked (and narrowed) on the threads
+    canon = canonical_dense(arr, maximize, check_values=False, threads=nthreads)
     m = canon.matrix
     n1, n2 = m.shape
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, backend)
     else:
-        from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads, solve_rows
-        min_cols = AUTO_MIN_COLS if canon.integral else AUTO_MIN_COLS_FLOAT
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
-                                          epsilon=epsilon, progress=progress,
-                                          threads=resolve_threads(threads, n2, min_cols))
+                                          epsilon=epsilon, progress=progress, threads=nthreads)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)

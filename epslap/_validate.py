@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 #: Largest |cost| times (4·n + 8) that keeps every potential and path length inside int64.
 _INT_LIMIT = 2**62
@@ -43,16 +44,18 @@ def as_matrix(cost) -> np.ndarray:
     return arr
 
 
-def canonical_dense(cost, maximize: bool, check_values: bool = True) -> CanonicalDense:
+def canonical_dense(cost, maximize: bool, check_values: bool = True,
+                    threads: int = 1) -> CanonicalDense:
     """Validate and orient a dense cost matrix; see the module docstring.
 
     ``check_values=False`` leaves the NaN/-inf test to the caller (the CPU solver's estimate reads
-    every entry anyway and reports them: two extra sweeps over the matrix saved).
+    every entry anyway and reports them: two extra sweeps over the matrix saved). ``threads``:
+    threads for the one sweep that checks and narrows an int64/int32 matrix.
     """
     arr = as_matrix(cost)
     integral = arr.dtype.kind in "biu"
     if integral:
-        arr = _integer_matrix(arr, maximize)
+        arr = _integer_matrix(arr, maximize, threads)
     else:
         arr = arr.astype(_float_kind(arr.dtype), copy=False)
         if maximize:
@@ -65,13 +68,21 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True) -> Canonica
     return CanonicalDense(np.ascontiguousarray(arr), transposed, integral)
 
 
-def _integer_matrix(arr: np.ndarray, maximize: bool) -> np.ndarray:
-    """Integers stay exact: int32 where every value fits, else int64; refuse what could overflow."""
+def _integer_matrix(arr: np.ndarray, maximize: bool, threads: int = 1) -> np.ndarray:
+    """Integers stay exact: int32 where every value fits, else int64; refuse what could overflow.
+
+    A C-contiguous int64/int32 matrix is checked and narrowed in one compiled sweep on
+    ``threads`` threads (``_range_and_int32``); other integer types take NumPy's three sweeps.
+    """
     if arr.size == 0:
         return arr.astype(np.int64)
-    lo, hi = int(arr.min()), int(arr.max())
-    if maximize:
-        lo, hi = -hi, -lo
+    narrowed = None
+    if arr.dtype in (np.int64, np.int32) and arr.flags.c_contiguous:
+        lo, hi, narrowed = _range_and_int32(arr, maximize, threads)
+    else:
+        lo, hi = int(arr.min()), int(arr.max())
+        if maximize:
+            lo, hi = -hi, -lo
     n = max(arr.shape)
     bound = max(abs(lo), abs(hi)) * (4 * n + 8)
     if bound >= _INT_LIMIT:
@@ -79,10 +90,47 @@ def _integer_matrix(arr: np.ndarray, maximize: bool) -> np.ndarray:
             f"integer costs in [{lo}, {hi}] could overflow int64 during the solve of an "
             f"{arr.shape[0]}x{arr.shape[1]} problem (|cost| * (4n + 8) must stay below 2**62); "
             "shift or rescale the costs, or pass them as float64")
-    target = np.int32 if (lo >= -2**31 and hi < 2**31) else np.int64
-    out = arr.astype(target if not maximize else np.int64)
+    fits = lo >= -2**31 and hi < 2**31
+    if fits and narrowed is not None:
+        return narrowed
+    out = arr.astype(np.int32 if fits and not maximize else np.int64)
     if maximize:
         out = -out
-        if target == np.int32:
+        if fits:
             out = out.astype(np.int32)
     return out
+
+
+def _range_and_int32(arr: np.ndarray, maximize: bool, threads: int):
+    """(min, max, int32 copy) of ``arr`` (negated if ``maximize``; min and max as Python ints)
+    in one read of the matrix, its rows split over ``threads`` threads. The copy is only valid
+    when min and max fit in int32 (else its entries wrapped)."""
+    from .cpu._sync import new_sync, run_workers
+    n1 = arr.shape[0]
+    threads = max(1, min(int(threads), n1))
+    out = np.empty(arr.shape, np.int32)
+    ranges = np.zeros((threads, 2), np.int64)
+    sync = new_sync()
+    run_workers(_range_and_int32_rows,
+                lambda t: (arr[n1 * t // threads:n1 * (t + 1) // threads],
+                           out[n1 * t // threads:n1 * (t + 1) // threads], maximize, ranges[t]),
+                threads, sync)
+    return int(ranges[:, 0].min()), int(ranges[:, 1].max()), out
+
+
+@njit(cache=True, nogil=True)
+def _range_and_int32_rows(a, out, maximize, lo_hi):
+    """lo_hi = (min, max) of ``a`` (negated if ``maximize``, in int64); out = that as int32."""
+    lo = np.int64(2**63 - 1)
+    hi = -lo - 1
+    for i in range(a.shape[0]):
+        row = a[i]
+        orow = out[i]
+        for j in range(row.shape[0]):
+            x = np.int64(row[j])
+            x = -x if maximize else x
+            lo = min(lo, x)
+            hi = max(hi, x)
+            orow[j] = np.int32(x)
+    lo_hi[0] = lo
+    lo_hi[1] = hi

@@ -197,3 +197,27 @@ def test_verify_detects_a_wrong_answer():
     assert not cert["optimal"] and cert["gap"] > 1e-6
     cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u + 1.0, sol.v)
     assert not cert["optimal"] and cert["max_violation"] > 0.5
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_integer_matrix_checked_and_narrowed_in_one_sweep(threads, dtype, maximize):
+    """The compiled sweep (int64/int32 input, rows split over threads) gives NumPy's answer:
+    int32 where every (negated, if maximising) value fits, else int64, the same values."""
+    from epslap._validate import canonical_dense
+    rng = np.random.default_rng(4)
+    for lo, hi in [(0, 1000), (-2**31, 2**31 - 1), (-2**31 + 1, 2**31 - 1), (-2**40, 2**40)]:
+        if dtype == np.int32 and hi >= 2**31:
+            continue
+        c = rng.integers(lo, hi, (7, 11), dtype=np.int64, endpoint=True)
+        c[0, 0], c[-1, -1] = lo, hi
+        c = c.astype(dtype)
+        ref = -c.astype(np.int64) if maximize else c.astype(np.int64)
+        fits = ref.min() >= -2**31 and ref.max() < 2**31
+        got = canonical_dense(c, maximize, threads=threads)
+        assert got.transposed is False and got.integral
+        assert got.matrix.dtype == (np.int32 if fits else np.int64)
+        np.testing.assert_array_equal(got.matrix.astype(np.int64), ref)
+    with pytest.raises(ValueError, match="could overflow int64"):
+        canonical_dense(np.array([[2**61, 0], [0, 1]], dtype=np.int64), maximize, threads=threads)
