@@ -312,6 +312,13 @@ _EST_SLOT = 16
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _own_slot(gen, nthreads, tid):
+    """Offset of thread ``tid``'s slot for the row that its ``gen + 1``-th barrier ends (slots
+    are double-buffered by the barrier's parity)."""
+    return (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _slots_min(slots, base, nthreads, f):
     """The smallest field ``f`` over the threads' slots of one row."""
     m = _KEY_MAX
@@ -369,18 +376,12 @@ def _read_keys_a(row, taken, bkey, bmask):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _remask_block(row, taken, bmask, b):
-    """Recompute bmask[b] (``_load_keys``) after a column of block b was taken; returns the new
-    minimum over all blocks."""
+def _remask_block(row, taken, bmask, b, scratch_key, scratch_mask):
+    """Recompute bmask[b] (``_load_keys`` on block b alone; ``scratch_*``: int64[1]) after a
+    column of block b was taken; returns the new minimum over all blocks."""
     lo = b * BLOCK
     hi = min(lo + BLOCK, row.shape[0])
-    m = _KEY_MAX
-    for j in range(lo, hi):
-        k = _key(_bits(np.float64(row[j]) + 0.0))
-        t = taken[j]
-        km = k if k > t else t
-        m = km if km < m else m
-    bmask[b] = m
+    _, _, bmask[b] = _load_keys(row[lo:hi], taken[lo:hi], scratch_key, scratch_mask)
     mm = _KEY_MAX
     for x in bmask:
         mm = x if x < mm else mm
@@ -437,6 +438,8 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     bkey = np.empty(n_blocks, np.int64)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
+    block_key = np.empty(1, np.int64)  # _remask_block's scratch
+    block_mask = np.empty(1, np.int64)
     lb_a = 0.0
     ub_id = 0.0
     g_a = 0.0
@@ -451,7 +454,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     row = get_row(src, 0, buf)
     mk, xk, mm, cand = _read_keys_a(row[lo:hi], pmask, bkey, bmask)
     _publish_a(row, lo, hi, 0, cand, mk, xk, mm, slots,
-               (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+               _own_slot(gen, nthreads, tid))
     for i in range(n1):
         base = (gen & 1) * nthreads * _EST_SLOT
         gen += 1
@@ -500,13 +503,14 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
             if ahead:
                 row = row_next
                 if lo <= p < hi and p - lo == cand:  # row i took this slice's candidate
-                    mm = _remask_block(row[lo:hi], pmask, bmask, cand // BLOCK)
+                    mm = _remask_block(row[lo:hi], pmask, bmask, cand // BLOCK, block_key,
+                                       block_mask)
                     cand = _first_in_row(row[lo:hi], pmask, bmask, mm) if mm < _KEY_MAX else -1
             else:
                 row = get_row(src, i + 1, buf)
                 mk, xk, mm, cand = _read_keys_a(row[lo:hi], pmask, bkey, bmask)
             _publish_a(row, lo, hi, i + 1, cand, mk, xk, mm, slots,
-                       (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+                       _own_slot(gen, nthreads, tid))
     for k in range(n_pend):
         _update_two_smallest(get_row(src, pend[k], buf)[lo:hi], prmin[k], best1, best2)
     if infeasible:
@@ -567,7 +571,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     row = get_row(src, n1 - 1, buf)
     mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
     _publish_b(tk, bkey, mk, pmask, bmask, row, lo, slots,
-               (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+               _own_slot(gen, nthreads, tid))
     for i in range(n1 - 1, -1, -1):
         base = (gen & 1) * nthreads * _EST_SLOT
         gen += 1
@@ -603,7 +607,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
         ub_b += slots.view(np.float64)[best + 5]
         if i > 0:
             _publish_b(tk, bkey, mk_next, pmask, bmask, row, lo, slots,
-                       (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+                       _own_slot(gen, nthreads, tid))
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return lb_b, ub_b, certified, gen, _barrier(sync, nthreads, gen)
 
@@ -681,7 +685,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     row = get_row(src, perm[0], buf)
     mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
     _publish_greedy(tk, bkey, mk, taken, bmask, row, lo, slots,
-                    (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+                    _own_slot(gen, nthreads, tid))
     for k in range(n1):
         base = (gen & 1) * nthreads * _EST_SLOT
         gen += 1
@@ -702,7 +706,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
         lb += _from_key(mk, scratch) + vf[q]
         if k + 1 < n1:
             _publish_greedy(tk, bkey, mk_next, taken, bmask, row, lo, slots,
-                            (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT)
+                            _own_slot(gen, nthreads, tid))
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return ub, lb, gen, _barrier(sync, nthreads, gen)
 
