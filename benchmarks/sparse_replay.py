@@ -19,6 +19,9 @@ steps need no dense scan and no grid-wide agreement: one block could run them. A
 of an augmentation that is not certified, the search would fall back to dense steps (after one
 batched dense scan of the rows it has scanned).
 
+A second fallback is counted too ("refresh"): at every uncertified step, rescan the rows
+scanned so far (their d is then exact for every column) and go on over the lists.
+
 This replays the passes of the CPU solver in NumPy (its estimate, ε schedule and tie rule; the
 replay's rows evaluated are compared with epslap's) and counts, for several k, the steps that
 would run sparse.
