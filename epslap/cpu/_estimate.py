@@ -328,6 +328,17 @@ def _slots_min(slots, base, nthreads, f):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _flagged_float(slots, base, nthreads, flag_f, value_f):
+    """Field ``value_f`` (float64 bits) of the one slot of a row whose field ``flag_f`` is
+    nonzero: the value that only the thread holding a given column could publish."""
+    x = 0.0
+    for t in range(nthreads):
+        if slots[base + t * _EST_SLOT + flag_f] != 0:
+            x = slots.view(np.float64)[base + t * _EST_SLOT + value_f]
+    return x
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _first_smallest(slots, base, nthreads, key_f, col_f):
     """Offset of the slot with the smallest key (field ``key_f``) among those that hold a column
     (field ``col_f`` >= 0), the first such in thread order: slices are in column order, so its
@@ -482,9 +493,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
             if lo <= p < hi:
                 pmask[p - lo] = _KEY_MAX
             lb_a += rmin
-            for t in range(nthreads):
-                if slots[base + t * _EST_SLOT + 5] != 0:
-                    ub_id += slots.view(np.float64)[base + t * _EST_SLOT + 4]
+            ub_id += _flagged_float(slots, base, nthreads, 5, 4)  # c[i][i]
             g_a += slots.view(np.float64)[w + 6]
             if ahead:  # dense matrix: update the column statistics four rows at a time
                 pend[n_pend] = i
@@ -736,7 +745,7 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
         cur = cl[k & 1]
         q = pick[perm[k]]
         base = (gen & 1) * nthreads * _EST_SLOT
-        off = base + tid * _EST_SLOT
+        off = _own_slot(gen, nthreads, tid)
         if lo <= q < hi:  # v[q] is final: the previous row's update of this slice is done
             slots.view(np.float64)[off] = cur[q - lo] - vl[q - lo]
             slots[off + 1] = 1
@@ -749,10 +758,7 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
             _copy_slice(get_row(src, perm[k - 1], buf), lo, cl[(k - 1) & 1])
         if not _await(sync, nthreads, gen):
             return gen, False
-        ref = 0.0
-        for t in range(nthreads):
-            if slots[base + t * _EST_SLOT + 1] != 0:
-                ref = slots.view(np.float64)[base + t * _EST_SLOT]
+        ref = _flagged_float(slots, base, nthreads, 1, 0)
         if math.isfinite(ref):
             for j in range(m):  # branch-free: vectorises
                 c = cur[j]
