@@ -117,14 +117,14 @@ def replay(c, ks):
                 better = is_open & (cand < d)
                 d = np.where(better, cand, d)
                 pred = np.where(better, i, pred)
-                for k in ks:
-                    inl = red0[i] < tau[k][i]
-                    rsparse[k] = np.where(inl & is_open, np.minimum(rsparse[k], cand), rsparse[k])
-                    rbound[k] = min(rbound[k], mn + tau[k][i] - (c[i, j] - v[j]))
+                for k in ks:    # row i's list candidates and its bound, for both variants
+                    listed = np.where((red0[i] < tau[k][i]) & is_open, cand, np.inf)
+                    row_bound = mn + tau[k][i] - (c[i, j] - v[j])
+                    rsparse[k] = np.minimum(rsparse[k], listed)
+                    rbound[k] = min(rbound[k], row_bound)
                     if live[k]:
-                        sparse[k] = np.where(inl & is_open, np.minimum(sparse[k], cand),
-                                             sparse[k])
-                        bound[k] = min(bound[k], mn + tau[k][i] - (c[i, j] - v[j]))
+                        sparse[k] = np.minimum(sparse[k], listed)
+                        bound[k] = min(bound[k], row_bound)
             cl = np.array(closed)
             delta = mn - d[cl]
             v[cl] -= delta + e
