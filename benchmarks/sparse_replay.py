@@ -20,7 +20,13 @@ of an augmentation that is not certified, the search would fall back to dense st
 batched dense scan of the rows it has scanned).
 
 A second fallback is counted too ("refresh"): at every uncertified step, rescan the rows
-scanned so far (their d is then exact for every column) and go on over the lists.
+scanned so far (their d is then exact for every column) and go on over the lists. A third
+("restart", what the experimental GPU kernel on branch gpu-lists does): an augmentation with any
+uncertified step runs again from its start with dense steps only.
+
+A candidate at or above B can never win a certified step (B only falls), so it is not kept; with
+--tcap, a step counts as certified only while at most that many columns are kept (the size of
+the search's table).
 
 This replays the passes of the CPU solver in NumPy (its estimate, ε schedule and tie rule; the
 replay's rows evaluated are compared with epslap's) and counts, for several k, the steps that
@@ -48,13 +54,14 @@ def _argmin(d, is_open, assigned):
     return int(free[0] if len(free) else tied[0]), m
 
 
-def replay(c, ks):
+def replay(c, ks, tcap=1 << 62):
     n = c.shape[0]
     v, perm, _, eps_upper, eps_lower, certified, _, _ = estimate_rows(
         c, n, n, c.dtype, integral=False)
     assert not certified
     v = v.astype(np.float64).copy()
-    stats = {k: dict(sparse=0, dense=0, fallbacks=0, rescanned=0, refreshes=0, refreshed=0)
+    stats = {k: dict(sparse=0, dense=0, fallbacks=0, rescanned=0, refreshes=0, refreshed=0,
+                     restart_dense=0, max_touched=0)
              for k in ks}
     rows = 0
     eps, first, second = float(eps_upper), True, False
@@ -84,8 +91,10 @@ def replay(c, ks):
             rbound = dict(bound)
             closed = []
             mn = -np.inf
+            steps = 0
             while True:
                 rows += 1
+                steps += 1
                 j, m = _argmin(d, is_open, assigned)
                 if not np.isfinite(m):
                     raise RuntimeError("infeasible")
@@ -99,8 +108,10 @@ def replay(c, ks):
                         rbound[k] = np.inf
                     if live[k]:
                         ms = np.where(is_open, sparse[k], np.inf).min()
-                        if ms < bound[k]:   # the claim, checked: the same step as dense
+                        touched = int(np.isfinite(sparse[k]).sum())
+                        if ms < bound[k] and touched <= tcap:   # the claim, checked
                             assert _argmin(sparse[k], is_open, assigned) == (j, m)
+                            s["max_touched"] = max(s["max_touched"], touched)
                             s["sparse"] += 1
                             continue
                         live[k] = False
@@ -122,9 +133,13 @@ def replay(c, ks):
                     row_bound = mn + tau[k][i] - (c[i, j] - v[j])
                     rsparse[k] = np.minimum(rsparse[k], listed)
                     rbound[k] = min(rbound[k], row_bound)
-                    if live[k]:
-                        sparse[k] = np.minimum(sparse[k], listed)
-                        bound[k] = min(bound[k], row_bound)
+                    if live[k]:     # candidates at or above B can never win a certified
+                        bound[k] = min(bound[k], row_bound)     # step: they are not kept
+                        sparse[k] = np.minimum(sparse[k],
+                                               np.where(listed < bound[k], listed, np.inf))
+            for k in ks:                    # the "restart" variant: a miss reruns it all dense
+                if not live[k]:
+                    stats[k]["restart_dense"] += steps
             cl = np.array(closed)
             delta = mn - d[cl]
             v[cl] -= delta + e
@@ -148,20 +163,26 @@ def main():
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--classes", nargs="+", default=["random", "geometric"])
     ap.add_argument("--k", type=int, nargs="+", default=[16, 64, 256])
+    ap.add_argument("--tcap", type=int, default=1 << 62,
+                    help="a step is certified only while at most this many columns are kept "
+                         "(touched with a candidate below B)")
     args = ap.parse_args()
     print("| class | n | rows evaluated (replay / epslap) | k | steps sparse | steps dense | "
-          "fallbacks | rows rescanned at fallbacks | refresh variant: refreshes | rows rescanned |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "fallbacks | rows rescanned at fallbacks | refresh variant: refreshes | rows rescanned | "
+          "restart variant: steps dense | most columns kept, certified |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.classes:
         c = np.ascontiguousarray(costfns.generate(name, args.n, 0), dtype=np.float64)
         ref = epslap.solve(c, threads=1).stats["rows_evaluated"]
-        rows, stats = replay(c, args.k)
+        rows, stats = replay(c, args.k, args.tcap)
         for k in args.k:
             s = stats[k]
             tot = s["sparse"] + s["dense"]
             print(f"| {name} | {args.n} | {rows:,} / {ref:,} | {k} | {s['sparse']:,} "
                   f"({100 * s['sparse'] / tot:.1f}%) | {s['dense']:,} | {s['fallbacks']:,} | "
-                  f"{s['rescanned']:,} | {s['refreshes']:,} | {s['refreshed']:,} |", flush=True)
+                  f"{s['rescanned']:,} | {s['refreshes']:,} | {s['refreshed']:,} | "
+                  f"{s['restart_dense']:,} ({100 * s['restart_dense'] / tot:.1f}%) | "
+                  f"{s['max_touched']:,} |", flush=True)
 
 
 if __name__ == "__main__":
