@@ -95,7 +95,7 @@ def _v_from_two_smallest(best1, best2, vf):
 # ``taken`` masks columns out of the greedy pick: _KEY_MIN = free, _KEY_MAX = taken. A masked key
 # is max(key, taken[j]); the pick is the lowest index holding the smallest masked key.
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _load_keys(row, taken, bkey, bmask):
     """Stage A's read of a row: per block b, bkey[b] = min key of float64(row[j]) + 0.0 and
     bmask[b] = min masked key. Returns (min key, max key, min masked key). One vectorised pass."""
@@ -122,7 +122,7 @@ def _load_keys(row, taken, bkey, bmask):
     return mk, xk, mm
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _first_in_row(row, taken, bmask, k0):
     """Lowest j with max(key(float64(row[j]) + 0.0), taken[j]) == k0; -1 if none."""
     n = row.shape[0]
@@ -161,9 +161,10 @@ def _load_reduced_min_max(row, vf, tmp, bkey):
     return mk, xk
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _load_reduced_keys(row, vf, tmp, bkey):
-    """``_load_reduced_min_max`` without the max (inlined: the compiler drops its computation).
+    """``_load_reduced_min_max`` without the max (inlined here: the compiler drops its
+    computation).
 
     No mask here: the greedy pick usually is the row's first minimiser (``_greedy_pick`` falls
     back to a masked pass over tmp when it is not).
@@ -172,7 +173,7 @@ def _load_reduced_keys(row, vf, tmp, bkey):
     return mk
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _masked_block_minima(tk, taken, bmask):
     """bmask[b] = min over block b of max(key(tk[j]), taken[j]); returns the overall minimum."""
     n = tk.shape[0]
@@ -191,7 +192,7 @@ def _masked_block_minima(tk, taken, bmask):
     return mm
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _first_with_key(tk, taken, bkey, k0):
     """Lowest index j with max(key(tk[j]), taken[j]) == k0 (``bkey``: the block minima of those
     masked keys; pass taken = all _KEY_MIN for plain keys). -1 if there is none."""
@@ -209,7 +210,7 @@ def _first_with_key(tk, taken, bkey, k0):
     return -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _first_plain(tk, bkey, k0):
     """Lowest index j with key(tk[j]) == k0 (``bkey``: block minima of the keys); -1 if none."""
     n = tk.shape[0]
@@ -224,7 +225,7 @@ def _first_plain(tk, bkey, k0):
     return -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _greedy_pick(tk, bkey, mk, taken, bmask):
     """(pick, j0): the lowest-index minimiser of tk among columns not taken, and the lowest-index
     minimiser overall. Fast path: j0 itself when it is free; else one masked pass over tk."""
@@ -235,7 +236,7 @@ def _greedy_pick(tk, bkey, mk, taken, bmask):
     return _first_with_key(tk, taken, bmask, mm), j0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _min_key_except(tk, bkey, j0):
     """Smallest key over all j != j0 (_KEY_MAX when there is none): the second order statistic,
     duplicates counted. Reads the block minima and one block only."""
@@ -318,7 +319,7 @@ def _own_slot(gen, nthreads, tid):
     return (gen & 1) * nthreads * _EST_SLOT + tid * _EST_SLOT
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _slots_min(slots, base, nthreads, f):
     """The smallest field ``f`` over the threads' slots of one row."""
     m = _KEY_MAX
@@ -327,7 +328,7 @@ def _slots_min(slots, base, nthreads, f):
     return m
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _flagged_float(slots, base, nthreads, flag_f, value_f):
     """Field ``value_f`` (float64 bits) of the one slot of a row whose field ``flag_f`` is
     nonzero: the value that only the thread holding a given column could publish."""
@@ -338,7 +339,7 @@ def _flagged_float(slots, base, nthreads, flag_f, value_f):
     return x
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _first_smallest(slots, base, nthreads, key_f, col_f):
     """Offset of the slot with the smallest key (field ``key_f``) among those that hold a column
     (field ``col_f`` >= 0), the first such in thread order: slices are in column order, so its
@@ -377,7 +378,7 @@ def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
     return gen, _barrier(sync, nthreads, gen)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _read_keys_a(row, taken, bkey, bmask):
     """Stage A's read of a row slice (``_load_keys``) and its candidate: returns (min key, max
     key, min masked key mm, the first column holding mm or -1). (A slice whose columns are all
@@ -386,7 +387,7 @@ def _read_keys_a(row, taken, bkey, bmask):
     return mk, xk, mm, _first_in_row(row, taken, bmask, mm) if mm < _KEY_MAX else -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _remask_block(row, taken, bmask, b, scratch_key, scratch_mask):
     """Recompute bmask[b] (``_load_keys`` on block b alone; ``scratch_*``: int64[1]) after a
     column of block b was taken; returns the new minimum over all blocks."""
@@ -399,7 +400,7 @@ def _remask_block(row, taken, bmask, b, scratch_key, scratch_mask):
     return mm
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _publish_a(row, lo, hi, i, p, mk, xk, mm, slots, off):
     """Row step of stage A once the pick's candidate is current: ``mm`` the min key over this
     slice's unpicked columns, ``p`` the first (local) column holding it (-1: none). Slot fields:
@@ -529,7 +530,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     return STATUS_OK, lb_a, ub_id, g_a, cmax, gen, ok
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _publish_b(tk, bkey, mk, pmask, bmask, row, lo, slots, off):
     """Row step of stage B after the previous row's pick is known. Slot fields: min key, its
     first column, the min key over the slice's other columns, the min key over free columns, the
@@ -648,7 +649,7 @@ def _ab_worker(tid, nthreads, src, buf, n1, n2, vf, regret, pick, sync, slots, o
     return ok
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _publish_greedy(tk, bkey, mk, taken, bmask, row, lo, slots, off):
     """Row step of stages C/E after the previous row's pick is known: this slice's greedy pick
     (slot fields: min key, masked key of the pick, the pick, the pick's cost as float64 bits)."""
@@ -767,7 +768,7 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
     return _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _copy_slice(row, lo, out):
     """out[j] = float64(row[lo + j])."""
     for j in range(out.shape[0]):
