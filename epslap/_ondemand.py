@@ -53,8 +53,10 @@ _NegatedState._wraps_inner = True
 
 
 def _hit_rate_text(state):
-    """Live cache hit rate for the progress bar (the kernel updates ``state.hits`` in place)."""
-    hits = getattr(state, "hits", None)
+    """Live cache hit rate for the progress bar (the kernel updates ``state.policy.hits`` in
+    place)."""
+    policy = getattr(state, "policy", None)
+    hits = None if policy is None else policy.hits
     if hits is None:
         return None
 
@@ -142,7 +144,8 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
     _raise_pending(source)
     stats.update(cache_info)
     if not table:  # every thread's cache saw the same accesses: report the first one's
-        stats.update(cache_hits=int(first.hits[0]), cache_misses=int(first.hits[1]))
+        stats.update(cache_hits=int(first.policy.hits[0]),
+                     cache_misses=int(first.policy.hits[1]))
     else:
         stats.update(cache_hits=0, cache_misses=0)
     return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,

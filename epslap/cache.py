@@ -11,7 +11,8 @@ wrapping another one, so the one compiled solver loop is unchanged.
   probationary promotes to the protected MRU end (demoting the protected LRU to the probationary MRU
   end when protected is full); a hit in protected moves it to the protected MRU end.
 
-State arrays (E slots, n rows): ``slots`` (E, n2), ``slot_row`` (E,), ``row_slot`` (n,),
+State arrays (E slots, n rows): ``slots`` (E, n2); in ``policy`` (``_Policy``): ``slot_row`` (E,),
+``row_slot`` (n,),
 ``counts`` (n,), ``prev``/``nxt`` (E,) list links, ``seg`` (E,) segment of a slot (0 probationary,
 1 protected, -1 empty), ``heap``/``heap_pos`` (E,) the LFU min-heap of filled slots keyed by
 (count of the slot's row, -row) and each slot's place in it, ``meta`` int64[8]: [policy,
@@ -40,42 +41,26 @@ POLICIES = {"lfu": LFU, "slru": SLRU}
 _POLICY, _PH, _PT, _QH, _QT, _QSIZE, _QCAP, _FILLED = 0, 1, 2, 3, 4, 5, 6, 7  # P: probationary, Q: protected
 
 
+class _Policy(NamedTuple):
+    """A cache's policy state: all that the LFU/SLRU code below reads and writes (no rows, no
+    source). Every cache's ``_Policy`` has the same Numba type, so that code compiles once, not
+    once per cost source type as it would inside ``CachedState`` (about 2.7 s each, cold)."""
+    slot_row: np.ndarray
+    row_slot: np.ndarray
+    counts: np.ndarray
+    prev: np.ndarray
+    nxt: np.ndarray
+    seg: np.ndarray
+    heap: np.ndarray
+    heap_pos: np.ndarray
+    meta: np.ndarray
+    hits: np.ndarray
+
+
 class CachedState(NamedTuple):
     inner: Any
     slots: np.ndarray
-    slot_row: np.ndarray
-    row_slot: np.ndarray
-    counts: np.ndarray
-    prev: np.ndarray
-    nxt: np.ndarray
-    seg: np.ndarray
-    heap: np.ndarray
-    heap_pos: np.ndarray
-    meta: np.ndarray
-    hits: np.ndarray
-
-
-class _Policy(NamedTuple):
-    """A cache's policy state without its rows or its source: all that the LFU/SLRU code below
-    reads and writes. Every cache has the same ``_Policy`` type, so that code compiles once,
-    not once per cost source type as it would on ``CachedState`` (about 2.7 s each, cold)."""
-    slot_row: np.ndarray
-    row_slot: np.ndarray
-    counts: np.ndarray
-    prev: np.ndarray
-    nxt: np.ndarray
-    seg: np.ndarray
-    heap: np.ndarray
-    heap_pos: np.ndarray
-    meta: np.ndarray
-    hits: np.ndarray
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _policy(s):
-    """The policy state of cache ``s`` (the same arrays, no copy)."""
-    return _Policy(s.slot_row, s.row_slot, s.counts, s.prev, s.nxt, s.seg, s.heap, s.heap_pos,
-                   s.meta, s.hits)
+    policy: _Policy
 
 
 @njit(cache=True, nogil=True)
@@ -227,12 +212,12 @@ def replay(s, log, need):
     0 unless the device and this state disagree)."""
     wrong = 0
     for t in range(log.shape[0]):
-        k, miss = _lookup(_policy(s), log[t])
+        k, miss = _lookup(s.policy, log[t])
         if miss:
             wrong += 1
     if need < 0:
         return -1, wrong
-    k, miss = _lookup(_policy(s), need)
+    k, miss = _lookup(s.policy, need)
     if not miss:
         wrong += 1
     return k, wrong
@@ -241,7 +226,7 @@ def replay(s, log, need):
 @njit(cache=True, nogil=True)
 def access(s, i):
     """Slot holding row ``i`` after one access (computing the row on a miss)."""
-    k, miss = _lookup(_policy(s), i)
+    k, miss = _lookup(s.policy, i)
     if miss:
         slot = s.slots[k]
         row = get_row(s.inner, i, slot)
@@ -260,7 +245,7 @@ def _cached_fill(s, i, buf):
 def _cached_part(s, i, lo, hi, buf):
     """Columns [lo, hi) of row ``i`` from a cache whose slots hold exactly those columns (one
     cache per solver thread; every thread sees the same access sequence, so the same hits)."""
-    k, miss = _lookup(_policy(s), i)
+    k, miss = _lookup(s.policy, i)
     slot = s.slots[k]
     if miss:
         # the inner source writes the part into buf[lo:hi]; a full-width slot (one thread) can
@@ -398,12 +383,12 @@ def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str
     meta[_QSIZE] = 0
     meta[_QCAP] = capacity // 2
     meta[_FILLED] = 0
-    return CachedState(inner_state, np.empty((capacity, n_cols), dtype),
-                       np.full(capacity, -1, np.int64), np.full(n_rows, -1, np.int64),
-                       np.zeros(n_rows, np.int64), np.full(capacity, -1, np.int64),
-                       np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64),
-                       np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64), meta,
-                       np.zeros(2, np.int64))
+    policy_state = _Policy(np.full(capacity, -1, np.int64), np.full(n_rows, -1, np.int64),
+                           np.zeros(n_rows, np.int64), np.full(capacity, -1, np.int64),
+                           np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64),
+                           np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64), meta,
+                           np.zeros(2, np.int64))
+    return CachedState(inner_state, np.empty((capacity, n_cols), dtype), policy_state)
 
 
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,

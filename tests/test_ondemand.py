@@ -191,9 +191,9 @@ class _ModelSLRU:
 @numba.njit
 def _replay(state, seq, out):
     for t in range(seq.shape[0]):
-        before = state.hits[0]
+        before = state.policy.hits[0]
         access(state, seq[t])
-        out[t] = state.hits[0] > before
+        out[t] = state.policy.hits[0] > before
 
 
 @settings(max_examples=150, deadline=None)
@@ -209,7 +209,7 @@ def test_cache_policies_match_reference_model(cap, policy, seq):
     expected = [model.access(r) for r in seq]
     assert got.tolist() == expected
     dense = src.dense()  # every cached slot holds its row's true values
-    for k, r in enumerate(state.slot_row):
+    for k, r in enumerate(state.policy.slot_row):
         if r >= 0:
             np.testing.assert_array_equal(state.slots[k], dense[r])
 
@@ -242,7 +242,7 @@ def test_device_cache_protocol_matches_reference_model(cap, policy, seq):
     replay(state, np.array(log, np.int64), np.int64(-1))
     model = (_ModelLFU if policy == "lfu" else _ModelSLRU)(min(cap, n_rows))
     assert hit == [model.access(r) for r in seq]
-    assert (int(state.hits[0]), int(state.hits[1])) == (hit.count(True), hit.count(False))
+    assert (int(state.policy.hits[0]), int(state.policy.hits[1])) == (hit.count(True), hit.count(False))
     held = set(model.slots) if policy == "lfu" else set(model.prob) | set(model.prot)
     assert set(slot_row[slot_row >= 0].tolist()) == held
 
@@ -287,7 +287,7 @@ def test_single_entries_equal_the_dense_matrix(name):
         out = np.empty_like(dense)
         _entries(state, out)
         np.testing.assert_array_equal(out, sign * dense)
-    assert int(cached.hits[0]) == int(cached.hits[1]) == 0  # entries bypass the cache
+    assert int(cached.policy.hits[0]) == int(cached.policy.hits[1]) == 0  # entries bypass the cache
 
 
 def test_sources_without_entries_keep_tracking():

@@ -120,6 +120,6 @@ class DeviceRowCache:
         return int(k), old
 
     def stats(self) -> dict:
-        hits, misses = (int(x) for x in self.state.hits)
+        hits, misses = (int(x) for x in self.state.policy.hits)
         return dict(cache_policy=self.policy, cache_rows=self.capacity, cache_hits=hits,
                     cache_misses=misses, cache_location="device")
