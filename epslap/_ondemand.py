@@ -56,9 +56,9 @@ def _hit_rate_text(state):
     """Live cache hit rate for the progress bar (the kernel updates ``state.policy.hits`` in
     place)."""
     policy = getattr(state, "policy", None)
-    hits = None if policy is None else policy.hits
-    if hits is None:
+    if policy is None:
         return None
+    hits = policy.hits
 
     def text() -> str:
         h, m = int(hits[0]), int(hits[1])

@@ -11,13 +11,12 @@ wrapping another one, so the one compiled solver loop is unchanged.
   probationary promotes to the protected MRU end (demoting the protected LRU to the probationary MRU
   end when protected is full); a hit in protected moves it to the protected MRU end.
 
-State arrays (E slots, n rows): ``slots`` (E, n2); in ``policy`` (``_Policy``): ``slot_row`` (E,),
-``row_slot`` (n,),
-``counts`` (n,), ``prev``/``nxt`` (E,) list links, ``seg`` (E,) segment of a slot (0 probationary,
-1 protected, -1 empty), ``heap``/``heap_pos`` (E,) the LFU min-heap of filled slots keyed by
-(count of the slot's row, -row) and each slot's place in it, ``meta`` int64[8]: [policy,
-heads/tails of the two lists, protected size, protected capacity, filled slots], ``hits``
-int64[2]: [hits, misses].
+State arrays (E slots, n rows): ``slots`` (E, n2); in ``policy`` (``_Policy``): ``slot_row``
+(E,), ``row_slot`` (n,), ``counts`` (n,), ``prev``/``nxt`` (E,) list links, ``seg`` (E,) segment
+of a slot (0 probationary, 1 protected, -1 empty), ``heap``/``heap_pos`` (E,) the LFU min-heap of
+filled slots keyed by (count of the slot's row, -row) and each slot's place in it, ``meta``
+int64[8]: [policy, heads/tails of the two lists, protected size, protected capacity, filled
+slots], ``hits`` int64[2]: [hits, misses].
 
 Every operation is O(log E) or O(1) (a victim is never searched by scanning the slots): slots fill
 in index order and are never emptied, so "empty slots first" is a counter; the LFU victim is the

@@ -242,7 +242,8 @@ def test_device_cache_protocol_matches_reference_model(cap, policy, seq):
     replay(state, np.array(log, np.int64), np.int64(-1))
     model = (_ModelLFU if policy == "lfu" else _ModelSLRU)(min(cap, n_rows))
     assert hit == [model.access(r) for r in seq]
-    assert (int(state.policy.hits[0]), int(state.policy.hits[1])) == (hit.count(True), hit.count(False))
+    hits = state.policy.hits
+    assert (int(hits[0]), int(hits[1])) == (hit.count(True), hit.count(False))
     held = set(model.slots) if policy == "lfu" else set(model.prob) | set(model.prot)
     assert set(slot_row[slot_row >= 0].tolist()) == held
 
