@@ -159,13 +159,17 @@ class SqEuclidean(CostSource):
         return SqEuclidean(self.Y, self.X)
 
     def cuda_source(self):
-        code = """
-__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
+        # the dimension is a literal, so that the loop unrolls and a scan issues the loads of
+        # all its columns' coordinates together (a run-time dimension chained them: one
+        # memory latency per coordinate and column). Read-only for the whole solve: __ldg.
+        dim = self.X.shape[1]
+        code = f"""
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {{
     const double* x = (const double*)a.p[0];
     const double* yt = (const double*)a.p[1];
-    const long long dim = a.k[0];
     double s = 0.0;
-    for (long long t = 0; t < dim; ++t) { double u = x[i * dim + t] - yt[t * a.n2 + j]; s += u * u; }
+#pragma unroll
+    for (int t = 0; t < {dim}; ++t) {{ double u = __ldg(x + i * {dim} + t) - __ldg(yt + t * a.n2 + j); s += u * u; }}
     return s;
-}"""
-        return CudaCost(code, [self.X, np.ascontiguousarray(self.Y.T)], [self.X.shape[1]], [])
+}}"""
+        return CudaCost(code, [self.X, np.ascontiguousarray(self.Y.T)], [dim], [])
