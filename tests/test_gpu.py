@@ -173,6 +173,33 @@ def test_scan_with_several_columns_per_thread(monkeypatch, name, n, unroll):
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["geometric", "random", "integer"])
+def test_column_state_in_shared_or_global_memory_solves_alike(monkeypatch, name):
+    """The pass kernel keeps its column state in shared memory when it fits, else in global
+    memory (EPSLAP_GPU_SMEM_STATE=0 forces that): the same optimum and rows evaluated either
+    way, dense, on demand, and through a device row cache (whose suspensions write the shared
+    state back and load it again), on the short path, the large grid and 3 columns per thread."""
+    src = costfns.problem(name, 1500, seed=8)
+    c = src.dense()
+    cpu = epslap.solve(c)
+    for blocks, threads in ((2, 256), (40, 64), (32, 512)):
+        monkeypatch.setenv("EPSLAP_GPU_BLOCKS", str(blocks))
+        monkeypatch.setenv("EPSLAP_GPU_THREADS", str(threads))
+        for cost, kw in ((c, {}), (src, {}),
+                         (src, dict(cache="slru", memory=_rows_budget(1500, 1500, 150)))):
+            sols = []
+            for mode in ("1", "0"):
+                monkeypatch.setenv("EPSLAP_GPU_SMEM_STATE", mode)
+                sol = epslap.solve(cost, backend="gpu", **kw)
+                assert (sol.stats["column_state_bytes_shared"] > 0) == (mode == "1")
+                assert_optimal(c, sol)
+                assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
+                sols.append(sol)
+            assert np.array_equal(sols[0].col_ind, sols[1].col_ind)
+
+
+@gpu
+@pytest.mark.gpu
 def test_phase_clock_build_gives_the_same_solve(monkeypatch):
     """The diagnostic build (EPSLAP_GPU_PHASE_CLOCKS) reports cycles in every phase and solves
     exactly as the normal one."""
