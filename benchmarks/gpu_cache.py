@@ -27,8 +27,10 @@ def _budget(n, rows):
     import cupy
     from epslap.gpu.rowcache import DeviceRowCache
     from epslap.gpu.solver import blocks_for, device_bytes
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    return device_bytes(n, n, blocks_for(n, sms)) + DeviceRowCache.device_bytes(rows, n, n)
+    attrs = cupy.cuda.Device().attributes
+    return (device_bytes(n, n, blocks_for(n, attrs["MultiProcessorCount"]),
+                         attrs["MaxSharedMemoryPerBlockOptin"])
+            + DeviceRowCache.device_bytes(rows, n, n))
 
 
 def main() -> None:

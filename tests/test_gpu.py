@@ -198,6 +198,66 @@ def test_column_state_in_shared_or_global_memory_solves_alike(monkeypatch, name)
             assert np.array_equal(sols[0].col_ind, sols[1].col_ind)
 
 
+def _tied_rows(n):
+    """Every row the same shuffled values (every row's list is taken after 32 rows: the grid
+    scans each later row), with many equal values (ties broken by the column index)."""
+    rng = np.random.default_rng(11)
+    return np.tile(rng.integers(0, 7, n), (n, 1)) + rng.integers(0, 2, (n, n))
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["random", "geometric", "integer", "sanity", "rank1", "tied"])
+def test_estimate_on_row_lists_matches_the_cpu_estimate(monkeypatch, name):
+    """The device estimate's greedy sweeps walk per-row lists of the smallest values and let the
+    grid scan a row only when its list is all taken (estimate.cu). Its ε schedule and the rows
+    evaluated must equal the CPU estimate's: with one chunk of lists or many (2 blocks), with
+    the blocks' bitmaps of taken columns in shared or global memory, dense and on demand."""
+    from epslap.gpu import solver as S
+    if name == "tied":
+        c = _tied_rows(700)
+        costs = (c,)
+    else:
+        src = costfns.problem(name, 700, seed=9)
+        c = src.dense()
+        costs = (c, src)
+    cpu = epslap.solve(c)
+    for blocks, optin in ((None, None), (2, None), (2, 12000)):
+        if blocks:
+            monkeypatch.setenv("EPSLAP_GPU_BLOCKS", str(blocks))
+        if optin:  # too little shared memory for the bitmap: it goes to global memory
+            monkeypatch.setattr(S, "_smem_optin", lambda cupy: optin)
+            assert not S.greedy_smem(700, optin)[1]
+        for cost in costs:
+            sol = epslap.solve(cost, backend="gpu")
+            assert sol.stats["estimate_on"] == "device"
+            assert_optimal(c, sol)
+            assert sol.stats["epsilons"] == cpu.stats["epsilons"]
+            assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
+
+
+@gpu
+@pytest.mark.gpu
+def test_estimate_errors_from_the_row_lists():
+    """NaN / -inf and rows left without a column are found by the listed sweeps too."""
+    import cupy
+    c = np.random.default_rng(3).random((300, 300))
+    for bad in (np.nan, -np.inf):
+        d = c.copy()
+        d[250, 17] = bad
+        with pytest.raises(ValueError, match="invalid numeric entries"):
+            epslap.solve(cupy.asarray(d), backend="gpu")
+    d = c.copy()
+    d[:, :3] = np.inf
+    d[100:104, :] = np.inf  # four rows with no finite entry
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        epslap.solve(cupy.asarray(d), backend="gpu")
+    d = np.full((300, 300), np.inf)
+    d[:, 0] = 1.0          # every row's only finite column is column 0 (found by the passes)
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        epslap.solve(cupy.asarray(d), backend="gpu")
+
+
 @gpu
 @pytest.mark.gpu
 def test_phase_clock_build_gives_the_same_solve(monkeypatch):
@@ -303,9 +363,11 @@ def _rows_budget(n1, n2, rows):
     import cupy
     from epslap.gpu.rowcache import DeviceRowCache
     from epslap.gpu.solver import blocks_for, device_bytes
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    attrs = cupy.cuda.Device().attributes
     lo, hi = sorted((n1, n2))
-    return device_bytes(lo, hi, blocks_for(hi, sms)) + DeviceRowCache.device_bytes(rows, lo, hi)
+    return (device_bytes(lo, hi, blocks_for(hi, attrs["MultiProcessorCount"]),
+                         attrs["MaxSharedMemoryPerBlockOptin"])
+            + DeviceRowCache.device_bytes(rows, lo, hi))
 
 
 def _check_cache_stats(sol, rows, policy=None):

@@ -99,8 +99,9 @@ __device__ __forceinline__ unsigned long long ordered(long long x) {
 // key), which is cand_less's order (a NO_KEY candidate always carries COST_INF and the largest
 // key), found with three 32-bit warp reductions (redux.sync) instead of five rounds of shuffles
 // and comparisons, which cost about 700 cycles per warp reduction on an H100
-// (benchmarks/gpu_exchange_parts.cu).
-__device__ __forceinline__ void warp_best(cost_t& v, unsigned& k) {
+// (benchmarks/gpu_exchange_parts.cu). (Also for double values in an integer build: estimate.cu.)
+template <typename T>
+__device__ __forceinline__ void warp_best(T& v, unsigned& k) {
     const unsigned long long o = ordered(v);
     const unsigned hi = (unsigned)(o >> 32), lo = (unsigned)o;
     const unsigned mhi = __reduce_min_sync(FULL_MASK, hi);
@@ -592,133 +593,6 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         out_f64[5 + gridDim.x] = (double)clk2; out_f64[6 + gridDim.x] = (double)clk3;
     }
 #endif
-}
-
-// ---- estimation sweeps (ALGORITHM.md §2), all statistics in double -----------------------
-// mode 0 (stage A, forward): rmin, greedy raw pick, per-column best1/best2 of c - rmin.
-// mode 1 (stage B, reverse): min, second order statistic, greedy pick of t = c - v.
-// mode 2 (stages C/E): greedy over perm of t = c - v; pick[r], sums.
-// mode 3 (stage D): walk perm backwards lowering held columns' v to tie with the row's pick.
-// sums[0..1]: mode 0: LB_A, UB_id, G_A; mode 1: LB_B, UB_B; mode 2: UB, LB.
-// out_i64[0]: 0 ok, 1 infeasible (a row with no finite entry), 3 NaN or -inf seen.
-struct Pair { double v1; double v2; long long idx; double pv; long long pidx; };
-
-__device__ __forceinline__ void pair_merge(Pair& a, const Pair& b) {
-    // two smallest values (duplicates count) and the lowest-index minimum of the pick field
-    if (b.v1 < a.v1) { a.v2 = fmin(a.v1, b.v2); a.v1 = b.v1; }
-    else a.v2 = fmin(a.v2, b.v1);
-    if (b.pidx >= 0 && (a.pidx < 0 || b.pv < a.pv || (b.pv == a.pv && b.pidx < a.pidx))) {
-        a.pv = b.pv; a.pidx = b.pidx;
-    }
-}
-
-// Fold the warp's pairs into lane 0 (shuffles down).
-__device__ __forceinline__ void warp_pair(Pair& p) {
-    for (int off = 16; off > 0; off >>= 1) {
-        Pair o;
-        o.v1 = __shfl_down_sync(0xffffffffu, p.v1, off);
-        o.v2 = __shfl_down_sync(0xffffffffu, p.v2, off);
-        o.idx = 0;
-        o.pv = __shfl_down_sync(0xffffffffu, p.pv, off);
-        o.pidx = __shfl_down_sync(0xffffffffu, p.pidx, off);
-        pair_merge(p, o);
-    }
-}
-
-__device__ Pair block_pair(Pair p, Pair* sh) {
-    warp_pair(p);
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads();
-    if (lane == 0) sh[warp] = p;
-    __syncthreads();
-    if (warp == 0) {
-        p = lane < WARPS ? sh[lane] : Pair{INFINITY, INFINITY, 0, INFINITY, -1};
-        warp_pair(p);
-        if (lane == 0) sh[WARPS] = p;
-    }
-    __syncthreads();
-    return sh[WARPS];
-}
-
-__device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, volatile Pair* slots,
-                          int& parity) {
-    Pair b = block_pair(p, sh);
-    volatile Pair* mine = slots + parity * gridDim.x;
-    if (threadIdx.x == 0) {
-        volatile Pair* m = mine + blockIdx.x;
-        STG(m->v1, b.v1); STG(m->v2, b.v2); STG(m->pv, b.pv); STG(m->pidx, b.pidx);
-    }
-    grid.sync();
-    Pair r{INFINITY, INFINITY, 0, INFINITY, -1};
-    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
-        Pair o{LDG(mine[t].v1), LDG(mine[t].v2), 0, LDG(mine[t].pv), LDG(mine[t].pidx)};
-        pair_merge(r, o);
-    }
-    parity ^= 1;
-    return block_pair(r, sh);
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS)
-estimate_sweep(COST_PARAMS, int mode, const long long* perm, volatile double* v,
-               double* best1, double* best2, unsigned char* flag, long long* pick,
-               double* regret, volatile Pair* slots, double* sums, long long* out_i64)
-{
-    COST_BUILD
-    cg::grid_group grid = cg::this_grid();
-    __shared__ Pair sh[WARPS + 1];
-    const long long n1 = a.n1, n2 = a.n2;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
-    int parity = 0;
-    double acc0 = 0.0, acc1 = 0.0, acc2 = 0.0;
-    if (mode == 3) {
-        for (long long k = n1 - 1; k >= 0; --k) {
-            const long long r = perm[k], q = pick[r];
-            grid.sync();                              // v[q] final for this step everywhere
-            const double ref = (double)cost_at(a, r, q) - LDG(v[q]);
-            grid.sync();                              // every thread read v[q] before any write
-            if (q % stride == g) flag[q] = 0;         // release the row's pick
-            if (!isfinite(ref)) continue;
-            for (long long j = g; j < n2; j += stride) {
-                if (j == q || !flag[j]) continue;
-                const double c = (double)cost_at(a, r, j);
-                if (c - LDG(v[j]) < ref) STG(v[j], c - ref);
-            }
-        }
-        return;
-    }
-    for (long long k = 0; k < n1; ++k) {
-        const long long r = mode == 0 ? k : (mode == 1 ? n1 - 1 - k : perm[k]);
-        Pair p{INFINITY, INFINITY, 0, INFINITY, -1};
-        bool bad = false;
-        for (long long j = g; j < n2; j += stride) {
-            double c = (double)cost_at(a, r, j);
-            if (mode == 0 && (c != c || c == -INFINITY)) bad = true;
-            const double t = mode == 0 ? c : c - LDG(v[j]);
-            Pair o{t, INFINITY, 0, flag[j] ? INFINITY : t, flag[j] ? -1 : j};
-            pair_merge(p, o);
-        }
-        if (bad) out_i64[0] = 3;
-        Pair m = grid_pair(grid, p, sh, slots, parity);
-        if (m.pidx < 0) { if (leader) out_i64[0] = 1; return; }
-        const long long q = m.pidx;
-        if (q % stride == g) flag[q] = 1;
-        if (mode == 0) {
-            if (!(m.v1 < INFINITY)) { if (leader) out_i64[0] = 1; return; }
-            for (long long j = g; j < n2; j += stride) {
-                const double red = (double)cost_at(a, r, j) - m.v1;
-                if (red < best1[j]) { best2[j] = best1[j]; best1[j] = red; }
-                else if (red < best2[j]) best2[j] = red;
-            }
-            if (leader) { acc0 += m.v1; acc1 += (double)cost_at(a, r, r); acc2 += m.pv; }
-        } else if (mode == 1) {
-            if (leader) { regret[r] = m.v2 - m.v1; acc0 += m.v1 + LDG(v[q]); acc1 += (double)cost_at(a, r, q); }
-        } else {
-            if (leader) { pick[r] = q; acc0 += (double)cost_at(a, r, q); acc1 += m.v1 + LDG(v[q]); }
-        }
-    }
-    if (leader) { sums[0] = acc0; sums[1] = acc1; sums[2] = acc2; }
 }
 
 // out[i] = c[i][row_to_col[i]] for the n real rows, grid-stride: every kernel of this module is

@@ -20,6 +20,7 @@ from ..errors import GPUUnavailableError, InfeasibleError
 
 THREADS = 512
 _SRC = os.path.join(os.path.dirname(__file__), "eps_ssp.cu")
+_SRC_ESTIMATE = os.path.join(os.path.dirname(__file__), "estimate.cu")
 _MODULES: dict = {}  # (device, cost code, integral) -> RawModule, compiled once per process
 
 
@@ -133,9 +134,11 @@ def _module(cupy, code: str, integral: bool, threads: int = THREADS, unroll: int
                      "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n"))
         with open(_SRC) as fh:
             body = fh.read()
+        with open(_SRC_ESTIMATE) as fh:
+            estimate = fh.read()
         marker = "// ---- virtual rows"
         cut = body.index(marker)
-        src = header + body[:cut] + code + "\n" + body[cut:]
+        src = header + body[:cut] + code + "\n" + body[cut:] + estimate
         mod = cupy.RawModule(code=src, options=("--std=c++17", "--fmad=false"),
                              enable_cooperative_groups=True)
         _MODULES[key] = mod
@@ -315,9 +318,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
             if certified:
                 certified_pick = pick
         else:
-            eps_upper, eps_lower = _estimate_device(cupy, src_mod.get_function("estimate_sweep"),
-                                                    grid, block, src_args, state, n1, n2,
-                                                    integral, epsilon)
+            eps_upper, eps_lower = _estimate_device(cupy, src_mod, block, src_args, state, n1,
+                                                    n2, integral, epsilon)
         cupy.cuda.Device().synchronize()
         time_estimate = time.perf_counter() - t0
 
@@ -411,19 +413,23 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     return row_to_col, v_host, stats, assigned
 
 
-def device_bytes(n1: int, n2: int, n_blocks: int) -> int:
+def device_bytes(n1: int, n2: int, n_blocks: int, smem_optin: int = 0) -> int:
     """Device memory the search allocates for an n1 x n2 problem (n1 <= n2) on ``n_blocks``
     blocks: the O(n2) state of the passes and of the estimate (one column: v, d, pred, owner,
     cpred, cmatch, vf, best1, best2, a copy of v in stage E: 8 bytes each, two flags), the O(n1)
-    row arrays (perm, pick, regret, the result) and each block's int32 record of an augmentation's steps.
-    Mirrors :class:`_DeviceState`; CuPy's temporaries (a few O(n) arrays) come on top."""
-    per_col = 10 * 8 + 2
-    per_row = 8 * 4
+    row arrays (perm, pick, regret, rmin, the result), each block's int32 record of an
+    augmentation's steps and the greedy sweeps' row lists (and each block's bitmap of taken
+    columns where it does not fit in ``smem_optin`` bytes of shared memory). Mirrors
+    :class:`_DeviceState`; CuPy's temporaries (a few O(n) arrays) come on top."""
+    bits_global = not greedy_smem(n2, smem_optin)[1]  # (then n2 is large: a block per SM)
+    per_col = 10 * 8 + 2 + (n_blocks / 8 if bits_global else 0)
+    per_row = 8 * 5
     record = n_blocks * 3 * (n2 + 1) * 4
     fixed = (2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 4 * SLOT_WORDS
              + 8 * (n_blocks + 16)
-             + 8 * n_blocks * 1024 + 128)  # ... and a suspended pass's state
-    return per_col * n2 + per_row * n1 + record + fixed
+             + 8 * n_blocks * 1024 + 128  # ... and a suspended pass's state
+             + min(n1, GREEDY_CHUNK_ROWS) * (LIST_K * 12 + 4))
+    return int(per_col * n2) + per_row * n1 + record + fixed + (4 * n_blocks if bits_global else 0)
 
 
 class _DeviceState:
@@ -461,7 +467,15 @@ class _DeviceState:
         self.flag = cupy.zeros(n2, dtype=np.uint8)
         self.pick = cupy.full(n1, -1, dtype=np.int64)
         self.regret = cupy.empty(n1, dtype=np.float64)
+        self.rmin = cupy.empty(n1, dtype=np.float64)
         self.sums = cupy.zeros(3, dtype=np.float64)
+        self.sms = cupy.cuda.Device().attributes["MultiProcessorCount"]  # the estimate's grid
+        chunk = min(n1, GREEDY_CHUNK_ROWS)  # the greedy sweeps' row lists, a chunk at a time
+        self.list_val = cupy.empty(chunk * LIST_K, dtype=np.float64)
+        self.list_col = cupy.empty(chunk * LIST_K, dtype=np.uint32)
+        self.list_len = cupy.empty(chunk, dtype=np.int32)
+        words = 0 if greedy_smem(n2, _smem_optin(cupy))[1] else self.sms * -(-n2 // 32)
+        self.taken_bits = cupy.empty(max(words, 1), dtype=np.uint32)  # else in shared memory
 
     def reset_pass(self):
         self.resume.fill(0)
@@ -481,16 +495,50 @@ class _DeviceState:
         return out
 
 
-def _sweep(cupy, kernel, grid, block, args, st, mode):
+# estimate.cu's greedy sweeps: list entries per row (LIST_K), rows per sub-chunk (SUB_ROWS) and
+# the shared memory those take (estimate_greedy's layout); rows listed at once (the list buffers)
+LIST_K, SUB_ROWS, GREEDY_CHUNK_ROWS = 32, 32, 8192
+_GREEDY_SMEM = SUB_ROWS * LIST_K * (8 + 4) + SUB_ROWS * (3 * 8 + 8 + 4 + 8)
+
+
+def greedy_smem(n2: int, smem_optin: int) -> tuple:
+    """(dynamic shared memory of estimate_greedy, whether each block's bitmap of taken columns is
+    in it): it is where it fits the device's opt-in limit (``smem_optin`` bytes), else in global
+    memory (up to about 1.7M columns on an H100)."""
+    with_bits = _GREEDY_SMEM + 4 * (-(-n2 // 32))
+    return (with_bits, True) if with_bits <= smem_optin - 1024 else (_GREEDY_SMEM, False)
+
+
+def _smem_optin(cupy) -> int:
+    return cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
+
+
+def _sweep(cupy, mod, block, args, st, mode):
+    """One estimation sweep (estimate.cu) on one block per multiprocessor: modes 0-2 greedy, 3
+    the release of stage D."""
     st.sums.fill(0)
     st.out_i64.fill(0)
-    kernel(grid, block, (*args, np.int32(mode), st.perm, st.vf, st.best1, st.best2, st.flag,
-                         st.pick, st.regret, st.slots, st.sums, st.out_i64))
+    grid = (st.sms,)
+    if mode == 3:
+        mod.get_function("estimate_release")(grid, block, (*args, st.perm, st.vf, st.flag,
+                                                           st.pick))
+        return None
+    kernel = mod.get_function("estimate_greedy")
+    smem, bits_in_smem = greedy_smem(st.n2, _smem_optin(cupy))
+    if smem > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = smem
+    kernel(grid, block, (*args, np.int32(mode), st.perm, st.vf, st.flag, st.pick, st.regret,
+                         st.rmin, st.list_val, st.list_col, st.list_len,
+                         np.int64(len(st.list_len)), st.taken_bits, np.int32(bits_in_smem),
+                         st.slots, st.sums, st.out_i64), shared_mem=smem)
     status = int(st.out_i64.get()[0])
     if status == 3:
         raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
     if status == 1:
         raise InfeasibleError("cost matrix is infeasible")
+    if mode == 0:  # stage A's per-column statistics of c - rmin
+        mod.get_function("estimate_colstats")(_wide_grid(cupy), (256,),
+                                              (*args, st.rmin, st.best1, st.best2))
     return st.sums.get()
 
 
@@ -500,12 +548,10 @@ def _shift(cupy, x):
         x -= m
 
 
-def _estimate_device(cupy, kernel, grid, block, args, st, n1, n2, integral, epsilon):
+def _estimate_device(cupy, mod, block, args, st, n1, n2, integral, epsilon):
     """Stages A–E of ALGORITHM.md §2 (same order and arithmetic as the CPU's ``_estimate``)."""
-    st.best1.fill(np.inf)
-    st.best2.fill(np.inf)
     st.flag.fill(0)
-    lb_a, ub_id, g_a = _sweep(cupy, kernel, grid, block, args, st, 0)
+    lb_a, ub_id, g_a = _sweep(cupy, mod, block, args, st, 0)
     vf = cupy.where(cupy.isfinite(st.best2), st.best2,
                     cupy.where(cupy.isfinite(st.best1), st.best1, 0.0))
     st.vf[:] = vf
@@ -514,7 +560,7 @@ def _estimate_device(cupy, kernel, grid, block, args, st, n1, n2, integral, epsi
     gap_i = ub_id - lb_a
     g0 = g_a - lb_a
     st.flag.fill(0)
-    lb_b, ub_b, _ = _sweep(cupy, kernel, grid, block, args, st, 1)
+    lb_b, ub_b, _ = _sweep(cupy, mod, block, args, st, 1)
     gap = min(ub_b, g_a) - lb_b
     if gap_i < 4.0 * gap:
         v_old = st.vf.copy()
@@ -522,11 +568,11 @@ def _estimate_device(cupy, kernel, grid, block, args, st, n1, n2, integral, epsi
         order = cupy.lexsort(cupy.stack([idx, st.regret]))  # ascending regret, then index
         st.perm[:] = order[::-1]
         st.flag.fill(0)
-        ub_c, lb_c, _ = _sweep(cupy, kernel, grid, block, args, st, 2)
-        _sweep(cupy, kernel, grid, block, args, st, 3)       # flag = held columns from stage C
+        ub_c, lb_c, _ = _sweep(cupy, mod, block, args, st, 2)
+        _sweep(cupy, mod, block, args, st, 3)       # flag = held columns from stage C
         _shift(cupy, st.vf)
         st.flag.fill(0)
-        ub_e, lb_e, _ = _sweep(cupy, kernel, grid, block, args, st, 2)
+        ub_e, lb_e, _ = _sweep(cupy, mod, block, args, st, 2)
         gap = min(ub_e, ub_c) - max(lb_e, lb_c)
         if g0 > 0.0 and np.isfinite(gap):
             rho = gap / g0
