@@ -5,10 +5,11 @@ GPU pass kernel needs one grid-wide agreement (about 1.5 µs of a 3.2 µs step a
 at n = 32000 the kernel uses 32 of the 132 multiprocessors. Suppose the grid were split into m
 groups, each searching its own augmentation (rows k, k + m, ... of the pass) on a snapshot of the
 prices and owners: the state after every augmentation validated when its search began. Its search
-is the sequential one whenever no augmentation validated later, and earlier in the pass, closed
-one of its columns (those columns only got dearer, and no column it scanned changed), so
-augmentations are validated in order and one whose closed set meets such an augmentation's is run
-again after its predecessor (then it cannot conflict). Rows evaluated stay the CPU's.
+is the sequential one unless an augmentation earlier in the pass, validated after the snapshot,
+closed one of its columns: every other column kept its price and owner, and those closed columns
+only got dearer, so they cannot win a step they did not win. So augmentations are validated in
+order, and one whose closed set meets such an augmentation's is run again after its predecessor
+(then it cannot conflict). Rows evaluated stay the CPU's.
 
 This replays the CPU solver's passes (its estimate, ε schedule and tie rule; the replay's steps are
 compared with epslap's rows evaluated), records every augmentation's closed columns and simulates
