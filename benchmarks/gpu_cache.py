@@ -28,8 +28,8 @@ def _budget(n, rows):
     from epslap.gpu.rowcache import DeviceRowCache
     from epslap.gpu.solver import blocks_for, device_bytes
     attrs = cupy.cuda.Device().attributes
-    return (device_bytes(n, n, blocks_for(n, attrs["MultiProcessorCount"]),
-                         attrs["MaxSharedMemoryPerBlockOptin"])
+    sms = attrs["MultiProcessorCount"]
+    return (device_bytes(n, n, blocks_for(n, sms), attrs["MaxSharedMemoryPerBlockOptin"], sms)
             + DeviceRowCache.device_bytes(rows, n, n))
 
 

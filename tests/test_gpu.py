@@ -211,8 +211,9 @@ def _tied_rows(n):
 def test_estimate_on_row_lists_matches_the_cpu_estimate(monkeypatch, name):
     """The device estimate's greedy sweeps walk per-row lists of the smallest values and let the
     grid scan a row only when its list is all taken (estimate.cu). Its ε schedule and the rows
-    evaluated must equal the CPU estimate's: with one chunk of lists or many (2 blocks), with
-    the blocks' bitmaps of taken columns in shared or global memory, dense and on demand."""
+    evaluated must equal the CPU estimate's: with one chunk of lists or many (chunks of 64
+    rows), on the full pass grid or 2 blocks, with the blocks' bitmaps of taken columns in
+    shared or global memory, dense and on demand."""
     from epslap.gpu import solver as S
     if name == "tied":
         c = _tied_rows(700)
@@ -225,6 +226,7 @@ def test_estimate_on_row_lists_matches_the_cpu_estimate(monkeypatch, name):
     for blocks, optin in ((None, None), (2, None), (2, 12000)):
         if blocks:
             monkeypatch.setenv("EPSLAP_GPU_BLOCKS", str(blocks))
+            monkeypatch.setattr(S, "GREEDY_CHUNK_ROWS", 64)
         if optin:  # too little shared memory for the bitmap: it goes to global memory
             monkeypatch.setattr(S, "_smem_optin", lambda cupy: optin)
             assert not S.greedy_smem(700, optin)[1]
@@ -256,6 +258,40 @@ def test_estimate_errors_from_the_row_lists():
     d[:, 0] = 1.0          # every row's only finite column is column 0 (found by the passes)
     with pytest.raises(ValueError, match="cost matrix is infeasible"):
         epslap.solve(cupy.asarray(d), backend="gpu")
+
+
+@gpu
+@pytest.mark.gpu
+def test_estimate_reports_a_nan_after_an_infeasible_row_in_an_earlier_chunk(monkeypatch):
+    """As on the CPU, invalid entries are reported before infeasibility, also when the row
+    without a finite entry is in an earlier chunk of row lists than the NaN."""
+    import cupy
+    from epslap.gpu import solver as S
+    monkeypatch.setattr(S, "GREEDY_CHUNK_ROWS", 64)
+    d = np.random.default_rng(4).random((300, 300))
+    d[10, :] = np.inf
+    d[250, 17] = np.nan
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        epslap.solve(d)
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        epslap.solve(cupy.asarray(d), backend="gpu")
+
+
+@gpu
+@pytest.mark.gpu
+def test_greedy_sweep_launches_just_below_48_kib_of_dynamic_shared_memory(monkeypatch):
+    """Static plus dynamic shared memory above 48 KiB needs the opt-in attribute even where the
+    dynamic part alone is below it (the window n2 = 278,145-283,648 on an H100): the layout is
+    padded into that window here (the kernel's own layout is smaller and unchanged)."""
+    from epslap.gpu import solver as S
+    n = 300
+    monkeypatch.setattr(S, "_GREEDY_SMEM", 48 * 1024 - 100 - 4 * (-(-n // 32)))
+    smem, in_smem = S.greedy_smem(n, 227 * 1024)
+    assert in_smem and 48 * 1024 - 688 < smem <= 48 * 1024
+    src = costfns.problem("random", n, seed=2)
+    sol = epslap.solve(src, backend="gpu")
+    assert sol.stats["estimate_on"] == "device"
+    assert_optimal(src.dense(), sol)
 
 
 @gpu
@@ -365,8 +401,8 @@ def _rows_budget(n1, n2, rows):
     from epslap.gpu.solver import blocks_for, device_bytes
     attrs = cupy.cuda.Device().attributes
     lo, hi = sorted((n1, n2))
-    return (device_bytes(lo, hi, blocks_for(hi, attrs["MultiProcessorCount"]),
-                         attrs["MaxSharedMemoryPerBlockOptin"])
+    sms = attrs["MultiProcessorCount"]
+    return (device_bytes(lo, hi, blocks_for(hi, sms), attrs["MaxSharedMemoryPerBlockOptin"], sms)
             + DeviceRowCache.device_bytes(rows, lo, hi))
 
 

@@ -131,7 +131,8 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
             raise ValueError(f"expected a matrix (2-D array), got a {len(shape)}-D array")
         lo_n, hi_n = sorted(int(x) for x in shape)
         state_bytes = device_bytes(lo_n, hi_n, blocks_for(hi_n, sms),
-                                   cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
+                                   cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"],
+                                   sms)
         # a row cache gets the budget less the search state; without a budget, 2 GiB of rows
         rows_budget, rows_state = ((budget, state_bytes) if budget is not None
                                    else (parse_memory(DEFAULT_MEMORY), 0))

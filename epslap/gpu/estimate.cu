@@ -200,6 +200,9 @@ estimate_greedy(COST_PARAMS, int mode, const long long* perm, const double* v,
     for (long long w = threadIdx.x; w < words; w += blockDim.x) bits[w] = 0u;
     int parity = 0;
     double acc0 = 0.0, acc1 = 0.0, acc2 = 0.0;
+    // A row left without a column (the same decision in every block): stage A still lists the
+    // later chunks, so that a NaN or -inf there is reported first, as the CPU does.
+    bool infeasible = false;
     __syncthreads();
     for (long long c0 = 0; c0 < n1; c0 += chunk) {
         const long long c_end = min(n1, c0 + chunk);
@@ -209,7 +212,7 @@ estimate_greedy(COST_PARAMS, int mode, const long long* perm, const double* v,
                        llen + (k - c0), out_i64);
         }
         grid.sync();                                                // the chunk's lists are out
-        for (long long p0 = c0; p0 < c_end; p0 += SUB_ROWS) {
+        for (long long p0 = c0; p0 < c_end && !infeasible; p0 += SUB_ROWS) {
             const int nsub = (int)min((long long)SUB_ROWS, c_end - p0);
             for (int t = threadIdx.x; t < nsub * LIST_K; t += blockDim.x) {  // L2, not a stale L1
                 s_val[t] = __ldcg(lval + (p0 - c0) * LIST_K + t);
@@ -241,7 +244,7 @@ estimate_greedy(COST_PARAMS, int mode, const long long* perm, const double* v,
                 }
                 __syncthreads();
                 const int stop = s_stop;
-                if (stop < 0) { if (leader) atomicMax((unsigned long long*)out_i64, 1ull); return; }
+                if (stop < 0) { infeasible = true; break; }
                 if (stop < nsub) {                   // every block: the grid scans this row
                     const long long r = sweep_row(mode, perm, n1, p0 + stop);
                     Pair mine{INFINITY, INFINITY, 0, INFINITY, -1};
@@ -252,7 +255,7 @@ estimate_greedy(COST_PARAMS, int mode, const long long* perm, const double* v,
                         pair_merge(mine, Pair{INFINITY, INFINITY, 0, t, j});
                     }
                     const Pair m = grid_pair(grid, mine, sh, slots, parity);
-                    if (m.pidx < 0) { if (leader) atomicMax((unsigned long long*)out_i64, 1ull); return; }
+                    if (m.pidx < 0) { infeasible = true; break; }
                     if (threadIdx.x == 0) {
                         bits[m.pidx >> 5] |= 1u << (m.pidx & 31);
                         s_q[stop] = m.pidx; s_pv[stop] = m.pv;
@@ -263,6 +266,7 @@ estimate_greedy(COST_PARAMS, int mode, const long long* perm, const double* v,
                     p = nsub;
                 }
             }
+            if (infeasible) break;
             if (blockIdx.x == 0) {                   // the rows' outputs, then the sums in order
                 if (threadIdx.x < nsub) {
                     const int t = threadIdx.x;
@@ -293,7 +297,9 @@ estimate_greedy(COST_PARAMS, int mode, const long long* perm, const double* v,
             __syncthreads();                         // shared memory is refilled next
         }
         grid.sync();                                 // every block has read the chunk's lists
+        if (infeasible && mode != 0) break;
     }
+    if (infeasible) { if (leader) atomicMax((unsigned long long*)out_i64, 1ull); return; }
     if (leader) { sums[0] = acc0; sums[1] = acc1; sums[2] = acc2; }
 }
 

@@ -413,23 +413,25 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     return row_to_col, v_host, stats, assigned
 
 
-def device_bytes(n1: int, n2: int, n_blocks: int, smem_optin: int = 0) -> int:
+def device_bytes(n1: int, n2: int, n_blocks: int, smem_optin: int = 0, sms: int = 0) -> int:
     """Device memory the search allocates for an n1 x n2 problem (n1 <= n2) on ``n_blocks``
     blocks: the O(n2) state of the passes and of the estimate (one column: v, d, pred, owner,
     cpred, cmatch, vf, best1, best2, a copy of v in stage E: 8 bytes each, two flags), the O(n1)
     row arrays (perm, pick, regret, rmin, the result), each block's int32 record of an
     augmentation's steps and the greedy sweeps' row lists (and each block's bitmap of taken
-    columns where it does not fit in ``smem_optin`` bytes of shared memory). Mirrors
-    :class:`_DeviceState`; CuPy's temporaries (a few O(n) arrays) come on top."""
-    bits_global = not greedy_smem(n2, smem_optin)[1]  # (then n2 is large: a block per SM)
-    per_col = 10 * 8 + 2 + (n_blocks / 8 if bits_global else 0)
+    columns where it does not fit in ``smem_optin`` bytes of shared memory: one per
+    multiprocessor, ``sms``, which defaults to ``n_blocks``). Mirrors :class:`_DeviceState`;
+    CuPy's temporaries (a few O(n) arrays) come on top."""
+    bits_global = not greedy_smem(n2, smem_optin)[1]
+    per_col = 10 * 8 + 2 + ((sms or n_blocks) / 8 if bits_global else 0)
     per_row = 8 * 5
     record = n_blocks * 3 * (n2 + 1) * 4
     fixed = (2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 4 * SLOT_WORDS
              + 8 * (n_blocks + 16)
              + 8 * n_blocks * 1024 + 128  # ... and a suspended pass's state
              + min(n1, GREEDY_CHUNK_ROWS) * (LIST_K * 12 + 4))
-    return int(per_col * n2) + per_row * n1 + record + fixed + (4 * n_blocks if bits_global else 0)
+    bits_rounding = 4 * (sms or n_blocks) if bits_global else 0
+    return int(per_col * n2) + per_row * n1 + record + fixed + bits_rounding
 
 
 class _DeviceState:
@@ -499,14 +501,16 @@ class _DeviceState:
 # the shared memory those take (estimate_greedy's layout); rows listed at once (the list buffers)
 LIST_K, SUB_ROWS, GREEDY_CHUNK_ROWS = 32, 32, 8192
 _GREEDY_SMEM = SUB_ROWS * LIST_K * (8 + 4) + SUB_ROWS * (3 * 8 + 8 + 4 + 8)
+_GREEDY_STATIC = 2048  # estimate_greedy's static shared memory: 688 B at 512 threads, 1328 at 1024
 
 
 def greedy_smem(n2: int, smem_optin: int) -> tuple:
     """(dynamic shared memory of estimate_greedy, whether each block's bitmap of taken columns is
-    in it): it is where it fits the device's opt-in limit (``smem_optin`` bytes), else in global
-    memory (up to about 1.7M columns on an H100)."""
+    in it): it is where it fits the device's opt-in limit (``smem_optin`` bytes) beside the
+    kernel's static shared memory (``_GREEDY_STATIC``), else in global memory (up to about 1.7M
+    columns on an H100)."""
     with_bits = _GREEDY_SMEM + 4 * (-(-n2 // 32))
-    return (with_bits, True) if with_bits <= smem_optin - 1024 else (_GREEDY_SMEM, False)
+    return (with_bits, True) if with_bits <= smem_optin - _GREEDY_STATIC else (_GREEDY_SMEM, False)
 
 
 def _smem_optin(cupy) -> int:
@@ -525,8 +529,8 @@ def _sweep(cupy, mod, block, args, st, mode):
         return None
     kernel = mod.get_function("estimate_greedy")
     smem, bits_in_smem = greedy_smem(st.n2, _smem_optin(cupy))
-    if smem > 48 * 1024:
-        kernel.max_dynamic_shared_size_bytes = smem
+    # always: static + dynamic above 48 KiB needs the opt-in even where the dynamic part is below
+    kernel.max_dynamic_shared_size_bytes = smem
     kernel(grid, block, (*args, np.int32(mode), st.perm, st.vf, st.flag, st.pick, st.regret,
                          st.rmin, st.list_val, st.list_col, st.list_len,
                          np.int64(len(st.list_len)), st.taken_bits, np.int32(bits_in_smem),
