@@ -63,11 +63,12 @@ __device__ __forceinline__ cost_t cost_at(const CostArgs& a, long long i, long l
 // Column j belongs to thread j % S of the grid (S = gridDim.x · blockDim.x): its d, pred, open
 // flag, owner, v, cpred and cmatch are read and written by that thread alone during the pass
 // (thread 0 of the same block also writes owner[j] and cmatch[j] in the path flip, before a
-// __syncthreads), so they are plain cached accesses, or shared memory (SMEM_STATE below). The blocks agree on each Dijkstra step's
-// argmin through `slots` (Slot below), which is also the only grid-wide synchronisation: no
-// grid.sync() in the pass. Every block records the steps' winners and flips the augmenting path
-// for its own columns itself. (The clamped loads of a scan may read column n2 - 1 of another
-// thread while it writes it: the value is discarded, it only keeps the loads unconditional.)
+// __syncthreads), so they are plain cached accesses, or shared memory (SMEM_STATE below). The
+// blocks agree on each Dijkstra step's argmin through `slots` (Slot below), which is also the only
+// grid-wide synchronisation: no grid.sync() in the pass. Every block records the steps' winners and
+// flips the augmenting path for its own columns itself. (The clamped loads of a scan may read
+// column n2 - 1 of another thread while it writes it: the value is discarded, it only keeps the
+// loads unconditional.)
 
 // A candidate column of one step. key = (column assigned ? 1u << 31 : 0) | column, so that after
 // the value a smaller key is better: the tie rule (an unassigned column, then the lowest index).
@@ -295,7 +296,8 @@ __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, lon
 // a user's kernel, or an expensive device cost), so the pass kernel *suspends* when it needs a
 // missing row: it saves where it stands in `resume` and returns status 3; the host fills the row
 // and launches again, and the kernel continues exactly where it stopped. The column state (d,
-// pred, col_open, owner, v, rec) is in global memory anyway; what is saved is the loop state.
+// pred, col_open, owner, v, rec) is in global memory (written back first where SMEM_STATE keeps
+// it in shared memory); what is saved is the loop state.
 // Every access to a present row is appended to `alog` (block 0, thread 0) so that the host can
 // replay the access sequence through the very same LFU/SLRU code as the CPU cache (epslap.cache).
 // Every block takes the same decisions (same winner, same slot table), so all suspend together.

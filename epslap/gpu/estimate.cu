@@ -81,13 +81,12 @@ __device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, volatile Pair*
     return block_pair(r, sh);
 }
 
-#ifndef LIST_K      // entries of a row's list: one per lane of the warp that walks it
-#define LIST_K 32
-#endif
+// LIST_K (entries of a row's list: at most one per lane of the warp that walks it) and SUB_ROWS
+// (rows whose lists a block copies to shared memory at once, at most 32) are set by the host,
+// which sizes the dynamic shared memory from them (solver.py, _GREEDY_SMEM).
 #ifndef LANE_KEEP   // candidates a lane keeps of its columns while a warp lists a row
 #define LANE_KEEP 8
 #endif
-#define SUB_ROWS 32     // rows whose lists a block copies to shared memory at once
 #define LIST_LOADS 8    // columns per lane whose loads a listing warp issues together
 #define NO_COL 0x7fffffffu
 #define LIST_COMPLETE 0x10000   // in a list's length word: the list holds every column of the row

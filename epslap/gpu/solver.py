@@ -111,7 +111,7 @@ def smem_state_bytes(cupy, n2: int, n_blocks: int, threads: int) -> int:
     slots = per_thread * threads
     need = slots * SMEM_BYTES_PER_COLUMN
     # the opt-in limit, less what the kernel's static shared memory takes (below 4 KiB)
-    limit = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"] - 4096
+    limit = _smem_optin(cupy) - 4096
     return need if need <= limit else 0
 
 
@@ -129,6 +129,7 @@ def _module(cupy, code: str, integral: bool, threads: int = THREADS, unroll: int
     if mod is None:
         header = (f"#define THREADS {threads}\n#define UNROLL {unroll}\n"
                   f"#define SLOT_WORDS {SLOT_WORDS}\n#define SMEM_STATE {int(smem_state)}\n"
+                  f"#define LIST_K {LIST_K}\n#define SUB_ROWS {SUB_ROWS}\n"
                   + ("#define PHASE_CLOCKS\n" if phase_clocks else "")
                   + ("typedef long long cost_t;\n#define COST_INF (1LL << 62)\n" if integral else
                      "typedef double cost_t;\n#define COST_INF (1.0 / 0.0)\n"))
@@ -423,15 +424,15 @@ def device_bytes(n1: int, n2: int, n_blocks: int, smem_optin: int = 0, sms: int 
     multiprocessor, ``sms``, which defaults to ``n_blocks``). Mirrors :class:`_DeviceState`;
     CuPy's temporaries (a few O(n) arrays) come on top."""
     bits_global = not greedy_smem(n2, smem_optin)[1]
-    per_col = 10 * 8 + 2 + ((sms or n_blocks) / 8 if bits_global else 0)
+    per_col = 10 * 8 + 2
     per_row = 8 * 5
     record = n_blocks * 3 * (n2 + 1) * 4
     fixed = (2 * max(n_blocks, 1024) * 6 * 8 + 2 * n_blocks * 32 * 4 * SLOT_WORDS
              + 8 * (n_blocks + 16)
              + 8 * n_blocks * 1024 + 128  # ... and a suspended pass's state
              + min(n1, GREEDY_CHUNK_ROWS) * (LIST_K * 12 + 4))
-    bits_rounding = 4 * (sms or n_blocks) if bits_global else 0
-    return int(per_col * n2) + per_row * n1 + record + fixed + bits_rounding
+    bitmaps = 4 * (sms or n_blocks) * -(-n2 // 32) if bits_global else 0
+    return per_col * n2 + per_row * n1 + record + fixed + bitmaps
 
 
 class _DeviceState:
@@ -476,7 +477,9 @@ class _DeviceState:
         self.list_val = cupy.empty(chunk * LIST_K, dtype=np.float64)
         self.list_col = cupy.empty(chunk * LIST_K, dtype=np.uint32)
         self.list_len = cupy.empty(chunk, dtype=np.int32)
-        words = 0 if greedy_smem(n2, _smem_optin(cupy))[1] else self.sms * -(-n2 // 32)
+        # estimate_greedy's dynamic shared memory; whether its bitmaps of taken columns are there
+        self.greedy_shared, self.bits_in_smem = greedy_smem(n2, _smem_optin(cupy))
+        words = 0 if self.bits_in_smem else self.sms * -(-n2 // 32)
         self.taken_bits = cupy.empty(max(words, 1), dtype=np.uint32)  # else in shared memory
 
     def reset_pass(self):
@@ -528,13 +531,12 @@ def _sweep(cupy, mod, block, args, st, mode):
                                                            st.pick))
         return None
     kernel = mod.get_function("estimate_greedy")
-    smem, bits_in_smem = greedy_smem(st.n2, _smem_optin(cupy))
     # always: static + dynamic above 48 KiB needs the opt-in even where the dynamic part is below
-    kernel.max_dynamic_shared_size_bytes = smem
+    kernel.max_dynamic_shared_size_bytes = st.greedy_shared
     kernel(grid, block, (*args, np.int32(mode), st.perm, st.vf, st.flag, st.pick, st.regret,
                          st.rmin, st.list_val, st.list_col, st.list_len,
-                         np.int64(len(st.list_len)), st.taken_bits, np.int32(bits_in_smem),
-                         st.slots, st.sums, st.out_i64), shared_mem=smem)
+                         np.int64(len(st.list_len)), st.taken_bits, np.int32(st.bits_in_smem),
+                         st.slots, st.sums, st.out_i64), shared_mem=st.greedy_shared)
     status = int(st.out_i64.get()[0])
     if status == 3:
         raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
