@@ -26,11 +26,8 @@ from costfns.device import EXAMPLE_SOURCE as _SQDIST
 def _budget(n, rows):
     import cupy
     from epslap.gpu.rowcache import DeviceRowCache
-    from epslap.gpu.solver import blocks_for, device_bytes
-    attrs = cupy.cuda.Device().attributes
-    sms = attrs["MultiProcessorCount"]
-    return (device_bytes(n, n, blocks_for(n, sms), attrs["MaxSharedMemoryPerBlockOptin"], sms)
-            + DeviceRowCache.device_bytes(rows, n, n))
+    from epslap.gpu.solver import search_bytes
+    return search_bytes(cupy, n, n) + DeviceRowCache.device_bytes(rows, n, n)
 
 
 def main() -> None:

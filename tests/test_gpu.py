@@ -398,12 +398,9 @@ def _rows_budget(n1, n2, rows):
     """A device-memory budget that leaves room for exactly ``rows`` cached rows."""
     import cupy
     from epslap.gpu.rowcache import DeviceRowCache
-    from epslap.gpu.solver import blocks_for, device_bytes
-    attrs = cupy.cuda.Device().attributes
+    from epslap.gpu.solver import search_bytes
     lo, hi = sorted((n1, n2))
-    sms = attrs["MultiProcessorCount"]
-    return (device_bytes(lo, hi, blocks_for(hi, sms), attrs["MaxSharedMemoryPerBlockOptin"], sms)
-            + DeviceRowCache.device_bytes(rows, lo, hi))
+    return search_bytes(cupy, lo, hi) + DeviceRowCache.device_bytes(rows, lo, hi)
 
 
 def _check_cache_stats(sol, rows, policy=None):

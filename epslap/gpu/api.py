@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import _INT_LIMIT, canonical_dense
-from .solver import blocks_for, device_bytes, import_cupy, solve_device
+from .solver import import_cupy, search_bytes, solve_device
 
 
 def _negated(cuda_cost):
@@ -125,14 +125,11 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
         raise ValueError(f"cache={cache!r}: a CuPy matrix is read where it is on the device; a "
                          "row cache applies to rows from the host or to a cost source")
     with cupy.cuda.Device(device):
-        sms = cupy.cuda.Device(device).attributes["MultiProcessorCount"]
         shape = cost.shape if isinstance(cost, CostSource) else np.shape(cost)
         if len(shape) != 2:
             raise ValueError(f"expected a matrix (2-D array), got a {len(shape)}-D array")
         lo_n, hi_n = sorted(int(x) for x in shape)
-        state_bytes = device_bytes(lo_n, hi_n, blocks_for(hi_n, sms),
-                                   cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"],
-                                   sms)
+        state_bytes = search_bytes(cupy, lo_n, hi_n, device)
         # a row cache gets the budget less the search state; without a budget, 2 GiB of rows
         rows_budget, rows_state = ((budget, state_bytes) if budget is not None
                                    else (parse_memory(DEFAULT_MEMORY), 0))

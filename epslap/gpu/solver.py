@@ -435,6 +435,16 @@ def device_bytes(n1: int, n2: int, n_blocks: int, smem_optin: int = 0, sms: int 
     return per_col * n2 + per_row * n1 + record + fixed + bitmaps
 
 
+def search_bytes(cupy, n1: int, n2: int, device=None) -> int:
+    """:func:`device_bytes` of an n1 x n2 problem (either orientation) on ``device`` (default:
+    the current one), with that device's grid, opt-in shared memory and multiprocessors: what
+    a memory budget must leave to the search (epslap.gpu.api checks it)."""
+    attrs = cupy.cuda.Device(device).attributes
+    lo, hi = sorted((int(n1), int(n2)))
+    sms = attrs["MultiProcessorCount"]
+    return device_bytes(lo, hi, blocks_for(hi, sms), attrs["MaxSharedMemoryPerBlockOptin"], sms)
+
+
 class _DeviceState:
     """Device arrays of one solve (all O(n2))."""
 
