@@ -22,6 +22,7 @@
 //    exchange); the matrix replaced by one that fits in L2. (The 8 GB matrix is zero apart from
 //    every 997th row, so its values tie: the worst case of the -DFAST_MIN shortcut below.)
 // 5. The exchange piece by piece (see `anatomy`).
+// 6. The step skeleton at large n2 (rows from L2, what an on-demand cost reads; see skeleton_wide).
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -264,6 +265,83 @@ __global__ void __launch_bounds__(1024, 1) anatomy(int mode, int iters, unsigned
     if (acc == -1.0) sink[g] = acc;
 }
 
+// ---- 6. the step skeleton at large n2 ---------------------------------------------------------
+// As 4 with the row from L2 (what an on-demand cost reads), any number of columns per thread (UN
+// loads in flight: 2, 4 or 8), and grids of more than 32 blocks: there every thread t < gridDim.x polls
+// slot t, and the block reduces what its warps polled (two more __syncthreads, as the pass
+// kernel's large-grid path).
+template <int UN>
+__global__ void __launch_bounds__(1024, 1) skeleton_wide(int iters, const double* m, long long rows,
+                                                         long long n2, unsigned* slots,
+                                                         long long* cycles, double* sink) {
+    __shared__ VK part[2][33];
+    __shared__ VK gpart[2][33];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const long long S = (long long)gridDim.x * blockDim.x;
+    const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned win = 12345u;
+    double acc = 0.0;
+    const long long t0 = clock64();
+    for (int it = 0; it < iters; ++it) {
+        const int p = it & 1;
+        const unsigned seq = (unsigned)it + 1u;
+        const long long i = (long long)((win * 2654435761u + (unsigned)it) % (unsigned long long)rows);
+        const double* row = m + i * n2;
+        double v = 1e300; unsigned k = FULL;
+        for (long long j0 = g; j0 < n2; j0 += UN * S) {
+            double c[UN]; long long jj[UN];
+#pragma unroll
+            for (int u = 0; u < UN; ++u) { jj[u] = min(j0 + u * S, n2 - 1); c[u] = __ldcg(row + jj[u]); }
+#pragma unroll
+            for (int u = 0; u < UN; ++u)
+                if (j0 + u * S < n2 && c[u] < v) { v = c[u]; k = (unsigned)jj[u]; }
+        }
+        warp_min(v, k);
+        if (lane == 0) { part[p][warp].v = v; part[p][warp].k = k; }
+        __syncthreads();
+        unsigned* buf = slots + p * gridDim.x * 32;
+        if (warp == 0) {
+            v = lane < warps ? part[p][lane].v : 1e300;
+            k = lane < warps ? part[p][lane].k : FULL;
+            warp_min(v, k);
+            const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+            if (lane == 0) {
+                st_v4(buf + 32 * blockIdx.x, (unsigned)b, seq, (unsigned)(b >> 32), seq);
+                st_v4(buf + 32 * blockIdx.x + 4, k, seq, 0u, seq);
+            }
+        }
+        double rv = 1e300; unsigned rk = FULL;
+        const bool short_path = gridDim.x <= 32;
+        if (!short_path || warp == 0) {
+            for (unsigned t = short_path ? (unsigned)lane : threadIdx.x; t < gridDim.x;
+                 t += short_path ? 32u : blockDim.x) {
+                uint4 a, c;
+                do { a = ld_v4(buf + 32 * t); c = ld_v4(buf + 32 * t + 4); }
+                while (a.y != seq || a.w != seq || c.y != seq || c.w != seq);
+                const double ov = __longlong_as_double(((long long)a.z << 32) | a.x);
+                if (ov < rv || (ov == rv && c.x < rk)) { rv = ov; rk = c.x; }
+            }
+            warp_min(rv, rk);
+        }
+        if (!short_path) {
+            if (lane == 0) { gpart[p][warp].v = rv; gpart[p][warp].k = rk; }
+            __syncthreads();
+            if (warp == 0) {
+                rv = lane < warps ? gpart[p][lane].v : 1e300;
+                rk = lane < warps ? gpart[p][lane].k : FULL;
+                warp_min(rv, rk);
+            }
+        }
+        if (warp == 0 && lane == 0) { part[p][32].v = rv; part[p][32].k = rk; }
+        __syncthreads();
+        win = part[p][32].k;
+        acc += part[p][32].v;
+    }
+    const long long t1 = clock64();
+    if (g == 0) cycles[0] = t1 - t0;
+    if (acc == -1.0) sink[g] = acc;
+}
+
 static int clock_khz() { int k; CHECK(cudaDeviceGetAttribute(&k, cudaDevAttrClockRate, 0)); return k; }
 
 int main() {
@@ -405,6 +483,39 @@ int main() {
             }
             printf("| %s | %d x %d | %.0f | %.3f |\n", anames[mode], gr[0], gr[1], cy / steps, 1000.0 * best / steps);
         }
+    }
+    // 6. the step skeleton at large n2, rows from L2
+    {
+        const long long wide_n2 = 128000, wide_rows = 16;   // 16 MB: stays in L2
+        double* wide; CHECK(cudaMalloc(&wide, wide_rows * wide_n2 * 8));
+        std::vector<double> row(wide_n2);
+        for (long long r = 0; r < wide_rows; ++r) {
+            for (long long j = 0; j < wide_n2; ++j) row[j] = (double)(((j + 7 * r) * 2654435761ull) % 1000003ull);
+            CHECK(cudaMemcpy(wide + r * wide_n2, row.data(), wide_n2 * 8, cudaMemcpyHostToDevice));
+        }
+        printf("\n| step skeleton, row from L2 (16-row matrix) | n2 | grid | columns per thread | loads in flight per thread | cycles per step | us per step |\n|---|---|---|---|---|---|---|\n");
+        const int B = prop.multiProcessorCount;
+        const int wgrids[][2] = {{32, 512}, {64, 512}, {B, 512}, {B, 256}, {B, 1024}};
+        for (long long nn : {32000ll, 128000ll}) {
+            for (auto& gr : wgrids) for (int un : {2, 4, 8}) {
+                float best = 1e30f; double cy = 0;
+                for (int rep = 0; rep < 3; ++rep) {
+                    CHECK(cudaMemset(slots, 0, 2 * 256 * 32 * sizeof(unsigned)));
+                    CHECK(cudaEventRecord(ea));
+                    if (un == 2) skeleton_wide<2><<<gr[0], gr[1]>>>(steps, wide, wide_rows, nn, slots, cyc, sinkd);
+                    if (un == 4) skeleton_wide<4><<<gr[0], gr[1]>>>(steps, wide, wide_rows, nn, slots, cyc, sinkd);
+                    if (un == 8) skeleton_wide<8><<<gr[0], gr[1]>>>(steps, wide, wide_rows, nn, slots, cyc, sinkd);
+                    CHECK(cudaEventRecord(eb));
+                    CHECK(cudaEventSynchronize(eb));
+                    CHECK(cudaGetLastError());
+                    float ms; CHECK(cudaEventElapsedTime(&ms, ea, eb));
+                    if (ms < best) { best = ms; cy = get_cycles(); }
+                }
+                printf("| whole step | %lld | %d x %d | %.1f | %d | %.0f | %.3f |\n", nn, gr[0], gr[1],
+                       (double)nn / ((double)gr[0] * gr[1]), un, cy / steps, 1000.0 * best / steps);
+            }
+        }
+        CHECK(cudaFree(wide));
     }
     printf("\n(SM clock attribute: %d MHz)\n", clock_khz() / 1000);
     return 0;
