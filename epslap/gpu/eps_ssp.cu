@@ -53,8 +53,18 @@ struct CostArgs {
 
 // ---- the cost source, prepended by the host: __device__ cost_t cost_fn(const CostArgs&, i, j)
 // ---- virtual rows (i >= n1) cost 0.
+// A device cost is evaluated unconditionally, at row n1 - 1 for a virtual row, and the result
+// discarded there: behind a branch per column (`i < n1 ? cost_fn : 0`), the compiler gave each
+// column of a scan's batch its own branch region, so one column's loads and arithmetic finished
+// before the next column's loads were issued. Rows from a device row cache (EXTERNAL_ROWS) keep
+// the branch: only the rows present there may be read.
 __device__ __forceinline__ cost_t cost_at(const CostArgs& a, long long i, long long j) {
+#ifdef EXTERNAL_ROWS
     return i < a.n1 ? cost_fn(a, i, j) : (cost_t)0;
+#else
+    const cost_t c = cost_fn(a, i < a.n1 ? i : a.n1 - 1, j);
+    return i < a.n1 ? c : (cost_t)0;
+#endif
 }
 
 // ---- one pass (ALGORITHM.md §1, §4): every real row in perm order (reversed when `reverse`),
