@@ -14,20 +14,11 @@
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/place benchmarks/gpu_placement.cu && /tmp/place
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <numeric>
 #include <vector>
-#include <cuda_runtime.h>
+#include "gpu_microbench.cuh"
 
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
-#define FULL 0xffffffffu
 #define LINE_WORDS 1056   // candidate lines 4224 bytes apart (a line and a page offset that moves)
-
-__device__ __forceinline__ unsigned smid() { unsigned s; asm volatile("mov.u32 %0, %%smid;" : "=r"(s)); return s; }
-__device__ __forceinline__ void st_vol(unsigned* p, unsigned x) { asm volatile("st.volatile.global.u32 [%0], %1;" :: "l"(p), "r"(x) : "memory"); }
-__device__ __forceinline__ unsigned ld_vol(const unsigned* p) { unsigned x; asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory"); return x; }
 
 // one block per multiprocessor; blocks take turns (turn counter), thread 0 measures every line
 __global__ void line_latency(unsigned* lines, int L, int reps, unsigned* turn, float* lat, int* sm_of_block) {
@@ -48,31 +39,6 @@ __global__ void line_latency(unsigned* lines, int L, int reps, unsigned* turn, f
     st_vol(turn, blockIdx.x + 1);
 }
 
-__device__ __forceinline__ unsigned long long ordered(double x) {
-    const unsigned long long b = (unsigned long long)__double_as_longlong(x + 0.0);
-    return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-}
-__device__ __forceinline__ void warp_min(double& v, unsigned& k) {
-    const unsigned long long o = ordered(v);
-    const unsigned hi = (unsigned)(o >> 32), lo = (unsigned)o;
-    const unsigned mhi = __reduce_min_sync(FULL, hi);
-    const unsigned mlo = __reduce_min_sync(FULL, hi == mhi ? lo : FULL);
-    const bool at = hi == mhi && lo == mlo;
-    const unsigned mk = __reduce_min_sync(FULL, at ? k : FULL);
-    const int src = __ffs(__ballot_sync(FULL, at && k == mk)) - 1;
-    v = __shfl_sync(FULL, v, src);
-    k = mk;
-}
-__device__ __forceinline__ void st_v4(unsigned* p, unsigned a, unsigned b, unsigned c, unsigned d) {
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
-}
-__device__ __forceinline__ uint4 ld_v4(const unsigned* p) {
-    uint4 r;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p) : "memory");
-    return r;
-}
-struct __align__(16) VK { double v; unsigned k; unsigned pad; };
-
 // The short-path exchange on P participating blocks. role[smid] = logical block id or -1 (exit).
 // slot_line[b]: the candidate line (index) holding logical block b's slot; each line holds two
 // buffers (parity) of 8 words. cycles[0]: logical block 0's clock cycles; agree[0] counts
@@ -83,7 +49,7 @@ __global__ void __launch_bounds__(512, 1) exchange(const int* role, int P, const
     __shared__ VK part[2][33];
     const int lb = role[smid()];
     if (lb < 0) return;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned g = (unsigned)lb * blockDim.x + threadIdx.x;
     unsigned win = 12345u;
     const long long t0 = clock64();
@@ -91,26 +57,11 @@ __global__ void __launch_bounds__(512, 1) exchange(const int* role, int P, const
         const int p = it & 1;
         const unsigned seq = (unsigned)it + 1u;
         double v = (double)((g * 2654435761u ^ (win * 40503u)) >> 8); unsigned k = g;
-        warp_min(v, k);
-        if (lane == 0) { part[p][warp].v = v; part[p][warp].k = k; }
-        __syncthreads();
+        block_min_to_warp0(v, k, part[p]);
         if (warp == 0) {
-            v = lane < warps ? part[p][lane].v : 1e300;
-            k = lane < warps ? part[p][lane].k : FULL;
-            warp_min(v, k);
-            const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-            if (lane == 0) {
-                unsigned* s = lines + (long long)slot_line[lb] * LINE_WORDS + 8 * p;
-                st_v4(s, (unsigned)b, seq, (unsigned)(b >> 32), seq);
-                st_v4(s + 4, k, seq, 0u, seq);
-            }
+            if (lane == 0) publish_vk(lines + (long long)slot_line[lb] * LINE_WORDS + 8 * p, seq, v, k);
             double rv = 1e300; unsigned rk = FULL;
-            if (lane < P) {
-                const unsigned* s = lines + (long long)slot_line[lane] * LINE_WORDS + 8 * p;
-                uint4 a, c;
-                do { a = ld_v4(s); c = ld_v4(s + 4); } while (a.y != seq || a.w != seq || c.y != seq || c.w != seq);
-                rv = __longlong_as_double(((long long)a.z << 32) | a.x); rk = c.x;
-            }
+            if (lane < P) poll_vk(lines + (long long)slot_line[lane] * LINE_WORDS + 8 * p, seq, rv, rk);
             warp_min(rv, rk);
             if (lane == 0) { part[p][32].v = rv; part[p][32].k = rk; }
         }

@@ -23,14 +23,8 @@
 //    every 997th row, so its values tie: the worst case of the -DFAST_MIN shortcut below.)
 // 5. The exchange piece by piece (see `anatomy`).
 // 6. The step skeleton at large n2 (rows from L2, what an on-demand cost reads; see skeleton_wide).
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
-#include <cuda_runtime.h>
-
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    printf("CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
-#define FULL 0xffffffffu
+#include "gpu_microbench.cuh"
 
 // ---- 1. pointer chase -------------------------------------------------------------------------
 __global__ void chase(const unsigned long long* next, long long steps, unsigned long long start,
@@ -43,8 +37,6 @@ __global__ void chase(const unsigned long long* next, long long steps, unsigned 
 }
 
 // ---- 2. one thread's round trip ---------------------------------------------------------------
-__device__ __forceinline__ void st_vol(unsigned* p, unsigned x) { asm volatile("st.volatile.global.u32 [%0], %1;" :: "l"(p), "r"(x) : "memory"); }
-__device__ __forceinline__ unsigned ld_vol(const unsigned* p) { unsigned x; asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory"); return x; }
 __device__ __forceinline__ void st_rlx(unsigned* p, unsigned x) { asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(x) : "memory"); }
 __device__ __forceinline__ unsigned ld_rlx(const unsigned* p) { unsigned x; asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory"); return x; }
 __device__ __forceinline__ void st_rel(unsigned* p, unsigned x) { asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(x) : "memory"); }
@@ -76,8 +68,7 @@ __global__ void atomic_chain(unsigned* word, int iters, long long* cycles, unsig
 // ---- 3. ping-pong between two blocks ----------------------------------------------------------
 template <int MODE>
 __global__ void ping_pong(unsigned* words, int other, int iters, long long* cycles, int* smids) {
-    unsigned smid; asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-    if (threadIdx.x == 0) smids[blockIdx.x] = (int)smid;
+    if (threadIdx.x == 0) smids[blockIdx.x] = (int)smid();
     if (threadIdx.x != 0 || (blockIdx.x != 0 && (int)blockIdx.x != other)) return;
     unsigned* a = words;            // written by block 0
     unsigned* b = words + 32;       // written by the other block (another 128-byte line)
@@ -90,62 +81,13 @@ __global__ void ping_pong(unsigned* words, int other, int iters, long long* cycl
 }
 
 // ---- 4. the step skeleton ---------------------------------------------------------------------
-__device__ __forceinline__ unsigned long long ordered(double x) {
-    const unsigned long long b = (unsigned long long)__double_as_longlong(x + 0.0);
-    return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-}
-
-// the lexicographic minimum of (value, key) over the warp, in every lane (as eps_ssp.cu's warp_best)
-// With -DFAST_MIN, a shortcut tried for eps_ssp.cu's warp_best (faster here, not in solves, so not
-// taken: RESULTS.md, session 25): the low word, then the key, are reduced only while more than
-// one lane is still at the minimum (a ballot says so).
-__device__ __forceinline__ void warp_min(double& v, unsigned& k) {
-    const unsigned long long o = ordered(v);
-    const unsigned hi = (unsigned)(o >> 32), lo = (unsigned)o;
-    const unsigned mhi = __reduce_min_sync(FULL, hi);
-#ifdef FAST_MIN
-    bool at = hi == mhi;
-    unsigned lanes = __ballot_sync(FULL, at);
-    if (lanes & (lanes - 1)) {
-        const unsigned mlo = __reduce_min_sync(FULL, at ? lo : FULL);
-        at = at && lo == mlo;
-        lanes = __ballot_sync(FULL, at);
-        if (lanes & (lanes - 1)) {
-            const unsigned mk = __reduce_min_sync(FULL, at ? k : FULL);
-            lanes = __ballot_sync(FULL, at && k == mk);
-        }
-    }
-    const int s = __ffs(lanes) - 1;
-    v = __shfl_sync(FULL, v, s);
-    k = __shfl_sync(FULL, k, s);
-#else
-    const unsigned mlo = __reduce_min_sync(FULL, hi == mhi ? lo : FULL);
-    const bool at = hi == mhi && lo == mlo;
-    const unsigned mk = __reduce_min_sync(FULL, at ? k : FULL);
-    const int src = __ffs(__ballot_sync(FULL, at && k == mk)) - 1;
-    v = __shfl_sync(FULL, v, src);
-    k = mk;
-#endif
-}
-
-struct __align__(16) VK { double v; unsigned k; unsigned pad; };
-
-__device__ __forceinline__ void st_v4(unsigned* p, unsigned a, unsigned b, unsigned c, unsigned d) {
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
-}
-__device__ __forceinline__ uint4 ld_v4(const unsigned* p) {
-    uint4 r;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p) : "memory");
-    return r;
-}
-
 // variant: 0 whole step, 1 exchange alone (no loads), 2 loads + in-block reduction (no exchange)
 // slots: (2, gridDim.x, 32) words, zeroed. m: rows x n2 doubles.
 __global__ void __launch_bounds__(1024, 1) skeleton(int variant, int iters, const double* m, long long rows,
                                                     long long n2, unsigned* slots, long long* cycles,
                                                     double* sink) {
     __shared__ VK part[2][33];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const long long S = (long long)gridDim.x * blockDim.x;
     const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned win = 12345u;
@@ -164,27 +106,13 @@ __global__ void __launch_bounds__(1024, 1) skeleton(int variant, int iters, cons
             const double c0 = __ldcg(row + j0), c1 = __ldcg(row + j1);   // both loads in flight
             if (c0 < c1 || (c0 == c1)) { v = c0; k = (unsigned)j0; } else { v = c1; k = (unsigned)j1; }
         }
-        warp_min(v, k);
-        if (lane == 0) { part[p][warp].v = v; part[p][warp].k = k; }
-        __syncthreads();
+        block_min_to_warp0(v, k, part[p]);
         if (warp == 0) {
-            v = lane < warps ? part[p][lane].v : 1e300;
-            k = lane < warps ? part[p][lane].k : FULL;
-            warp_min(v, k);
             if (variant != 2) {
                 unsigned* buf = slots + p * gridDim.x * 32;
-                const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-                if (lane == 0) {
-                    st_v4(buf + 32 * blockIdx.x, (unsigned)b, seq, (unsigned)(b >> 32), seq);
-                    st_v4(buf + 32 * blockIdx.x + 4, k, seq, 0u, seq);
-                }
+                if (lane == 0) publish_vk(buf + 32 * blockIdx.x, seq, v, k);
                 double rv = 1e300; unsigned rk = FULL;
-                if ((unsigned)lane < gridDim.x) {
-                    uint4 a, c;
-                    do { a = ld_v4(buf + 32 * lane); c = ld_v4(buf + 32 * lane + 4); }
-                    while (a.y != seq || a.w != seq || c.y != seq || c.w != seq);
-                    rv = __longlong_as_double(((long long)a.z << 32) | a.x); rk = c.x;
-                }
+                if ((unsigned)lane < gridDim.x) poll_vk(buf + 32 * lane, seq, rv, rk);
                 warp_min(rv, rk);
                 v = rv; k = rk;
             }
@@ -208,7 +136,7 @@ __global__ void __launch_bounds__(1024, 1) skeleton(int variant, int iters, cons
 __global__ void __launch_bounds__(1024, 1) anatomy(int mode, int iters, unsigned* slots, long long* cycles,
                                                    double* sink) {
     __shared__ VK part[2][33];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if ((mode == 1 || mode == 2 || mode == 3) && warp != 0) return;
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned win = 12345u;
@@ -218,32 +146,20 @@ __global__ void __launch_bounds__(1024, 1) anatomy(int mode, int iters, unsigned
         const int p = it & 1;
         const unsigned seq = (unsigned)it + 1u;
         double v = (double)((g * 2654435761u ^ (win * 40503u)) >> 8); unsigned k = g;
-        warp_min(v, k);
-        if (mode == 0 || mode == 4) {
-            if (lane == 0) { part[p][warp].v = v; part[p][warp].k = k; }
-            __syncthreads();
-            if (warp == 0) {
-                v = lane < warps ? part[p][lane].v : 1e300;
-                k = lane < warps ? part[p][lane].k : FULL;
-                warp_min(v, k);
-            }
-        }
+        if (mode == 0 || mode == 4) block_min_to_warp0(v, k, part[p]);
+        else warp_min(v, k);
         if (mode != 4 && warp == 0) {
             unsigned* buf = slots + p * gridDim.x * 32;
             const unsigned long long b = (unsigned long long)__double_as_longlong(v);
             if (lane == 0) {
-                st_v4(buf + 32 * blockIdx.x, (unsigned)b, seq, (unsigned)(b >> 32), seq);
-                if (mode <= 1) st_v4(buf + 32 * blockIdx.x + 4, k, seq, 0u, seq);
+                if (mode <= 1) publish_vk(buf + 32 * blockIdx.x, seq, v, k);
+                else st_v4(buf + 32 * blockIdx.x, (unsigned)b, seq, (unsigned)(b >> 32), seq);
             }
             double rv = 1e300; unsigned rk = FULL;
             if ((unsigned)lane < gridDim.x) {
                 if (mode == 3 && (unsigned)lane == blockIdx.x) { rv = v; rk = k; }
-                else if (mode <= 1) {
-                    uint4 a, c;
-                    do { a = ld_v4(buf + 32 * lane); c = ld_v4(buf + 32 * lane + 4); }
-                    while (a.y != seq || a.w != seq || c.y != seq || c.w != seq);
-                    rv = __longlong_as_double(((long long)a.z << 32) | a.x); rk = c.x;
-                } else {
+                else if (mode <= 1) poll_vk(buf + 32 * lane, seq, rv, rk);
+                else {
                     uint4 a;
                     do { a = ld_v4(buf + 32 * lane); } while (a.y != seq || a.w != seq);
                     rv = __longlong_as_double(((long long)a.z << 32) | a.x); rk = (unsigned)lane;
@@ -296,30 +212,17 @@ __global__ void __launch_bounds__(1024, 1) skeleton_wide(int iters, const double
             for (int u = 0; u < UN; ++u)
                 if (j0 + u * S < n2 && c[u] < v) { v = c[u]; k = (unsigned)jj[u]; }
         }
-        warp_min(v, k);
-        if (lane == 0) { part[p][warp].v = v; part[p][warp].k = k; }
-        __syncthreads();
+        block_min_to_warp0(v, k, part[p]);
         unsigned* buf = slots + p * gridDim.x * 32;
-        if (warp == 0) {
-            v = lane < warps ? part[p][lane].v : 1e300;
-            k = lane < warps ? part[p][lane].k : FULL;
-            warp_min(v, k);
-            const unsigned long long b = (unsigned long long)__double_as_longlong(v);
-            if (lane == 0) {
-                st_v4(buf + 32 * blockIdx.x, (unsigned)b, seq, (unsigned)(b >> 32), seq);
-                st_v4(buf + 32 * blockIdx.x + 4, k, seq, 0u, seq);
-            }
-        }
+        if (warp == 0 && lane == 0) publish_vk(buf + 32 * blockIdx.x, seq, v, k);
         double rv = 1e300; unsigned rk = FULL;
         const bool short_path = gridDim.x <= 32;
         if (!short_path || warp == 0) {
             for (unsigned t = short_path ? (unsigned)lane : threadIdx.x; t < gridDim.x;
                  t += short_path ? 32u : blockDim.x) {
-                uint4 a, c;
-                do { a = ld_v4(buf + 32 * t); c = ld_v4(buf + 32 * t + 4); }
-                while (a.y != seq || a.w != seq || c.y != seq || c.w != seq);
-                const double ov = __longlong_as_double(((long long)a.z << 32) | a.x);
-                if (ov < rv || (ov == rv && c.x < rk)) { rv = ov; rk = c.x; }
+                double ov; unsigned ok;
+                poll_vk(buf + 32 * t, seq, ov, ok);
+                if (ov < rv || (ov == rv && ok < rk)) { rv = ov; rk = ok; }
             }
             warp_min(rv, rk);
         }
