@@ -228,7 +228,7 @@ def test_estimate_on_row_lists_matches_the_cpu_estimate(monkeypatch, name):
             monkeypatch.setenv("EPSLAP_GPU_BLOCKS", str(blocks))
             monkeypatch.setattr(S, "GREEDY_CHUNK_ROWS", 64)
         if optin:  # too little shared memory for the bitmap: it goes to global memory
-            monkeypatch.setattr(S, "_smem_optin", lambda cupy: optin)
+            monkeypatch.setattr(S, "_smem_optin", lambda cupy, device=None: optin)
             assert not S.greedy_smem(700, optin)[1]
         for cost in costs:
             sol = epslap.solve(cost, backend="gpu")

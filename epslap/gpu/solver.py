@@ -439,10 +439,9 @@ def search_bytes(cupy, n1: int, n2: int, device=None) -> int:
     """:func:`device_bytes` of an n1 x n2 problem (either orientation) on ``device`` (default:
     the current one), with that device's grid, opt-in shared memory and multiprocessors: what
     a memory budget must leave to the search (epslap.gpu.api checks it)."""
-    attrs = cupy.cuda.Device(device).attributes
     lo, hi = sorted((int(n1), int(n2)))
-    sms = attrs["MultiProcessorCount"]
-    return device_bytes(lo, hi, blocks_for(hi, sms), attrs["MaxSharedMemoryPerBlockOptin"], sms)
+    sms = cupy.cuda.Device(device).attributes["MultiProcessorCount"]
+    return device_bytes(lo, hi, blocks_for(hi, sms), _smem_optin(cupy, device), sms)
 
 
 class _DeviceState:
@@ -526,8 +525,8 @@ def greedy_smem(n2: int, smem_optin: int) -> tuple:
     return (with_bits, True) if with_bits <= smem_optin - _GREEDY_STATIC else (_GREEDY_SMEM, False)
 
 
-def _smem_optin(cupy) -> int:
-    return cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
+def _smem_optin(cupy, device=None) -> int:
+    return cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"]
 
 
 def _sweep(cupy, mod, block, args, st, mode):
