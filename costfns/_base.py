@@ -17,11 +17,17 @@ from numba import njit, prange
 from epslap.cpu._rows import get_row
 
 
+_BLOCK_BYTES = 1 << 26  # rows materialised per compiled call (64 MiB)
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _materialise(state, out):
-    """Fill ``out`` (n1, n2) row by row from ``state``; rows in parallel."""
-    for i in prange(out.shape[0]):
-        get_row(state, i, out[i])
+def _materialise(state, start, out):
+    """out[k] = row start + k of ``state``, rows in parallel."""
+    for k in prange(out.shape[0]):
+        dst = out[k]
+        row = get_row(state, start + k, dst)
+        for j in range(dst.shape[0]):  # a no-op when the source filled dst itself; a source
+            dst[j] = row[j]             # that returns a view of its own rows needs the copy
 
 
 @njit(cache=True, nogil=True)
@@ -81,8 +87,16 @@ class CostSource:
 
     def dense(self) -> np.ndarray:
         """Materialise the whole matrix (n1 × n2 × itemsize bytes)."""
+        return self._fill_blocks(_materialise)
+
+    def _fill_blocks(self, fill) -> np.ndarray:
+        """The whole matrix, ``fill(state, start, block)`` for blocks of rows: between two
+        blocks Python runs, so Ctrl-C stops a long fill."""
         out = np.empty(self.shape, dtype=self.dtype)
-        _materialise(self.state(), out)
+        state = self.state()
+        step = max(1, _BLOCK_BYTES // max(out.shape[1] * out.itemsize, 1))
+        for start in range(0, out.shape[0], step):
+            fill(state, np.int64(start), out[start:start + step])
         return out
 
     def __repr__(self) -> str:

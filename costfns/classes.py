@@ -113,10 +113,8 @@ _RandomIntState._fill_part = _random_int_part
 
 
 def _check_n(n: int, n2: int | None) -> tuple[int, int]:
-    n2 = n if n2 is None else n2
-    if int(n) < 0 or int(n2) < 0:
-        raise ValueError(f"sizes must be non-negative, got n={n}, n2={n2}")
-    return int(n), int(n2)
+    from epslap._validate import check_shape
+    return check_shape((n, n if n2 is None else n2))
 
 
 class Random(CostSource):

@@ -51,8 +51,8 @@ class RowKernel(CostSource):
                  blocks: int | None = None):
         if not callable(kernel):
             raise TypeError(f"kernel must be a cupy.RawKernel, got {type(kernel).__name__}")
-        if len(shape) != 2 or min(int(shape[0]), int(shape[1])) < 0:
-            raise ValueError(f"shape must be (n1, n2) with non-negative sizes, got {shape}")
+        from epslap._validate import check_shape
+        shape = check_shape(shape)
         dt = np.dtype(dtype)
         if dt not in _DTYPES:
             raise ValueError(f"RowKernel dtype must be float64 or int64 (the kernel writes "

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, objmode
 from numba.core.registry import CPUDispatcher
 
-from ._base import CostSource
+from ._base import CostSource, _fill_block
 
 
 class _JitElementState(NamedTuple):
@@ -65,7 +65,7 @@ def _py_fill(key, i, buf):
         _PY_FUNCS[int(key)](int(i), buf)
     except BaseException as exc:  # noqa: BLE001 - re-raised by FunctionSource.raise_pending
         _PY_ERRORS.setdefault(int(key), exc)
-        buf[:] = np.nan
+        buf[:] = np.nan if buf.dtype.kind == "f" else 0  # the host raises after the estimate
 
 
 class _PyState(NamedTuple):
@@ -114,7 +114,9 @@ class FunctionSource(CostSource):
 
     def dense(self) -> np.ndarray:
         if isinstance(self.fn, CPUDispatcher):
-            return super().dense()
+            # serially: an exception the user's function raises inside Numba's parallel loop
+            # is not reliably propagated (it may be lost on a worker thread)
+            return self._fill_blocks(_fill_block)
         out = np.empty(self.shape, dtype=self.dtype)
         for i in range(self.shape[0]):
             self._python_row(i, out[i])
@@ -122,14 +124,15 @@ class FunctionSource(CostSource):
 
     def _python_row(self, i: int, buf: np.ndarray) -> None:
         n2 = self.shape[1]
-        if self.kind == "element":
-            for j in range(n2):
-                buf[j] = self.fn(i, j)
-            return
-        out = self.fn(i) if _arity(self.fn) == 1 else self.fn(i, buf)
-        if out is None:
-            return
-        out = np.asarray(out)
+        if self.kind == "element":  # checked as the row form is (no silent truncation)
+            if n2 == 0:
+                return
+            out = np.array([self.fn(i, j) for j in range(n2)])
+        else:
+            out = self.fn(i) if _arity(self.fn) == 1 else self.fn(i, buf)
+            if out is None:
+                return
+            out = np.asarray(out)
         if out.shape != (n2,):
             raise ValueError(f"cost function returned shape {out.shape} for row {i}; "
                              f"expected ({n2},)")
@@ -160,12 +163,25 @@ def from_function(fn: Callable, shape: tuple[int, int], *, dtype=np.float64,
         raise ValueError(f"kind must be 'element' or 'row', got {kind!r}")
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if len(shape) != 2 or min(shape) < 0:
-        raise ValueError(f"shape must be (n1, n2) with non-negative sizes, got {shape}")
+    from epslap._validate import check_shape
+    shape = check_shape(shape)
     dt = np.dtype(dtype)
     if dt not in (np.float64, np.float32, np.int64, np.int32):
         raise ValueError(f"dtype must be float64, float32, int64 or int32, got {dt}")
+    if kind == "element" and dt.kind == "i" and isinstance(fn, CPUDispatcher):
+        _check_jit_returns_int(fn, dt)
     return FunctionSource(fn, shape, dt, kind)
+
+
+def _check_jit_returns_int(fn, dt) -> None:
+    """A jitted element function of an integer source must return integers: compiled code
+    would truncate its floats silently."""
+    from numba import types
+    fn.compile((types.int64, types.int64))
+    ret = fn.overloads[(types.int64, types.int64)].signature.return_type
+    if not isinstance(ret, (types.Integer, types.Boolean)):
+        raise ValueError(f"cost function returns {ret} for a {dt} source; return integers, or "
+                         "pass dtype=np.float64")
 
 
 class OnDisk(CostSource):

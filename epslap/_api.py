@@ -6,10 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import as_matrix, canonical_dense
+from ._validate import as_matrix, canonical_dense, check_options
 from .solution import Solution
-
-_BACKENDS = ("cpu", "gpu", "hungarian-gpu")
 
 
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
@@ -42,6 +40,12 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     memory : int or str, optional
         Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
         whole matrix fits it is computed once as a table, else rows go through a row cache.
+        It bounds the rows held (table or cache slots) and, with ``backend="gpu"``, the device
+        memory; the process adds its own: the Python and Numba runtime (about 170 MB), the
+        solver's O(n) state (a few hundred bytes per row and column) and, for a table, no
+        copy beyond it (a maximisation negates into a copy). For a matrix already in host
+        memory on the CPU backend ``memory`` and ``cache`` have nothing to bound; they are
+        validated and otherwise ignored.
         With ``backend="gpu"``: a budget of device memory (search state, an uploaded NumPy
         matrix, a device row cache), checked before anything is allocated; too small to hold
         the search state and one cached row is an error. A NumPy matrix larger than the budget
@@ -64,7 +68,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         measured crossovers the per-step barrier costs more than the split scan saves — and
         never more threads than cores not busy with other runnable tasks at the start of the
         solve (Linux ``/proc/loadavg``; lock-step threads stall when one of them waits for a core).
-        ``1``: the serial kernel. An explicit count is capped at one thread per 8 columns.
+        ``1``: the serial kernel. An explicit count is capped at one thread per 8 columns and
+        at the threads Numba may use (``numba.get_num_threads()``, with a warning): the threads
+        meet once per Dijkstra step, so more threads than cores stall each other.
         For a matrix in memory the estimate's certificate sweep and stages A–E use the same
         threads (same results).
     progress : bool
@@ -85,11 +91,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     TypeError
         A non-numeric array.
     """
-    if backend not in _BACKENDS:
-        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-    if threads is not None and (isinstance(threads, (bool, np.bool_))
-                                or not isinstance(threads, (int, np.integer)) or threads < 1):
-        raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
+    check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
+                  cache=cache, threads=threads, progress=progress, device=device)
     t_start = time.perf_counter()
     if backend == "hungarian-gpu":
         from .gpu.hungarian import solve_hungarian
@@ -138,11 +141,11 @@ def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize
     n1, n2 = shape
     rows = np.arange(n1, dtype=np.int64)
     work = v.dtype
+    if n2:  # unassigned columns tie at max v: after the shift their dual is exactly 0
+        v = v - v.max()
+    # u from the shifted v: one rounding relative to u itself, so that every reduced cost is
+    # exact to a few units in the last place of its own terms (see ``epslap.verify``)
     u = assigned - v[row_to_col] if n1 else np.zeros(0, work)
-    if n2:
-        shift = v.max()  # unassigned columns tie at max v: after the shift their dual is 0
-        v = v - shift
-        u = u + shift
     if maximize:
         u, v = -u, -v
     if transposed:
@@ -168,5 +171,5 @@ def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.
     Returns ``(row_ind, col_ind)`` as int64 arrays, ``row_ind`` sorted; the optimal assignment
     is ``cost_matrix[row_ind, col_ind]``.
     """
-    sol = solve(cost_matrix, maximize=maximize)
+    sol = solve(cost_matrix, maximize=bool(maximize))
     return sol.row_ind, sol.col_ind

@@ -7,7 +7,8 @@ import numpy as np
 from numba import njit
 
 from ._api import empty_solve, finish
-from .cache import join_caches, make_cache, parse_memory, serve_rows
+from ._validate import canonical_dense, int_cost_limit
+from .cache import join_caches, make_cache, out_of_range, parse_memory, serve_rows
 from .cpu._kernel import col_range
 from .cpu._rows import cost_at, get_row, get_row_part
 from .cpu.solver import assigned_costs, resolve_threads, solve_rows
@@ -73,6 +74,15 @@ def _raise_pending(source) -> None:
         pending()
 
 
+def _raise_out_of_range(source, caches, shape) -> None:
+    """An integer row beyond the range rule, seen by a row cache: the array path's error."""
+    from ._validate import check_int_range
+    i = out_of_range(caches)
+    if i >= 0:
+        row = source.row(i)
+        check_int_range(row.min(), row.max(), shape)
+
+
 def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None):
     """Solve a ``costfns.CostSource`` on the CPU (see :func:`epslap.solve`)."""
     n1, n2 = source.shape
@@ -84,8 +94,6 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
     if dtype not in _ROW_DTYPES:
         raise ValueError(f"cost source dtype must be float64, float32, int64 or int32, got {dtype}")
     integral = dtype.kind == "i"
-    if cache not in ("auto", "lfu", "slru"):
-        raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {cache!r}")
     budget = parse_memory(DEFAULT_MEMORY if memory is None else memory)
     row_bytes = n2 * dtype.itemsize
     cache_info: dict = {}
@@ -96,23 +104,26 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
     nthreads = resolve_threads(threads, n2)
     thread_srcs = None
     joined = None
+    caches = []
     if table:
-        state = source.dense()
-        if not integral and state.size and (np.isnan(state).any() or np.isneginf(state).any()):
-            raise ValueError("matrix contains invalid numeric entries (NaN or -inf produced by "
-                             "the cost source)")
+        # the array path's checks and orientation: the range rule for integers, NaN and -inf
+        # (after the negation of a maximisation) for floats
+        canon = canonical_dense(source.dense(), maximize, threads=nthreads)
+        inner = canon.matrix
+        dtype = inner.dtype
         cache_info = dict(cache_policy="table", cache_rows=n1)
-        inner = state
     else:
         capacity = budget // max(row_bytes, 1)
         if capacity < 1:
             raise ValueError(f"memory budget of {budget} bytes is smaller than one cost row "
                              f"({row_bytes} bytes for {n2} columns of {dtype}); raise memory")
         policy = cache if cache != "auto" else ("lfu" if 4 * capacity >= n1 else "slru")
+        limit = int_cost_limit((n1, n2)) if integral else 0
         # one cache per solver thread, each of its own columns (the same rows, the same budget
         # in total): a miss is computed in parallel, every thread its part of the row
         bounds = [col_range(n2, nthreads, t) for t in range(nthreads)]
-        caches = [make_cache(raw, n1, hi - lo, capacity, policy, dtype) for lo, hi in bounds]
+        caches = [make_cache(raw, n1, hi - lo, capacity, policy, dtype, limit)
+                  for lo, hi in bounds]
         first = caches[0]
         if nthreads == 1:
             inner = first
@@ -121,10 +132,17 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
             inner = joined
             thread_srcs = caches
         cache_info = dict(cache_policy=policy, cache_rows=int(first.slots.shape[0]))
-    if maximize:
-        inner = _NegatedState(inner)
-        if thread_srcs is not None:
-            thread_srcs = [_NegatedState(c) for c in thread_srcs]
+        if maximize:
+            inner = _NegatedState(inner)
+            if thread_srcs is not None:
+                thread_srcs = [_NegatedState(c) for c in thread_srcs]
+
+    def check_rows():
+        """Errors that compiled code could only record: the user function's exception, an
+        integer row beyond the range rule. Called after the estimate and at the end."""
+        _raise_pending(source)
+        _raise_out_of_range(source, caches, (n1, n2))
+
     if n1 == 0:
         row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")
     else:
@@ -133,15 +151,16 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
             row_to_col, v, stats = solve_rows(
                 inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
                 progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
-                estimate_context=None if joined is None else (lambda: serve_rows(joined)))
+                estimate_context=None if joined is None else (lambda: serve_rows(joined)),
+                check_rows=check_rows)
         finally:
-            _raise_pending(source)
+            check_rows()
     if joined is None:
         assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     else:
         with serve_rows(joined):
             assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
-    _raise_pending(source)
+    check_rows()
     stats.update(cache_info)
     if not table:  # every thread's cache saw the same accesses: report the first one's
         stats.update(cache_hits=int(first.policy.hits[0]),

@@ -68,6 +68,23 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
     return CanonicalDense(np.ascontiguousarray(arr), transposed, integral)
 
 
+def int_cost_limit(shape) -> int:
+    """The largest |cost| an integer problem of this shape may hold: |cost| * (4n + 8) stays
+    below 2**62, so no potential or path length overflows int64 and no cost reaches the
+    solvers' forbidden marker (2**62)."""
+    return (_INT_LIMIT - 1) // (4 * max(shape) + 8)
+
+
+def check_int_range(lo: int, hi: int, shape) -> None:
+    """Refuse integer costs in [lo, hi] beyond :func:`int_cost_limit` (every integer source,
+    array or computed, is held to this one rule)."""
+    if max(abs(int(lo)), abs(int(hi))) > int_cost_limit(shape):
+        raise ValueError(
+            f"integer costs in [{lo}, {hi}] could overflow int64 during the solve of an "
+            f"{shape[0]}x{shape[1]} problem (|cost| * (4n + 8) must stay below 2**62); "
+            "shift or rescale the costs, or pass them as float64")
+
+
 def _integer_matrix(arr: np.ndarray, maximize: bool, threads: int = 1) -> np.ndarray:
     """Integers stay exact: int32 where every value fits, else int64; refuse what could overflow.
 
@@ -83,13 +100,7 @@ def _integer_matrix(arr: np.ndarray, maximize: bool, threads: int = 1) -> np.nda
         lo, hi = int(arr.min()), int(arr.max())
         if maximize:
             lo, hi = -hi, -lo
-    n = max(arr.shape)
-    bound = max(abs(lo), abs(hi)) * (4 * n + 8)
-    if bound >= _INT_LIMIT:
-        raise ValueError(
-            f"integer costs in [{lo}, {hi}] could overflow int64 during the solve of an "
-            f"{arr.shape[0]}x{arr.shape[1]} problem (|cost| * (4n + 8) must stay below 2**62); "
-            "shift or rescale the costs, or pass them as float64")
+    check_int_range(lo, hi, arr.shape)
     fits = lo >= -2**31 and hi < 2**31
     if fits and narrowed is not None:
         return narrowed
@@ -134,3 +145,50 @@ def _range_and_int32_rows(a, out, maximize, lo_hi):
             orow[j] = np.int32(x)
     lo_hi[0] = lo
     lo_hi[1] = hi
+
+
+_BACKENDS = ("cpu", "gpu", "hungarian-gpu")
+_CACHES = ("auto", "lfu", "slru")
+
+
+def _flag(name: str, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def _count(name: str, value, minimum: int) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_options(*, backend, maximize, epsilon, memory, cache, threads, progress,
+                  device) -> None:
+    """Validate ``solve``'s execution options once, for every backend: one message per option.
+
+    ``memory`` and ``cache`` are checked even where they have no effect (a matrix already in
+    host memory on the CPU backend), so that a typo never passes silently.
+    """
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+    _flag("maximize", maximize)
+    _flag("epsilon", epsilon)
+    _flag("progress", progress)
+    if cache not in _CACHES:
+        raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {cache!r}")
+    if memory is not None:
+        from .cache import parse_memory
+        parse_memory(memory)
+    if threads is not None and (isinstance(threads, (bool, np.bool_)) or
+                                not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
+    _count("device", device, 0)
+
+
+def check_shape(shape) -> tuple[int, int]:
+    """``shape`` as two non-negative Python ints; refuses floats and other non-integers."""
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2 or not all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+            for x in shape) or min(shape) < 0:
+        raise ValueError(f"shape must be (n1, n2) with non-negative integer sizes, got {shape!r}")
+    return int(shape[0]), int(shape[1])

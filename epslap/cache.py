@@ -60,6 +60,21 @@ class CachedState(NamedTuple):
     inner: Any
     slots: np.ndarray
     policy: _Policy
+    limits: np.ndarray  # int64[2]: [largest |cost| allowed (0: no check), first row beyond + 1]
+
+
+@njit(cache=True, nogil=True)
+def _check_range(row, i, limits):
+    """Integer rows are held to the range rule as they are computed (``limits[0]``, see
+    ``epslap._validate.int_cost_limit``): the first row ``i`` beyond it is kept in ``limits[1]``
+    (i + 1) for the host, which raises before the result is used."""
+    lim = limits[0]
+    if lim <= 0 or limits[1] != 0:
+        return
+    for j in range(row.shape[0]):
+        if row[j] > lim or row[j] < -lim:
+            limits[1] = i + 1
+            return
 
 
 @njit(cache=True, nogil=True)
@@ -232,6 +247,7 @@ def access(s, i):
         if row.ctypes.data != slot.ctypes.data:  # a source that filled ``slot`` needs no copy
             for j in range(slot.shape[0]):
                 slot[j] = row[j]
+        _check_range(slot, i, s.limits)
     return k
 
 
@@ -253,6 +269,7 @@ def _cached_part(s, i, lo, hi, buf):
         if row.ctypes.data != slot.ctypes.data:  # a source that filled ``slot`` needs no copy
             for j in range(slot.shape[0]):
                 slot[j] = row[j]
+        _check_range(slot, i, s.limits)
     return slot
 
 
@@ -370,8 +387,10 @@ def serve_rows(joined: JoinedCaches):
             h.join()
 
 
-def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str, dtype) -> CachedState:
-    """A cache of ``capacity`` row slots over ``inner_state`` (a cost source's compiled state)."""
+def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str, dtype,
+               int_limit: int = 0) -> CachedState:
+    """A cache of ``capacity`` row slots over ``inner_state`` (a cost source's compiled state).
+    ``int_limit`` > 0: integer rows must keep |cost| <= int_limit (see :func:`out_of_range`)."""
     if capacity < 1:
         raise ValueError(f"cache capacity must be at least one row, got {capacity}")
     if policy not in POLICIES:
@@ -387,7 +406,15 @@ def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str
                            np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64),
                            np.full(capacity, -1, np.int64), np.full(capacity, -1, np.int64), meta,
                            np.zeros(2, np.int64))
-    return CachedState(inner_state, np.empty((capacity, n_cols), dtype), policy_state)
+    return CachedState(inner_state, np.empty((capacity, n_cols), dtype), policy_state,
+                       np.array([int_limit, 0], np.int64))
+
+
+def out_of_range(caches) -> int:
+    """The first row (in computing order) of any of ``caches`` that broke the integer range
+    rule, or -1."""
+    bad = [int(c.limits[1]) - 1 for c in caches if c.limits[1] != 0]
+    return bad[0] if bad else -1
 
 
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,

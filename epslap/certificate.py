@@ -1,72 +1,259 @@
 """An optimality certificate any user can check: LP duality for the assignment problem.
 
 For ``n1 <= n2`` the LP is ``min Σ c_ij x_ij`` s.t. every row assigned once, every column at most
-once; its dual is ``max Σ u_i + Σ v_j`` s.t. ``u_i + v_j <= c_ij`` and ``v_j <= 0``. Any feasible
+once; its dual is ``max Σ u_i + Σ v_j`` s.t. ``u_i + v_j <= c_ij`` and ``v_j <= 0`` (free when
+``n1 == n2``: every column is then assigned exactly once). Any feasible
 dual bounds the optimum from below (weak duality), so a dual-feasible ``(u, v)`` with
-``Σ c - (Σ u + Σ v) = 0`` proves the assignment optimal.
+``Σ c - (Σ u + Σ v) = 0`` proves the assignment optimal (for ``n1 > n2`` the roles of rows and
+columns swap: the row duals are the ones that must be ``<= 0``).
+
+Exactness. Integer costs with integer duals are checked in exact integer arithmetic: any
+violation or gap of 1 fails. Float costs (or float duals) are checked in float64 with a tolerance
+per entry taken from the magnitudes that entry involves, never from the rest of the matrix: a
+reduced cost ``c_ij - u_i - v_j`` may miss 0 by ``RTOL * (|c_ij| + |u_i| + |v_j|)`` (a few units
+in the last place of its own terms), and the gap, summed exactly (``math.fsum``), by ``RTOL``
+times the sum of the magnitudes of all its terms. A large entry elsewhere (a "big-M" for a
+forbidden pair) therefore loosens nothing.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+#: relative tolerance of a float reduced cost and of the gap: 16 units of roundoff (2**-53 each)
+RTOL = 2.0**-49
 _CHUNK = 1 << 22  # matrix entries checked per block: bounded extra memory for big matrices
+_INT64_SAFE = 2**62  # |c| + |u| + |v| below this: c - u - v cannot overflow int64
+
+
+def prices_need_polish(start_absmax: float, v_end) -> bool:
+    """Whether a solve's final prices must be redone by one more exact pass to pass
+    :func:`verify`. Its reduced costs were rounded at the magnitude of the prices it held, up to
+    ``start_absmax`` (their largest |v| when the passes began; the exact pass only lowers
+    prices). Where that exceeds the spread of the final prices — a big-M entry in the estimate, the
+    virtual rows of a rectangular problem lowering every price — the reported duals (largest at
+    0) carry errors far above the roundoff of their own terms; one exact pass from them redoes
+    the arithmetic at their magnitude (about n1 rows, every path one edge long)."""
+    if not len(v_end):
+        return False
+    v_end = np.asarray(v_end, dtype=np.float64)
+    spread = float(v_end.max() - v_end.min())
+    return max(start_absmax, float(np.abs(v_end).max())) > 2.0 * spread
+
+
+def _indices(name: str, ind, bound: int, axis: str) -> np.ndarray:
+    """``ind`` as int64 after checking that it is a 1-D integer array of valid ``axis`` indices."""
+    a = np.asarray(ind)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of {axis} indices, got shape {a.shape}")
+    if a.size and a.dtype.kind not in "iu":
+        raise ValueError(f"{name} must hold integer {axis} indices, got dtype {a.dtype}")
+    a = a.astype(np.int64, copy=False)
+    if a.size and (a.min() < 0 or a.max() >= bound):
+        bad = a[(a < 0) | (a >= bound)][0]
+        raise ValueError(f"{name} holds {axis} index {bad}, outside [0, {bound})")
+    return a
+
+
+def _duals(name: str, x, size: int) -> np.ndarray:
+    a = np.asarray(x)
+    if a.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {a.shape}")
+    if a.size and a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {a.dtype}")
+    return a
+
+
+def _as_exact_ints(a: np.ndarray):
+    """``a`` as an int64 array when every entry is an integer that int64 holds exactly, else
+    None (float duals of integer costs are accepted when they are whole numbers)."""
+    if a.dtype.kind in "biu":
+        return a.astype(np.int64) if a.dtype != np.uint64 or not a.size or a.max() < 2**63 \
+            else None
+    if not a.size:
+        return a.astype(np.int64)
+    if not np.isfinite(a).all() or (a != np.floor(a)).any() or np.abs(a).max() >= 2.0**63:
+        return None
+    return a.astype(np.int64)
 
 
 def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False) -> dict:
     """Check an assignment and its duals against the cost matrix.
 
-    Returns a dict with ``primal`` (the assignment's cost), ``dual`` (``Σu + Σv``), ``gap``
-    (primal − dual, ≥ 0 up to rounding when the duals are feasible), ``max_violation`` (largest
-    dual infeasibility: ``u_i + v_j - c_ij`` over finite pairs, and the longer side's positive
-    duals), ``max_assigned_slack`` (largest ``|c - u - v|`` on assigned pairs), ``complete``
-    (every line of the shorter side assigned exactly once) and ``optimal`` (all of it within a
-    tolerance of 1e-9 relative to the largest |cost| involved).
+    Parameters
+    ----------
+    cost : array_like (n1, n2) or a ``costfns.CostSource`` (its rows are streamed)
+    row_ind, col_ind : 1-D integer arrays
+        The assignment (scipy's convention); indices are checked (integer dtype, in range).
+    u, v : arrays of shape (n1,) and (n2,)
+        Row and column duals, as :class:`epslap.Solution` reports them.
+    maximize : bool
+        The assignment maximises ``cost`` (the duals then bound it from above).
+
+    Returns
+    -------
+    dict
+        ``primal`` (the assignment's cost), ``dual`` (``Σu + Σv``), ``gap`` (primal − dual),
+        ``max_violation`` (largest dual infeasibility: ``u_i + v_j - c_ij`` over finite pairs,
+        and the longer side's positive duals), ``max_assigned_slack`` (largest
+        ``|c - u - v|`` on assigned pairs), ``complete`` (every line of the shorter side
+        assigned exactly once, at a finite cost), ``exact`` (checked in integer arithmetic),
+        ``optimal`` (all of it holds: exactly for integers, within the per-entry tolerance of
+        the module docstring for floats) and ``reason`` (why not, or ``""``).
+
+    Raises
+    ------
+    ValueError
+        A malformed argument: not a matrix, indices that are not integers or out of range,
+        duals of the wrong shape.
     """
     if hasattr(cost, "rows") and hasattr(cost, "shape") and not isinstance(cost, np.ndarray):
         shape, block_of = tuple(cost.shape), cost.rows  # a cost source: stream its rows
+        cdtype = np.dtype(cost.dtype)
     else:
         c = np.asarray(cost)
         if c.ndim != 2:
             raise ValueError(f"cost must be a 2-D matrix, got {c.ndim} dimensions")
-        shape, block_of = c.shape, (lambda a, b: c[a:b])
-    sign = -1.0 if maximize else 1.0
-    r = np.asarray(row_ind, dtype=np.int64)
-    k = np.asarray(col_ind, dtype=np.int64)
-    u = sign * np.asarray(u, dtype=np.float64)
-    v = sign * np.asarray(v, dtype=np.float64)
+        if c.dtype.kind not in "biuf":
+            raise ValueError(f"cost must be numeric, got dtype {c.dtype}")
+        shape, block_of, cdtype = c.shape, (lambda a, b: c[a:b]), c.dtype
     n1, n2 = shape
-    if u.shape != (n1,) or v.shape != (n2,):
-        raise ValueError(f"u must have shape ({n1},) and v shape ({n2},); got {u.shape} and {v.shape}")
-    complete = (len(r) == min(n1, n2) and len(np.unique(r)) == len(r)
-                and len(np.unique(k)) == len(k))
-    picked = np.zeros(len(r))
-    worst = 0.0
-    scale = 1.0
-    rows_per_chunk = max(1, _CHUNK // max(n2, 1))
-    for start in range(0, n1, rows_per_chunk):
-        block = np.asarray(block_of(start, min(start + rows_per_chunk, n1)), np.float64) * sign
+    r = _indices("row_ind", row_ind, n1, "row")
+    k = _indices("col_ind", col_ind, n2, "column")
+    if r.shape != k.shape:
+        raise ValueError(f"row_ind and col_ind must have the same length, got {r.size} and "
+                         f"{k.size}")
+    u = _duals("u", u, n1)
+    v = _duals("v", v, n2)
+    reasons = []
+    if r.size != min(n1, n2):
+        reasons.append(f"{r.size} pairs assigned, {min(n1, n2)} needed")
+    if len(np.unique(r)) != r.size:
+        reasons.append("a row is assigned twice")
+    if len(np.unique(k)) != k.size:
+        reasons.append("a column is assigned twice")
+    iu, iv = _as_exact_ints(u), _as_exact_ints(v)
+    exact = cdtype.kind in "biu" and iu is not None and iv is not None
+    if exact:
+        rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize)
+    else:
+        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize)
+    reasons += rep.pop("reasons")
+    rep.update(complete=not any("assign" in s for s in reasons) and rep.pop("finite"),
+               exact=exact)
+    if not rep["complete"] and not any("assign" in s for s in reasons):
+        reasons.append("an assigned pair has an infinite cost")
+    rep["optimal"] = not reasons
+    rep["reason"] = "; ".join(reasons)
+    return rep
+
+
+def _blocks(block_of, n1: int, n2: int, dtype):
+    """(start, rows start … start + len - 1 as an array of ``dtype``) in bounded chunks."""
+    step = max(1, _CHUNK // max(n2, 1))
+    for start in range(0, n1, step):
+        yield start, np.asarray(block_of(start, min(start + step, n1))).astype(dtype, copy=False)
+
+
+def _long_side(n1: int, n2: int, u, v):
+    """The duals of the longer side (those that must be <= 0: its lines are assigned at most
+    once) and their name; none for a square problem, whose lines are all assigned exactly once."""
+    if n1 == n2:
+        return v[:0], "v"
+    return (v, "v") if n1 < n2 else (u, "u")
+
+
+def _check_int(block_of, n1, n2, r, k, u, v, maximize) -> dict:
+    """Exact check for integer costs and integer duals (Python integers where int64 could
+    overflow)."""
+    sign = -1 if maximize else 1
+    picked = np.zeros(r.size, dtype=object)
+    worst = None
+    big = max((int(np.abs(x).max()) if x.size else 0) for x in (u, v)) >= _INT64_SAFE // 2
+    for start, block in _blocks(block_of, n1, n2, np.int64):
+        if big or (block.size and int(np.abs(block).max()) >= _INT64_SAFE // 2):
+            block = block.astype(object)
+            uu, vv = u[start:start + block.shape[0]].astype(object), v.astype(object)
+        else:
+            uu, vv = u[start:start + block.shape[0]], v
         here = (r >= start) & (r < start + block.shape[0])
         picked[here] = block[r[here] - start, k[here]]
-        finite = np.isfinite(block)
-        if finite.any():
-            scale = max(scale, float(np.abs(block[finite]).max()))
-            red = u[start:start + rows_per_chunk, None] + v[None, :] - block
-            worst = max(worst, float(red[finite].max()))
-    primal = float(picked.sum())
-    dual = float(u.sum() + v.sum())
-    slack = float(np.abs(picked - u[r] - v[k]).max()) if len(r) else 0.0
-    # the longer side's duals must be <= 0 (and 0 where unassigned, which the gap then shows)
-    long_side = v if n1 <= n2 else u
-    if long_side.size:
-        worst = max(worst, float(long_side.max()))
-    tol = 1e-9 * scale * max(n1, n2, 1)
-    gap = primal - dual
-    return {
-        "primal": primal * sign,
-        "dual": dual * sign,
-        "gap": gap,
-        "max_violation": worst,
-        "max_assigned_slack": slack,
-        "complete": bool(complete),
-        "optimal": bool(complete and worst <= tol and slack <= tol and abs(gap) <= tol),
-    }
+        if block.size:
+            red = sign * (uu[:, None] + vv[None, :] - block)
+            w = int(red.max())
+            worst = w if worst is None else max(worst, w)
+    picked_sum = sum(int(x) for x in picked)
+    ui, vi = [int(x) for x in u], [int(x) for x in v]
+    dual = sum(ui) + sum(vi)
+    slack = max((abs(int(picked[t]) - ui[r[t]] - vi[k[t]]) for t in range(r.size)), default=0)
+    longer, name = _long_side(n1, n2, ui, vi)
+    worst = 0 if worst is None else worst
+    long_worst = max((sign * x for x in longer), default=0)
+    gap = sign * (picked_sum - dual)
+    reasons = _reasons(worst > 0, worst, long_worst, name, slack != 0, gap, gap != 0)
+    return {"primal": picked_sum, "dual": dual, "gap": gap,
+            "max_violation": max(worst, long_worst), "max_assigned_slack": slack,
+            "finite": True, "reasons": reasons}
+
+
+def _check_float(block_of, n1, n2, r, k, u, v, maximize) -> dict:
+    """Float check with a tolerance per entry (module docstring)."""
+    sign = -1.0 if maximize else 1.0
+    u = sign * u.astype(np.float64)
+    v = sign * v.astype(np.float64)
+    au, av = np.abs(u), np.abs(v)
+    picked = np.zeros(r.size)
+    worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
+    excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij: > 0 fails
+    bad_duals = not (np.isfinite(u).all() and np.isfinite(v).all())
+    if not bad_duals:
+        for start, block in _blocks(block_of, n1, n2, np.float64):
+            block = sign * block
+            here = (r >= start) & (r < start + block.shape[0])
+            picked[here] = block[r[here] - start, k[here]]
+            rows = slice(start, start + block.shape[0])
+            with np.errstate(invalid="ignore"):
+                red = (u[rows, None] + v[None, :]) - block  # -inf where forbidden, NaN if NaN
+                tol = RTOL * ((np.abs(block) + au[rows, None]) + av[None, :])
+                red = np.where(np.isfinite(block), red, -np.inf)
+                if np.isnan(block).any():
+                    raise ValueError("cost contains NaN")
+                if block.size:
+                    worst = max(worst, float(red.max()))
+                    excess = max(excess, float((red - tol).max()))
+    finite = bool(np.isfinite(picked).all())
+    slack_terms = picked - u[r] - v[k]
+    slack = float(np.abs(slack_terms).max()) if r.size else 0.0
+    slack_tol = RTOL * (np.abs(picked) + au[r] + av[k])
+    slack_excess = float((np.abs(slack_terms) - slack_tol).max()) if r.size else -1.0
+    primal = math.fsum(picked) if finite else math.inf
+    dual = math.fsum(u) + math.fsum(v) if not bad_duals else math.nan
+    if finite and not bad_duals:
+        gap = math.fsum(np.concatenate([picked, -u, -v]))
+        gap_tol = RTOL * math.fsum(np.concatenate([np.abs(picked), au, av]))
+    else:
+        gap, gap_tol = primal - dual, 0.0
+    longer, name = _long_side(n1, n2, u, v)
+    long_worst = float(longer.max()) if longer.size and not bad_duals else 0.0
+    reasons = ["a dual is NaN or infinite"] if bad_duals else []
+    reasons += _reasons(excess > 0, worst, long_worst, name, slack_excess > 0, gap,
+                        not abs(gap) <= gap_tol)  # a NaN gap fails too
+    return {"primal": sign * primal, "dual": sign * dual, "gap": gap,
+            "max_violation": max(worst, long_worst), "max_assigned_slack": slack,
+            "finite": finite, "reasons": reasons}
+
+
+def _reasons(infeasible: bool, worst, long_worst, name: str, slack_off: bool, gap,
+             gap_off: bool) -> list:
+    """Why the certificate fails, one phrase per failed condition (empty: it holds)."""
+    out = []
+    if infeasible:
+        out.append(f"dual infeasible: u_i + v_j - c_ij reaches {worst}")
+    if long_worst > 0:
+        out.append(f"a dual of the longer side ({name}) is {long_worst}, above 0")
+    if slack_off:
+        out.append("an assigned pair has c - u - v away from 0")
+    if gap_off:
+        out.append(f"duality gap {gap}")
+    return out

@@ -1,11 +1,18 @@
 """Shared helpers: the independent references every test compares against."""
 from __future__ import annotations
 
-import numpy as np
-import pytest
-from scipy.optimize import linear_sum_assignment as scipy_lsa
+import os
 
-import epslap
+# explicit thread counts are capped at the threads Numba may use; the parallel tests run 3 and 4
+# threads (uneven column slices) also on a 2-core machine, so let Numba have 4 (an explicit
+# NUMBA_NUM_THREADS in the environment wins). Must precede the first import of numba.
+os.environ.setdefault("NUMBA_NUM_THREADS", "4")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from scipy.optimize import linear_sum_assignment as scipy_lsa  # noqa: E402
+
+import epslap  # noqa: E402
 
 
 def scipy_optimum(cost, maximize=False):

@@ -522,3 +522,59 @@ def test_device_cost_with_explicit_cache(name):
         _check_cache_stats(sol, rows, policy)
         assert sol.stats["estimate_on"] == "device"
         assert sol.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, scale, big_m", [((50, 4000), 1e-4, False), ((300, 300), 1.0, True),
+                                                 ((2000, 2000), 1.0, False)])
+def test_gpu_duals_pass_the_per_entry_certificate(shape, scale, big_m):
+    """The device's own check uses verify's rule (a tolerance per entry from its own terms); a
+    rectangular problem and big-M entries need the final polish pass to meet it, as on the CPU."""
+    rng = np.random.default_rng(9)
+    c = rng.random(shape) * scale
+    if big_m:
+        c[rng.random(shape) < 0.05] = 1e9
+    cpu = epslap.solve(c)
+    sol = epslap.solve(c, backend="gpu")
+    assert sol.stats["gpu_single_block_rerun"] is False
+    rep = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)
+    assert rep["optimal"], rep
+    assert sol.cost == pytest.approx(cpu.cost, rel=1e-12)
+    assert (sol.stats["polish_rows"] > 0) == (cpu.stats["polish_rows"] > 0)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("integral", [False, True])
+def test_gpu_certificate_rejects_a_tampered_result(integral):
+    from epslap.gpu import solver as gs
+    rng = np.random.default_rng(4)
+    c = rng.integers(0, 10**9, (200, 260)) if integral else rng.random((200, 260)) * 1e6
+    c[0, 0] = 10**12  # a big-M entry must not loosen the check elsewhere
+    src = costfns.Dense(c)
+    out = gs.solve_device(src.cuda_source(), 200, 260, integral=integral)
+    row_to_col, v, stats, assigned = out
+    assert gs._certified(src.cuda_source(), 200, 260, integral, out, 0)
+    swapped = row_to_col.copy()
+    swapped[[5, 6]] = swapped[[6, 5]]  # u is derived from the assignment: a swap breaks duality
+    reduced = c[5, swapped[5]] - v[swapped[5]] - (c[5, row_to_col[5]] - v[row_to_col[5]])
+    assert reduced > 0  # not a tie
+    tampered = (swapped, v, dict(stats), c[np.arange(200), swapped].astype(assigned.dtype))
+    assert not gs._certified(src.cuda_source(), 200, 260, integral, tampered, 0)
+
+
+@gpu
+@pytest.mark.gpu
+def test_gpu_integer_sources_are_held_to_the_range_rule():
+    big = np.full((4, 4), 2**61, np.int64)
+    with pytest.raises(ValueError, match="could overflow int64") as from_array:
+        epslap.solve(big)
+    with pytest.raises(ValueError, match="could overflow int64") as on_device:
+        epslap.solve(costfns.Dense(big), backend="gpu")  # costs computed in the kernels
+    assert str(on_device.value) == str(from_array.value)
+    row = costfns.from_function(lambda i, j: 2**61 if i == 3 else i + j, (4, 4), dtype=np.int64)
+    with pytest.raises(ValueError, match="could overflow int64"):
+        epslap.solve(row, backend="gpu")  # rows from the host
+    ok = costfns.RandomInt(300, 10**6, seed=2)
+    assert epslap.solve(ok, backend="gpu").cost == epslap.solve(ok.dense()).cost

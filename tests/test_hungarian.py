@@ -180,7 +180,7 @@ def test_status_codes_map_to_exceptions():
 
 
 def test_backend_is_listed_and_validated():
-    assert "hungarian-gpu" in epslap._api._BACKENDS
+    assert "hungarian-gpu" in epslap._validate._BACKENDS
     with pytest.raises(ValueError, match="backend must be one of"):
         epslap.solve(np.eye(2), backend="hungarian")
 

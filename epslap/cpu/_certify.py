@@ -21,11 +21,11 @@ import numpy as np
 from numba import njit
 
 from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, STATUS_CERTIFIED,
-                        STATUS_INVALID, STATUS_OK, _bits, _from_key, _greedy_pick, _key,
+                        STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK, _bits, _from_key, _greedy_pick, _key,
                         _load_keys, _load_reduced_keys, _update_two_smallest,
                         _v_from_two_smallest)
 from ._rows import get_row
-from ._sync import new_sync, run_workers
+from ._sync import aborted, new_sync, reset_sync, run_workers
 
 #: rows of the sample that gives the speculative v
 CERT_SAMPLE = 32
@@ -68,16 +68,18 @@ def _reduced_key(row, vf, j):
 
 
 @njit(cache=True, nogil=True)
-def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins):
+def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync):
     """Rows i = hi - 1 - first, then every stride-th one below, down to lo: code[i] = the number
     of minimisers of c[i] - v (or _ROW_INVALID / _ROW_NO_FINITE), mins[i] = the first _KEEP of
     them in index order. The row is read once for its block minima (nothing is stored: this
     sweep is bound by memory bandwidth); the minimisers are then found in the blocks that hold
-    the minimum, from the row still in cache."""
+    the minimum, from the row still in cache. Stops early on a stop request (``sync``)."""
     n2 = vf.shape[0]
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     for i in range(hi - 1 - first, lo - 1, -stride):
+        if aborted(sync):
+            return
         row = get_row(src, i, buf)
         mk = _KEY_MAX
         xk = _KEY_MIN
@@ -145,10 +147,12 @@ def _pick_rows(src, buf, vf, lo, hi, code, mins, taken, pick):
 
 
 def certify_sweep(src, bufs, n1: int, n2: int, vf: np.ndarray, pick: np.ndarray,
-                  threads: int = 1) -> int:
+                  threads: int = 1, sync=None) -> int:
     """The sweep (module docstring) with ``threads`` threads scanning (``bufs``: one row buffer
     per thread; several threads only for sources whose rows may be read concurrently). Fills vf
-    and pick. Returns STATUS_CERTIFIED, STATUS_INVALID or ABORT."""
+    and pick. Returns STATUS_CERTIFIED, STATUS_INVALID, ABORT or, after a stop request on
+    ``sync`` (``_sync.request_abort``), STATUS_INTERRUPTED."""
+    sync = new_sync() if sync is None else sync
     status = _sample_v(src, bufs[0], n1, n2, vf)
     if status != STATUS_OK:
         return status
@@ -159,8 +163,11 @@ def certify_sweep(src, bufs, n1: int, n2: int, vf: np.ndarray, pick: np.ndarray,
     while hi > 0:
         lo = max(0, hi - size)
         nt = threads if hi - lo >= 8 * threads else 1
+        reset_sync(sync)
         run_workers(_scan_rows, lambda t, nt=nt, lo=lo, hi=hi: (src, bufs[t], vf, lo, hi, t, nt,
-                                                                code, mins), nt, new_sync())
+                                                                code, mins, sync), nt, sync)
+        if aborted(sync):
+            return STATUS_INTERRUPTED
         status = _pick_rows(src, bufs[0], vf, lo, hi, code, mins, taken, pick)
         if status != STATUS_OK:
             return status

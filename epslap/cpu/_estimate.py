@@ -31,11 +31,12 @@ from numba.extending import overload
 
 from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 from ._rows import get_row
-from ._sync import _arrive, _await, _barrier, new_sync, run_workers
+from ._sync import _arrive, _await, _barrier, aborted, new_sync, reset_sync, run_workers
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
 STATUS_INVALID = 3  # NaN or -inf in a row
+STATUS_INTERRUPTED = 2  # a stop request (``_sync.request_abort`` on the estimate's sync)
 STATUS_CERTIFIED = 4  # OK, and stage B's assignment is the exact pass's optimal result
 
 #: keys of -inf and +inf (see ``_key``): a row holds NaN or -inf iff its smallest key is at most
@@ -850,7 +851,7 @@ def _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, c
     return STATUS_OK, eps_upper, eps_lower
 
 
-def estimate(src, bufs, n1, n2, v_out, perm_out, integral, pick_out):
+def estimate(src, bufs, n1, n2, v_out, perm_out, integral, pick_out, sync=None):
     """Stages A–E on ``len(bufs)`` threads (``bufs``: one scratch row per thread; one buffer runs
     everything on the calling thread). Stages A–B and C–E each give every thread a slice of the
     columns, with one barrier per row; the result does not depend on the number of threads.
@@ -864,18 +865,23 @@ def estimate(src, bufs, n1, n2, v_out, perm_out, integral, pick_out):
     exact pass runs it back to front), else the identity.
 
     Status STATUS_CERTIFIED: as STATUS_OK, and ``pick_out`` is the optimal assignment that the
-    exact pass would return with this v and perm (module docstring).
+    exact pass would return with this v and perm (module docstring). ``sync``: the barrier
+    state (``_sync.new_sync``) through which the caller may stop the run
+    (``_sync.request_abort``: every stage ends at its next row; STATUS_INTERRUPTED).
     """
     vf = np.empty(n2)
     regret = np.empty(n1)
     nthreads = len(bufs)
-    sync = new_sync()
+    sync = new_sync() if sync is None else sync
+    reset_sync(sync)
     slots = np.zeros(2 * nthreads * _EST_SLOT, np.int64)
     out = np.zeros(6)
     run_workers(_ab_worker,
                 lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2, vf, regret,
                            pick_out, sync, slots, out),
                 nthreads, sync)
+    if aborted(sync):
+        return STATUS_INTERRUPTED, 0.0, 0.0
     status, gap_i, gap, g0, cmax, certified = _ab_result(out, perm_out)
     if status != STATUS_OK:
         return status, 0.0, 0.0
@@ -883,7 +889,7 @@ def estimate(src, bufs, n1, n2, v_out, perm_out, integral, pick_out):
     if ran_cde:
         v_old = vf.copy()
         _regret_order(regret, perm_out)
-        sync = new_sync()
+        reset_sync(sync)
         slots = np.zeros(2 * nthreads * _EST_SLOT, np.int64)
         bounds = np.zeros(4)
         cde_pick = np.empty(n1, np.int64)
@@ -891,6 +897,8 @@ def estimate(src, bufs, n1, n2, v_out, perm_out, integral, pick_out):
                     lambda t: (np.int64(t), np.int64(nthreads), src, bufs[t], n1, n2, perm_out,
                                vf, cde_pick, sync, slots, bounds),
                     nthreads, sync)
+        if aborted(sync):
+            return STATUS_INTERRUPTED, 0.0, 0.0
         gap = _blend(vf, v_old, bounds, g0)
     return _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, certified,
                    ran_cde)

@@ -44,6 +44,25 @@ def new_sync():
     return sync
 
 
+def reset_sync(sync) -> None:
+    """Restart the barrier counts of ``sync`` for another run, keeping a pending abort."""
+    abort = sync[_ABORT]
+    sync[:] = new_sync()
+    sync[_ABORT] = abort
+
+
+def request_abort(sync) -> None:
+    """Make every barrier of the runs on ``sync`` fail from now on (a stop request): waiting
+    threads return, and a worker that checks ``aborted`` between barriers stops too."""
+    sync[_ABORT] = 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def aborted(sync):
+    """Whether a stop was requested on ``sync`` (a plain read, between barriers)."""
+    return sync[_ABORT] != 0
+
+
 def run_workers(worker, args_of, nthreads: int, sync) -> None:
     """Run ``worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
     the others on threads of their own (the compiled worker releases the GIL). A worker that
@@ -219,8 +238,8 @@ def _await(sync, nthreads, gen):
     waiter's re-check sees the last arrival, or the arriver sees the sleeper; a wake that comes
     between the re-check and the sleep finds the epoch changed, and futex_wait returns at once.
     """
-    if nthreads == 1:
-        return True
+    if nthreads == 1:  # nobody to wait for; an abort (a stop request) still ends the run
+        return _load_acquire(sync, _ABORT) == 0
     target = gen * nthreads
     spins = 0
     while _load_acquire(sync, _ARRIVE) < target:

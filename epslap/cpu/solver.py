@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from typing import Any
 
 import numba
 import numpy as np
 
 from .._progress import ProgressBar
+from ..certificate import prices_need_polish
 from ..errors import InfeasibleError
 from . import _certify as cert
 from . import _estimate as est
@@ -38,8 +40,10 @@ def _compile(dispatcher, args) -> float:
     return time.perf_counter() - t0
 
 
-def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None) -> Any:
-    """Run ``fn()`` on a worker thread; poll ``on_tick``; Ctrl-C sets the stop flag ``ctl[0]``."""
+def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
+    """Run ``fn()`` on a worker thread; poll ``on_tick``. Ctrl-C sets the stop flag ``ctl[0]``
+    (the passes read it) and aborts the barrier state ``sync`` when given (the estimate's); the
+    worker then ends within a row, and KeyboardInterrupt is raised once it has."""
     box: dict[str, Any] = {}
 
     def work():
@@ -58,6 +62,8 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None) -> Any:
                 on_tick()
         except KeyboardInterrupt:
             ctl[0] = 1
+            if sync is not None:
+                sync_mod.request_abort(sync)
             interrupted = True
     if "error" in box:
         raise box["error"]
@@ -85,7 +91,7 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     no more threads than cores not busy with other runnable tasks right now (Linux
     ``/proc/loadavg``): the threads meet once per Dijkstra step, so one that waits for a
     core stalls all. An explicit count is used as given, capped so that every thread keeps at
-    least 8 columns.
+    least 8 columns and at the threads Numba may use, with a warning.
     """
     if threads is None:
         threads = numba.get_num_threads() if n2 >= min_cols else 1
@@ -94,6 +100,12 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
             or threads < 1:
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
+    elif threads > numba.get_num_threads():
+        warnings.warn(f"threads={threads} is more than the {numba.get_num_threads()} threads "
+                      "Numba may use here (numba.get_num_threads()); using that many: lock-step "
+                      "threads without a core of their own stall each other", RuntimeWarning,
+                      stacklevel=4)
+        threads = numba.get_num_threads()
     return int(max(1, min(int(threads), n2 // 8)))
 
 
@@ -118,13 +130,14 @@ def _compile_certify(src, buf, n1: int, n2: int) -> float:
     mins = np.empty((n1, cert._KEEP), np.int64)
     i0 = np.int64(0)
     return (_compile(cert._sample_v, (src, buf, n1, n2, vf))
-            + _compile(cert._scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins))
+            + _compile(cert._scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins,
+                                         sync_mod.new_sync()))
             + _compile(cert._pick_rows, (src, buf, vf, i0, i0, code, mins,
                                          np.empty(n2, np.int64), code)))
 
 
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
-                  ctl=None, estimate_context=None, threads: int = 1):
+                  ctl=None, estimate_context=None, threads: int = 1, check_rows=None):
     """Stages A–E on the host over the rows of ``src`` (ALGORITHM.md §2; also validates every
     row: NaN/-inf and infeasible rows raise), after the speculative certificate sweep for float
     costs (``_certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used by the
@@ -148,24 +161,28 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     if speculate:
         compile_s += _compile_certify(src, buf, n1, n2)
 
+    stop = sync_mod.new_sync()  # the estimate's barriers: a stop request aborts them
+
     def run():
         if speculate:
             vf = np.empty(n2)
-            status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs))
-            if status == est.STATUS_INVALID:
+            status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs), stop)
+            if status in (est.STATUS_INVALID, est.STATUS_INTERRUPTED):
                 return status, 0.0, 0.0
             if status == est.STATUS_CERTIFIED and est._certificate_holds(vf, vf, pick, n1,
                                                                           False, 0.0):
                 v[:] = vf
                 return status, 0.0, 0.0
-        return est.estimate(src, bufs, n1, n2, v, perm, integral, pick)
+        return est.estimate(src, bufs, n1, n2, v, perm, integral, pick, stop)
 
     t0 = time.perf_counter()
     if estimate_context is None:
-        status, eps_upper, eps_lower = _run_interruptibly(run, ctl)
+        status, eps_upper, eps_lower = _run_interruptibly(run, ctl, sync=stop)
     else:
         with estimate_context():
-            status, eps_upper, eps_lower = _run_interruptibly(run, ctl)
+            status, eps_upper, eps_lower = _run_interruptibly(run, ctl, sync=stop)
+    if check_rows is not None:  # the source's own errors explain a status better than it does
+        check_rows()
     if status == est.STATUS_INVALID:
         raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
     certified = status == est.STATUS_CERTIFIED and epsilon
@@ -181,7 +198,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
 
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                progress: bool = False, progress_extra=None, threads: int = 1,
-               thread_srcs=None, estimate_context=None) -> tuple[np.ndarray, np.ndarray, dict]:
+               thread_srcs=None, estimate_context=None,
+               check_rows=None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
     ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
@@ -203,29 +221,43 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
 
     v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate = estimate_rows(
         src, n1, n2, row_dtype, integral=integral, epsilon=epsilon, ctl=ctl,
-        estimate_context=estimate_context, threads=nthreads)
+        estimate_context=estimate_context, threads=nthreads, check_rows=check_rows)
 
-    sync = sync_mod.new_sync()
     slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)
     slots_w = slots.view(work)
     bufs = np.empty((nthreads, n2), dtype=row_dtype)
     result = np.zeros(3)
 
-    def args_of(tid):
-        return (np.int64(tid), np.int64(nthreads), srcs[tid], bufs[tid], n1, n2, v, perm,
-                float(eps_upper), float(eps_lower), integral, inf_val, row_to_col, ctl, eps_log,
-                sync, slots, slots_w, result)
+    def worker_args(eps_hi, eps_lo, log, sync):
+        return lambda tid: (np.int64(tid), np.int64(nthreads), srcs[tid], bufs[tid], n1, n2, v,
+                            perm, float(eps_hi), float(eps_lo), integral, inf_val, row_to_col,
+                            ctl, log, sync, slots, slots_w, result)
 
-    compile_s += _compile(ker._pass_worker, args_of(0))
+    def passes(eps_hi, eps_lo, log, on_tick=None):
+        """Run the pass loop from the current v on every thread; fills ``result``."""
+        sync = sync_mod.new_sync()
+        args_of = worker_args(eps_hi, eps_lo, log, sync)
+        _run_interruptibly(lambda: sync_mod.run_workers(ker._pass_worker, args_of, nthreads, sync),
+                           ctl, on_tick)
+
+    compile_s += _compile(ker._pass_worker,
+                          worker_args(eps_upper, eps_lower, eps_log, sync_mod.new_sync())(0))
     bar = ProgressBar(n2, ctl, extra=progress_extra) if progress else None
     t0 = time.perf_counter()
+    polish_rows = 0
     if certified:  # the exact pass would return stage B's assignment unchanged: skip it
         row_to_col[:] = pick
         result[:] = (ker.STATUS_OK, 1, n1)
     else:
-        _run_interruptibly(
-            lambda: sync_mod.run_workers(ker._pass_worker, args_of, nthreads, sync), ctl,
-            bar.update if bar else None)
+        start_absmax = float(np.abs(v).max()) if n2 else 0.0
+        passes(eps_upper, eps_lower, eps_log, bar.update if bar else None)
+        if not integral and result[0] == ker.STATUS_OK and (
+                not epsilon or prices_need_polish(start_absmax, v)):
+            first = result.copy()
+            v -= v.max()
+            passes(0.0, 0.0, np.zeros(1))
+            polish_rows = int(result[2])
+            result[1:] += first[1:]
     time_solve = time.perf_counter() - t0
     if bar:
         bar.close()
@@ -246,6 +278,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         "compile_s": compile_s,
         "threads": nthreads,
         "certified_by_estimate": bool(certified),
+        "polish_rows": polish_rows,
     }
     return row_to_col, v, stats
 

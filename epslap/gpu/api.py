@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import _INT_LIMIT, canonical_dense
+from .._validate import canonical_dense, check_int_range
 from .solver import import_cupy, search_bytes, solve_device
 
 
@@ -29,11 +29,8 @@ def _canonical_cupy(cupy, cost, maximize):
     m = cost
     if integral:
         m = m.astype(np.int64)
-        if m.size:
-            lo, hi = int(m.min()), int(m.max())
-            if max(abs(lo), abs(hi)) * (4 * max(m.shape) + 8) >= _INT_LIMIT:
-                raise ValueError(f"integer costs in [{lo}, {hi}] could overflow int64 during "
-                                 "the solve; shift or rescale the costs, or pass float64")
+        if m.size:  # uint64 beyond int64 is caught before the cast wraps it
+            check_int_range(int(cost.min()), int(cost.max()), m.shape)
     elif m.dtype not in (np.float64, np.float32):
         m = m.astype(np.float32 if m.dtype == np.float16 else np.float64)
     if maximize:
@@ -113,8 +110,9 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
     from costfns import CostSource, RowKernel
     from costfns.sources import dense_cuda_source
     from .._api import empty_solve, finish
-    from .._ondemand import DEFAULT_MEMORY, _NegatedState, _raise_pending
-    from ..cache import parse_memory
+    from .._ondemand import DEFAULT_MEMORY, _NegatedState, _raise_out_of_range, _raise_pending
+    from .._validate import int_cost_limit
+    from ..cache import make_cache, parse_memory
     from .rowcache import HostRows, KernelRows
     from .solver import CacheSpec, HostRowsSpec
     if cache not in ("auto", "lfu", "slru"):
@@ -133,7 +131,7 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
         # a row cache gets the budget less the search state; without a budget, 2 GiB of rows
         rows_budget, rows_state = ((budget, state_bytes) if budget is not None
                                    else (parse_memory(DEFAULT_MEMORY), 0))
-        cuda_cost = spec = host = None
+        cuda_cost = spec = host = range_check = None
         source = None
         if isinstance(cost, CostSource):
             source = cost
@@ -157,6 +155,10 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
                     _check_budget(budget, state_bytes, n1, n2, 0)
             else:  # rows from the host (or the user's kernel) into a device row cache
                 hstate = src.state()
+                if integral:  # rows pass a one-row cache that holds them to the range rule
+                    range_check = make_cache(hstate, n1, n2, 1, "lfu", src.dtype,
+                                             int_cost_limit((n1, n2)))
+                    hstate = range_check
                 if maximize:
                     hstate = _NegatedState(hstate)
                 host = HostRowsSpec(hstate, np.dtype(src.dtype))
@@ -190,10 +192,12 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
             try:
                 row_to_col, v, stats, assigned = solve_device(
                     cuda_cost, n1, n2, integral=integral, epsilon=epsilon, device=device,
-                    cache=spec, host=host)
+                    cache=spec, host=host, check_range=source is not None)
             finally:
                 if source is not None:
                     _raise_pending(source)
+                    if range_check is not None:
+                        _raise_out_of_range(source, [range_check], (n1, n2))
     return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)
 

@@ -619,6 +619,23 @@ extern "C" __global__ void gather_costs(COST_PARAMS, const long long* row_to_col
         out[i] = cost_at(a, i, row_to_col[i]);
 }
 
+// lohi = (min, max) of every cost, for integer costs (the host holds them to the range rule of
+// ``epslap._validate.check_int_range`` before the solve); lohi starts at (LLONG_MAX, LLONG_MIN).
+extern "C" __global__ void cost_range(COST_PARAMS, long long* lohi)
+{
+    COST_BUILD
+    const long long total = a.n1 * a.n2;
+    long long lo = 0x7FFFFFFFFFFFFFFFLL, hi = -lo - 1;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        const long long c = (long long)cost_fn(a, t / a.n2, t % a.n2);
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+    }
+    atomicMin(lohi, lo);
+    atomicMax(lohi + 1, hi);
+}
+
 // out (n2,) = row i of the cost matrix (a device row cache filling a slot from a device cost).
 extern "C" __global__ void fill_row(COST_PARAMS, long long i, cost_t* out)
 {
@@ -640,24 +657,37 @@ extern "C" __global__ void fill_dense(COST_PARAMS, cost_t* out)
 
 // Dual certificate on the device: worst[0] = max over finite pairs of (u_i + v_j - c_ij) / scale,
 // with u_i = c[i][row_col[i]] - v[row_col[i]] (rows < n1). Thread per (i, j), grid-stride.
+// The dual certificate of the result, with the rule of ``epslap.verify``: u_i = c[i][k] - v[k]
+// (k the column of row i) and, over every finite pair, the violation u_i + v_j - c_ij. Integer
+// costs: exact, in cost_t (the range rule keeps |c| * (4n + 8) below 2**62: no overflow); float
+// costs: the violation beyond rtol * (|c_ij| + |u_i| + |v_j|). worst[0] = the largest violation,
+// worst[1] = the largest violation beyond its tolerance (> 0: the certificate fails); both start
+// at 0 and only positive values are written (the bits of a positive double order as integers).
 extern "C" __global__ void check_duals(COST_PARAMS, const long long* row_col, const cost_t* v,
-                                       double* worst)
+                                       double rtol, double* worst)
 {
     COST_BUILD
     const long long total = a.n1 * a.n2;
-    double w = 0.0;
+    double w = 0.0, x = 0.0;
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += (long long)gridDim.x * blockDim.x) {
         const long long i = t / a.n2, j = t % a.n2, k = row_col[i];
-        const double cij = (double)cost_fn(a, i, j);
-        if (!(cij < (double)COST_INF)) continue;
-        const double u = (double)cost_fn(a, i, k) - (double)v[k];
-        const double viol = (u + (double)v[j]) - cij;
-        if (viol > w) w = viol;
+        const cost_t cij = cost_fn(a, i, j);
+        if (!(cij < COST_INF)) continue;
+        const cost_t u = cost_fn(a, i, k) - v[k];
+        const cost_t viol = (u + v[j]) - cij;
+        const double tol = rtol * ((fabs((double)cij) + fabs((double)u)) + fabs((double)v[j]));
+        w = fmax(w, (double)viol);
+        x = fmax(x, (double)viol - tol);
     }
-    for (int off = 16; off > 0; off >>= 1) w = fmax(w, __shfl_down_sync(0xffffffffu, w, off));
+    for (int off = 16; off > 0; off >>= 1) {
+        w = fmax(w, __shfl_down_sync(0xffffffffu, w, off));
+        x = fmax(x, __shfl_down_sync(0xffffffffu, x, off));
+    }
     if ((threadIdx.x & 31) == 0 && w > 0.0)
         atomicMax((unsigned long long*)worst, (unsigned long long)__double_as_longlong(w));
+    if ((threadIdx.x & 31) == 0 && x > 0.0)
+        atomicMax((unsigned long long*)worst + 1, (unsigned long long)__double_as_longlong(x));
 }
 
 // Self-test of the grid barrier (tests and diagnostics): after each barrier every block must see
