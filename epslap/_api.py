@@ -41,11 +41,12 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
         whole matrix fits it is computed once as a table, else rows go through a row cache.
         It bounds the rows held (table or cache slots) and, with ``backend="gpu"``, the device
-        memory; the process adds its own: the Python and Numba runtime (about 170 MB), the
-        solver's O(n) state (a few hundred bytes per row and column) and, for a table, no
-        copy beyond it (a maximisation negates into a copy). For a matrix already in host
-        memory on the CPU backend ``memory`` and ``cache`` have nothing to bound; they are
-        validated and otherwise ignored.
+        memory. The process adds its own: the Python, NumPy and Numba runtime with the
+        compiled kernels, and the solver's O(n) state (measured by ``benchmarks/memory.py``;
+        the numbers are on the benchmark page). A table is held once (a maximisation of an
+        array source negates it into a copy). For a matrix already in host memory on the CPU
+        backend ``memory`` and ``cache`` have nothing to bound: they are validated and
+        otherwise ignored.
         With ``backend="gpu"``: a budget of device memory (search state, an uploaded NumPy
         matrix, a device row cache), checked before anything is allocated; too small to hold
         the search state and one cached row is an error. A NumPy matrix larger than the budget

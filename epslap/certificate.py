@@ -68,11 +68,10 @@ def _duals(name: str, x, size: int) -> np.ndarray:
 def _as_exact_ints(a: np.ndarray):
     """``a`` as an int64 array when every entry is an integer that int64 holds exactly, else
     None (float duals of integer costs are accepted when they are whole numbers)."""
-    if a.dtype.kind in "biu":
-        return a.astype(np.int64) if a.dtype != np.uint64 or not a.size or a.max() < 2**63 \
-            else None
     if not a.size:
         return a.astype(np.int64)
+    if a.dtype.kind in "biu":
+        return None if a.max() >= 2**63 else a.astype(np.int64)  # only uint64 can exceed it
     if not np.isfinite(a).all() or (a != np.floor(a)).any() or np.abs(a).max() >= 2.0**63:
         return None
     return a.astype(np.int64)
@@ -126,26 +125,24 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False) -> dict:
                          f"{k.size}")
     u = _duals("u", u, n1)
     v = _duals("v", v, n2)
-    reasons = []
+    incomplete = []  # why the pairs are not an assignment of the shorter side
     if r.size != min(n1, n2):
-        reasons.append(f"{r.size} pairs assigned, {min(n1, n2)} needed")
+        incomplete.append(f"{r.size} pairs assigned, {min(n1, n2)} needed")
     if len(np.unique(r)) != r.size:
-        reasons.append("a row is assigned twice")
+        incomplete.append("a row is assigned twice")
     if len(np.unique(k)) != k.size:
-        reasons.append("a column is assigned twice")
+        incomplete.append("a column is assigned twice")
     iu, iv = _as_exact_ints(u), _as_exact_ints(v)
     exact = cdtype.kind in "biu" and iu is not None and iv is not None
     if exact:
         rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize)
     else:
         rep = _check_float(block_of, n1, n2, r, k, u, v, maximize)
-    reasons += rep.pop("reasons")
-    rep.update(complete=not any("assign" in s for s in reasons) and rep.pop("finite"),
-               exact=exact)
-    if not rep["complete"] and not any("assign" in s for s in reasons):
-        reasons.append("an assigned pair has an infinite cost")
-    rep["optimal"] = not reasons
-    rep["reason"] = "; ".join(reasons)
+    if not rep.pop("finite"):
+        incomplete.append("an assigned pair has an infinite cost")
+    reasons = incomplete + rep.pop("reasons")
+    rep.update(complete=not incomplete, exact=exact, optimal=not reasons,
+               reason="; ".join(reasons))
     return rep
 
 

@@ -132,7 +132,8 @@ def _solve(args) -> int:
     if args.verify:
         cert = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=args.maximize)
         print(f"certificate    {'OPTIMAL' if cert['optimal'] else 'NOT PROVEN'}: duality gap "
-              f"{cert['gap']:.3g}, max dual violation {cert['max_violation']:.3g}")
+              f"{cert['gap']:.3g}, max dual violation {cert['max_violation']:.3g}"
+              + ("" if cert["optimal"] else f" ({cert['reason']})"))
         result["certificate"] = cert
     if args.json:
         result["row_ind"] = sol.row_ind.tolist()

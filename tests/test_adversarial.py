@@ -272,6 +272,29 @@ def test_ctrl_c_during_the_estimate_stops_it_and_leaves_no_thread():
     assert not [t.name for t in threading.enumerate() if t.name.startswith("epslap")]
 
 
+def test_ctrl_c_during_the_passes_stops_within_a_step(monkeypatch):
+    import epslap._progress as progress
+    n = 150
+    fired = {}
+
+    def row(i):
+        time.sleep(0.001)
+        return np.cos(np.arange(n) * (i + 0.5)) + 1.0
+
+    def tick(self):  # the first progress update comes from the passes
+        if not fired:
+            fired["t"] = time.perf_counter()
+            _thread.interrupt_main()
+
+    monkeypatch.setattr(progress.ProgressBar, "update", tick)
+    src = costfns.from_function(row, (n, n), kind="row")
+    with pytest.raises(KeyboardInterrupt):
+        epslap.solve(src, memory=n * 8 * 4, progress=True)
+    assert fired and time.perf_counter() - fired["t"] < 0.1 + 0.01
+    time.sleep(0.05)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("epslap")]
+
+
 # ---- 6. oversubscription ------------------------------------------------------------------------
 
 def test_explicit_threads_are_capped_at_numba_threads_with_a_warning():

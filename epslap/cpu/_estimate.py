@@ -31,7 +31,8 @@ from numba.extending import overload
 
 from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 from ._rows import get_row
-from ._sync import _arrive, _await, _barrier, aborted, new_sync, reset_sync, run_workers
+from ._sync import (_arrive, _await_or_stop, _barrier, aborted, new_sync, reset_sync,
+                    run_workers)
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
@@ -475,7 +476,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
         if ahead and i + 1 < n1:  # with the mask before row i's pick
             row_next = get_row(src, i + 1, buf)
             mk, xk, mm, cand = _read_keys_a(row_next[lo:hi], pmask, bkey, bmask)
-        if not _await(sync, nthreads, gen):
+        if not _await_or_stop(sync, nthreads, gen):
             return STATUS_OK, 0.0, 0.0, 0.0, 0.0, gen, False
         rmk = _slots_min(slots, base, nthreads, 0)
         rxk = _KEY_MIN
@@ -590,7 +591,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
         if i > 0:  # row i's own part was published: tmp and bkey are free
             row = get_row(src, i - 1, buf)
             mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
-        if not _await(sync, nthreads, gen):
+        if not _await_or_stop(sync, nthreads, gen):
             return 0.0, 0.0, False, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
         s2 = _KEY_MAX
@@ -704,7 +705,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
         if k + 1 < n1:  # row k's own part was published: tmp and bkey are free
             row = get_row(src, perm[k + 1], buf)
             mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
-        if not _await(sync, nthreads, gen):
+        if not _await_or_stop(sync, nthreads, gen):
             return ub, lb, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
         w = _first_smallest(slots, base, nthreads, 1, 2)
@@ -758,7 +759,7 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
         _arrive(sync, nthreads, gen)
         if k > 0:
             _copy_slice(get_row(src, perm[k - 1], buf), lo, cl[(k - 1) & 1])
-        if not _await(sync, nthreads, gen):
+        if not _await_or_stop(sync, nthreads, gen):
             return gen, False
         ref = _flagged_float(slots, base, nthreads, 1, 0)
         if math.isfinite(ref):
@@ -931,9 +932,12 @@ def _certificate_holds(v_out, vf, pick, n1, integral, cmax):
 
 
 @njit(cache=True, nogil=True)
-def _assigned_costs(src, buf, row_to_col, out):
-    """out[i] = c[i][row_to_col[i]] (one more read of each row, for on-demand sources)."""
+def _assigned_costs(src, buf, row_to_col, out, sync):
+    """out[i] = c[i][row_to_col[i]] (one more read of each row, for on-demand sources); stops
+    early on a stop request (``sync``)."""
     for i in range(row_to_col.shape[0]):
+        if aborted(sync):
+            return
         row = get_row(src, i, buf)
         out[i] = row[row_to_col[i]]
 

@@ -304,11 +304,11 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
         off = base + tid * SLOT
         _publish(slots, slots_w, off, lo, jl, d, dkey, free_mask, owner, pred, acost, vl,
                  integral)
-        if nc == 0 and tid == 0:
+        if tid == 0:  # a stop request ends the solve within one Dijkstra step
             slots[off + _F_STOP] = _load_acquire(ctl, 0)
         if not _barrier(sync, nthreads, gen[0]):
             return STATUS_ABORTED
-        if nc == 0 and slots[base + _F_STOP] != 0:
+        if slots[base + _F_STOP] != 0:
             return STATUS_INTERRUPTED
         w = _winner(slots, base, nthreads)
         if w < 0:

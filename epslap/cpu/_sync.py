@@ -63,6 +63,13 @@ def aborted(sync):
     return sync[_ABORT] != 0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _await_or_stop(sync, nthreads, gen):
+    """``_await``, and False after a stop request also for a single thread (which never waits):
+    for loops that meet once per row, where one more read per row costs nothing."""
+    return _await(sync, nthreads, gen) and not aborted(sync)
+
+
 def run_workers(worker, args_of, nthreads: int, sync) -> None:
     """Run ``worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
     the others on threads of their own (the compiled worker releases the GIL). A worker that
@@ -238,8 +245,8 @@ def _await(sync, nthreads, gen):
     waiter's re-check sees the last arrival, or the arriver sees the sleeper; a wake that comes
     between the re-check and the sleep finds the epoch changed, and futex_wait returns at once.
     """
-    if nthreads == 1:  # nobody to wait for; an abort (a stop request) still ends the run
-        return _load_acquire(sync, _ABORT) == 0
+    if nthreads == 1:
+        return True
     target = gen * nthreads
     spins = 0
     while _load_acquire(sync, _ARRIVE) < target:

@@ -286,6 +286,9 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
 def assigned_costs(src, n2: int, row_dtype, row_to_col: np.ndarray, work) -> np.ndarray:
     """Canonical cost of every assigned pair, read through ``src``."""
     out = np.empty(len(row_to_col), dtype=work)
-    if len(row_to_col):
-        est._assigned_costs(src, np.empty(n2, row_dtype), row_to_col, out)
+    if len(row_to_col):  # on a worker thread: computing the rows again may take a while
+        stop = sync_mod.new_sync()
+        _run_interruptibly(lambda: est._assigned_costs(src, np.empty(n2, row_dtype), row_to_col,
+                                                       out, stop),
+                           np.zeros(8, np.int64), sync=stop)
     return out
