@@ -35,13 +35,19 @@ def test_verify_rejects_a_wrong_assignment_next_to_a_big_m():
 def test_verify_rejects_a_costlier_swap_in_a_matrix_with_one_huge_entry():
     rng = np.random.default_rng(7)
     c = rng.random((1000, 1000))
-    c[3, 5] = 1e6
+    c[3, 5] = 1e6  # an absolute tolerance from max|c| would be about 1
     sol = epslap.solve(c)
     assert verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
-    k = sol.col_ind.copy()
-    assert c[0, k[1]] + c[1, k[0]] - c[0, k[0]] - c[1, k[1]] > 0
-    k[0], k[1] = k[1], k[0]
-    rep = verify(c, sol.row_ind, k, sol.u, sol.v)
+    k = sol.col_ind
+    a = np.arange(200)[:, None]
+    b = np.arange(200)[None, :]
+    delta = c[a, k[b]] + c[b, k[a]] - c[a, k[a]] - c[b, k[b]]  # cost of swapping rows a, b
+    delta[delta <= 0] = np.inf
+    i, j = np.unravel_index(np.argmin(delta), delta.shape)
+    assert 0 < delta[i, j] < 0.1  # far below max|c|, far above rounding
+    swapped = k.copy()
+    swapped[[i, j]] = swapped[[j, i]]
+    rep = verify(c, sol.row_ind, swapped, sol.u, sol.v)
     assert not rep["optimal"], rep
 
 
