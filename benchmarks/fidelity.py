@@ -1,4 +1,4 @@
-"""Rows evaluated by epslap vs the paper's Table 1 (ALGORITHM.md §5), mean over seeds.
+"""Rows evaluated by epslap vs the paper's Table 1 (docs/algorithm.md §5), mean over seeds.
 
     python benchmarks/fidelity.py --sizes 1000 2000 4000 --seeds 3 --json benchmarks/fidelity.json
 

@@ -29,7 +29,7 @@ import numpy as np
 
 import costfns
 import epslap
-from epslap.cpu._kernel import _next_eps
+from epslap._schedule import next_eps
 from epslap.cpu.solver import estimate_rows
 
 
@@ -111,7 +111,7 @@ def replay(c):
     pos = aug = 0
     passes = []
     while eps >= 0.0:
-        eps = float(_next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n, False))
+        eps = float(next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n, False))
         if eps == 0.0:
             eps = -1.0
         start = aug

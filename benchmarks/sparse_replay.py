@@ -42,7 +42,7 @@ import numpy as np
 
 import costfns
 import epslap
-from epslap.cpu._kernel import _next_eps
+from epslap._schedule import next_eps
 from epslap.cpu.solver import estimate_rows
 
 
@@ -68,7 +68,7 @@ def replay(c, ks, tcap=1 << 62):
     reverse = eps == 0.0
     total_d = total_eps = 0.0
     while eps >= 0.0:
-        eps = float(_next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n, False))
+        eps = float(next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n, False))
         if eps == 0.0:
             eps = -1.0
         e = max(eps, 0.0)

@@ -4,7 +4,7 @@ produce any row from compiled code.
 A source holds its problem definition (points, seed, …) and exposes ``state()``: a
 ``typing.NamedTuple`` of arrays and scalars whose class carries ``_fill_row``, a Numba function
 ``(state, i, buf) -> buf`` writing row ``i``. The solver's single compiled loop calls it through
-``epslap.cpu._rows.get_row``; ``dense()`` materialises the matrix with the very same function, so
+``costfns.rows.get_row``; ``dense()`` materialises the matrix with the very same function, so
 the streamed and the materialised paths cannot disagree.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from epslap.cpu._rows import get_row
+from .rows import fill_rows, get_row
 
 
 _BLOCK_BYTES = 1 << 26  # rows materialised per compiled call (64 MiB)
@@ -28,15 +28,6 @@ def _materialise(state, start, out):
         row = get_row(state, start + k, dst)
         for j in range(dst.shape[0]):  # a no-op when the source filled dst itself; a source
             dst[j] = row[j]             # that returns a view of its own rows needs the copy
-
-
-@njit(cache=True, nogil=True)
-def _fill_block(state, start, out):
-    """out[k] = row start + k, serially (for a few rows; ``_materialise`` for all of them)."""
-    for k in range(out.shape[0]):
-        row = get_row(state, start + k, out[k])
-        for j in range(out.shape[1]):  # a no-op when the source filled out[k] itself
-            out[k, j] = row[j]
 
 
 class CudaCost(NamedTuple):
@@ -82,7 +73,7 @@ class CostSource:
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start … stop-1`` as a new (stop - start, n2) array."""
         out = np.empty((max(stop - start, 0), self.shape[1]), dtype=self.dtype)
-        _fill_block(self.state(), np.int64(start), out)
+        fill_rows(self.state(), np.int64(start), out)
         return out
 
     def dense(self) -> np.ndarray:
@@ -101,3 +92,12 @@ class CostSource:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, dtype={np.dtype(self.dtype).name})"
+
+
+def check_shape(shape) -> tuple[int, int]:
+    """``shape`` as two non-negative Python ints; refuses floats and other non-integers."""
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2 or not all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+            for x in shape) or min(shape) < 0:
+        raise ValueError(f"shape must be (n1, n2) with non-negative integer sizes, got {shape!r}")
+    return int(shape[0]), int(shape[1])

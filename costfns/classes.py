@@ -1,4 +1,4 @@
-"""The paper's problem classes (ALGORITHM.md §6), each a cost source that can regenerate any row.
+"""The paper's problem classes (docs/algorithm.md §6), each a cost source that can regenerate any row.
 
 Guthe & Thuerck, ACM TOMS 47(2), 2021, §5.1. Entries that the paper draws independently per
 element (random, integer) come from a counter-based hash of (seed, i, j), so row ``i`` is the same
@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ._base import CostSource, CudaCost
+from ._base import CostSource, CudaCost, check_shape
 from .sources import SqEuclidean
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -113,7 +113,6 @@ _RandomIntState._fill_part = _random_int_part
 
 
 def _check_n(n: int, n2: int | None) -> tuple[int, int]:
-    from epslap._validate import check_shape
     return check_shape((n, n if n2 is None else n2))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import CostSource
+from ._base import CostSource, check_shape
 from .functions import FunctionSource
 
 _DTYPES = (np.dtype(np.float64), np.dtype(np.int64))
@@ -51,8 +51,7 @@ class RowKernel(CostSource):
                  blocks: int | None = None):
         if not callable(kernel):
             raise TypeError(f"kernel must be a cupy.RawKernel, got {type(kernel).__name__}")
-        from epslap._validate import check_shape
-        shape = check_shape(shape)
+            shape = check_shape(shape)
         dt = np.dtype(dtype)
         if dt not in _DTYPES:
             raise ValueError(f"RowKernel dtype must be float64 or int64 (the kernel writes "

@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit, objmode
 from numba.core.registry import CPUDispatcher
 
-from ._base import CostSource, _fill_block
+from ._base import CostSource, check_shape
+from .rows import fill_rows
 
 
 class _JitElementState(NamedTuple):
@@ -116,7 +117,7 @@ class FunctionSource(CostSource):
         if isinstance(self.fn, CPUDispatcher):
             # serially: an exception the user's function raises inside Numba's parallel loop
             # is not reliably propagated (it may be lost on a worker thread)
-            return self._fill_blocks(_fill_block)
+            return self._fill_blocks(fill_rows)
         out = np.empty(self.shape, dtype=self.dtype)
         for i in range(self.shape[0]):
             self._python_row(i, out[i])
@@ -163,7 +164,6 @@ def from_function(fn: Callable, shape: tuple[int, int], *, dtype=np.float64,
         raise ValueError(f"kind must be 'element' or 'row', got {kind!r}")
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    from epslap._validate import check_shape
     shape = check_shape(shape)
     dt = np.dtype(dtype)
     if dt not in (np.float64, np.float32, np.int64, np.int32):

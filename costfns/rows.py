@@ -10,7 +10,7 @@ source *type* at compile time (no Python round trip, no per-call dispatch):
 
 A source class only has to define ``_fill_row``; nothing here changes when a source is added.
 """
-from numba import types
+from numba import njit, types
 from numba.extending import overload
 
 
@@ -107,3 +107,13 @@ def _cost_at_overload(src, i, j):
             return at(src, i, j)
         return computed_at
     return lambda src, i, j: 0
+
+
+@njit(cache=True, nogil=True)
+def fill_rows(state, start, out):
+    """out[k] = row ``start + k`` of the source ``state``, serially, for every k < len(out): rows
+    copied out of compiled code (a source that returns views of its own rows, too)."""
+    for k in range(out.shape[0]):
+        row = get_row(state, start + k, out[k])
+        for j in range(out.shape[1]):  # a no-op when the source filled out[k] itself
+            out[k, j] = row[j]

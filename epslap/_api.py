@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import as_matrix, canonical_dense, check_options
+from ._validate import check_options
 from .solution import Solution
 
 
@@ -102,68 +102,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
                          t_start=t_start, memory=memory, cache=cache)
-    from costfns import CostSource
-    if isinstance(cost, CostSource):
-        from ._ondemand import solve_source
-        return solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
-                            threads=threads, progress=progress, t_start=t_start)
-    from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads, solve_rows
-    arr = as_matrix(cost)
-    min_cols = AUTO_MIN_COLS if arr.dtype.kind in "biu" else AUTO_MIN_COLS_FLOAT
-    nthreads = resolve_threads(threads, max(arr.shape), min_cols) if arr.size else 1
-    # the estimate checks float values; integers are checked (and narrowed) on the threads
-    canon = canonical_dense(arr, maximize, check_values=False, threads=nthreads)
-    m = canon.matrix
-    n1, n2 = m.shape
-    if n1 == 0:
-        row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, backend)
-    else:
-        row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
-                                          epsilon=epsilon, progress=progress, threads=nthreads)
-        assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
-    return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
-                  maximize, t_start)
-
-
-def empty_solve(n2: int, integral: bool, backend: str):
-    """``(row_to_col, v, assigned, stats)`` of a problem with no rows, for every backend."""
-    work = np.int64 if integral else np.float64
-    stats = {"backend": backend, "rows_evaluated": 0, "passes": 0, "epsilons": [],
-             "time_estimate_s": 0.0, "time_solve_s": 0.0, "compile_s": 0.0}
-    return np.zeros(0, np.int64), np.zeros(n2, work), np.zeros(0, work), stats
-
-
-def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize,
-           t_start) -> Solution:
-    """Map the canonical solution back: transpose, sign, duals, and the objective value.
-
-    ``assigned[i]`` is the canonical cost of row i's assigned pair (work dtype).
-    """
-    n1, n2 = shape
-    rows = np.arange(n1, dtype=np.int64)
-    work = v.dtype
-    if n2:  # unassigned columns tie at max v: after the shift their dual is exactly 0
-        v = v - v.max()
-    # u from the shifted v: one rounding relative to u itself, so that every reduced cost is
-    # exact to a few units in the last place of its own terms (see ``epslap.verify``)
-    u = assigned - v[row_to_col] if n1 else np.zeros(0, work)
-    if maximize:
-        u, v = -u, -v
-    if transposed:
-        order = np.argsort(row_to_col, kind="stable")
-        row_ind, col_ind = row_to_col[order], rows[order]
-        u, v = v, u
-    else:
-        row_ind, col_ind = rows, row_to_col
-    total = assigned.sum(dtype=work) if n1 else work.type(0)
-    if maximize:
-        total = -total
-    stats = dict(stats)
-    stats.update(n_rows=int(n2 if transposed else n1), n_cols=int(n1 if transposed else n2),
-                 transposed=transposed, maximize=maximize,
-                 time_total_s=time.perf_counter() - t_start)
-    cost_value = int(total) if integral else float(total)
-    return Solution(row_ind=row_ind, col_ind=col_ind, cost=cost_value, u=u, v=v, stats=stats)
+    from .cpu.api import solve_cpu
+    return solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
+                     threads=threads, progress=progress, t_start=t_start)
 
 
 def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:

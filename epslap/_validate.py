@@ -116,7 +116,7 @@ def _range_and_int32(arr: np.ndarray, maximize: bool, threads: int):
     """(min, max, int32 copy) of ``arr`` (negated if ``maximize``; min and max as Python ints)
     in one read of the matrix, its rows split over ``threads`` threads. The copy is only valid
     when min and max fit in int32 (else its entries wrapped)."""
-    from .cpu._sync import new_sync, run_workers
+    from ._sync import new_sync, run_workers
     n1 = arr.shape[0]
     threads = max(1, min(int(threads), n1))
     out = np.empty(arr.shape, np.int32)
@@ -183,12 +183,3 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
                                 not isinstance(threads, (int, np.integer)) or threads < 1):
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
     _count("device", device, 0)
-
-
-def check_shape(shape) -> tuple[int, int]:
-    """``shape`` as two non-negative Python ints; refuses floats and other non-integers."""
-    if not isinstance(shape, (tuple, list)) or len(shape) != 2 or not all(
-            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-            for x in shape) or min(shape) < 0:
-        raise ValueError(f"shape must be (n1, n2) with non-negative integer sizes, got {shape!r}")
-    return int(shape[0]), int(shape[1])

@@ -1,4 +1,4 @@
-"""Row caches under a memory budget: LFU and SLRU over fixed row slots (ALGORITHM.md §7).
+"""Row caches under a memory budget: LFU and SLRU over fixed row slots (docs/algorithm.md §7).
 
 Guthe & Thuerck 2021, §4: the solver only ever needs one cost row at a time; rows that do not fit
 are recomputed on demand. A cache is itself a cost source (a ``NamedTuple`` with ``_fill_row``)
@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .cpu._rows import cost_at, get_row, get_row_part
-from .cpu._sync import _barrier
+from costfns.rows import cost_at, get_row, get_row_part
+from ._sync import _barrier
 
 LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
@@ -280,7 +280,7 @@ CachedState._fill_part = _cached_part
 @njit(cache=True, nogil=True, inline="always")
 def _cached_at(s, i, j):
     """One entry straight from the inner source (no cache access: hits and misses unchanged);
-    only compiled where the inner source has random access (``epslap.cpu._rows``)."""
+    only compiled where the inner source has random access (``costfns.rows``)."""
     return cost_at(s.inner, i, j)
 
 
@@ -296,7 +296,7 @@ class JoinedCaches(NamedTuple):
     caches: Any         # tuple of CachedState, one per column slice
     bounds: np.ndarray  # (T + 1,) int64 column bounds
     row: np.ndarray     # (n2,) the assembled row
-    sync: np.ndarray    # barrier state shared with the helpers (epslap.cpu._sync)
+    sync: np.ndarray    # barrier state shared with the helpers (epslap._sync)
     req: np.ndarray     # int64[3]: [row requested (-1: stop), caller's barrier count, serving?]
 
 
@@ -356,7 +356,7 @@ def _stop_serving(s):
 
 
 def join_caches(caches, bounds) -> JoinedCaches:
-    from .cpu._sync import new_sync
+    from ._sync import new_sync
     n2 = int(bounds[-1])
     return JoinedCaches(tuple(caches), np.asarray(bounds, np.int64),
                         np.empty(n2, caches[0].slots.dtype), new_sync(),
@@ -372,7 +372,7 @@ def serve_rows(joined: JoinedCaches):
     if nthreads == 1:
         yield
         return
-    from .cpu._sync import new_sync
+    from ._sync import new_sync
     joined.sync[:] = new_sync()  # barrier counts restart with the helpers' own
     joined.req[:] = (0, 0, 1)
     helpers = [threading.Thread(target=_serve, args=(joined, t), daemon=True,

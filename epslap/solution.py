@@ -1,6 +1,8 @@
-"""The one result type every backend returns."""
+"""The one result type every backend returns, and its assembly from a backend's canonical result
+(every backend solves the canonical problem: n1 <= n2, minimised)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,3 +37,44 @@ class Solution:
     def __iter__(self):
         """Unpack like scipy's result: ``row_ind, col_ind = epslap.solve(c)``."""
         return iter((self.row_ind, self.col_ind))
+
+
+def empty_solve(n2: int, integral: bool, backend: str):
+    """``(row_to_col, v, assigned, stats)`` of a problem with no rows, for every backend."""
+    work = np.int64 if integral else np.float64
+    stats = {"backend": backend, "rows_evaluated": 0, "passes": 0, "epsilons": [],
+             "time_estimate_s": 0.0, "time_solve_s": 0.0, "compile_s": 0.0}
+    return np.zeros(0, np.int64), np.zeros(n2, work), np.zeros(0, work), stats
+
+
+def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize,
+           t_start) -> Solution:
+    """Map the canonical solution back: transpose, sign, duals, and the objective value.
+
+    ``assigned[i]`` is the canonical cost of row i's assigned pair (work dtype).
+    """
+    n1, n2 = shape
+    rows = np.arange(n1, dtype=np.int64)
+    work = v.dtype
+    if n2:  # unassigned columns tie at max v: after the shift their dual is exactly 0
+        v = v - v.max()
+    # u from the shifted v: one rounding relative to u itself, so that every reduced cost is
+    # exact to a few units in the last place of its own terms (see ``epslap.verify``)
+    u = assigned - v[row_to_col] if n1 else np.zeros(0, work)
+    if maximize:
+        u, v = -u, -v
+    if transposed:
+        order = np.argsort(row_to_col, kind="stable")
+        row_ind, col_ind = row_to_col[order], rows[order]
+        u, v = v, u
+    else:
+        row_ind, col_ind = rows, row_to_col
+    total = assigned.sum(dtype=work) if n1 else work.type(0)
+    if maximize:
+        total = -total
+    stats = dict(stats)
+    stats.update(n_rows=int(n2 if transposed else n1), n_cols=int(n1 if transposed else n2),
+                 transposed=transposed, maximize=maximize,
+                 time_total_s=time.perf_counter() - t_start)
+    cost_value = int(total) if integral else float(total)
+    return Solution(row_ind=row_ind, col_ind=col_ind, cost=cost_value, u=u, v=v, stats=stats)

@@ -1,4 +1,4 @@
-"""The estimate (ALGORITHM.md §2): the certified early exit, validation order, and the claim that a
+"""The estimate (docs/algorithm.md §2): the certified early exit, validation order, and the claim that a
 skipped exact pass would have returned exactly the estimate's assignment."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import assert_optimal
 from epslap.cpu import _certify as cert
 from epslap.cpu import _estimate as est
 from epslap.cpu import _kernel as ker
-from epslap.cpu._sync import new_sync
+from epslap._sync import new_sync
 
 
 def _estimate(c):
@@ -249,7 +249,7 @@ def test_estimate_on_more_threads_than_column_lines(n):
 
 
 def _stages_ab_reference(c):
-    """Stages A and B (ALGORITHM.md §2) written directly in NumPy, for float64 costs without
+    """Stages A and B (docs/algorithm.md §2) written directly in NumPy, for float64 costs without
     inf: (gap_i, gap, g0, v of stage A, stage B's picks, stage B's regrets)."""
     c = c + 0.0  # -0.0 ties +0.0, as in the kernel
     n1, n2 = c.shape
@@ -290,7 +290,7 @@ def test_stages_a_and_b_against_a_direct_reference(name, shape, threads):
     before it waits for the current row's pick) against a direct NumPy transcription. rank1 has
     every row's minimiser in the same columns, so the next row's pick is recomputed after the
     current one takes its column; "ties" has many equal costs (lowest-index rule)."""
-    from epslap.cpu._sync import run_workers
+    from epslap._sync import run_workers
     n1, n2 = shape
     if name == "ties":
         c = np.random.default_rng(3).integers(0, 4, shape).astype(np.float64)

@@ -72,7 +72,7 @@ KINDS = ["int0.1", "int1", "int10", "int1000", "float64", "float32", "wide_float
 
 def _reference_solution(cost, maximize=False, **kw):
     """Run the reference through the public edge (canonical_dense) and map back like finish()."""
-    from epslap._api import finish
+    from epslap.solution import finish
     canon = canonical_dense(cost, maximize)
     m = canon.matrix
     status, row_to_col, v, stats, plan = solve_reference(m, integral=canon.integral, **kw)
@@ -215,7 +215,7 @@ emulated = pytest.mark.skipif(_EMU_REASON is not None, reason=f"kernel emulator:
 
 def _emulated_solution(cost, maximize=False, **kw):
     """hungarian.cu run by the emulator through the driver's run_kernels, mapped by finish()."""
-    from epslap._api import finish
+    from epslap.solution import finish
     canon = canonical_dense(cost, maximize)
     m = canon.matrix
     row_to_col, v, assigned, stats = solve_emulated(m, canon.integral, **kw)

@@ -1,4 +1,4 @@
-"""The pass kernel's argmin against a direct reading of the tie rule (ALGORITHM.md §4): smallest
+"""The pass kernel's argmin against a direct reading of the tie rule (docs/algorithm.md §4): smallest
 d over open columns; among equals an unassigned column; then the lowest index. Closed columns
 carry a sentinel distance instead of a flag (a quiet NaN; _KEY_MIN for integers)."""
 import numpy as np

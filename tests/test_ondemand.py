@@ -13,7 +13,7 @@ import costfns
 import epslap
 from conftest import assert_optimal
 from epslap.cache import access, make_cache, parse_memory
-from epslap.cpu._rows import cost_at, get_row_part, random_access
+from costfns.rows import cost_at, get_row_part, random_access
 
 SOURCES = {
     "random": lambda: costfns.Random(50, seed=3),
@@ -279,11 +279,11 @@ def _entries(state, out):
 def test_single_entries_equal_the_dense_matrix(name):
     """``cost_at`` (what the pass kernel reads for an assigned edge instead of keeping a copy of
     every improving edge) is bit-identical to the rows, also through a row cache and negation."""
-    from epslap._ondemand import _NegatedState
+    from epslap._sources import NegatedState
     src = costfns.problem(name, 60, seed=5)
     dense = src.dense()
     cached = make_cache(src.state(), 60, 60, 7, "lfu", dense.dtype)
-    for state, sign in ((src.state(), 1), (cached, 1), (_NegatedState(cached), -1)):
+    for state, sign in ((src.state(), 1), (cached, 1), (NegatedState(cached), -1)):
         assert _random_access(state)
         out = np.empty_like(dense)
         _entries(state, out)

@@ -14,7 +14,7 @@ from numba import njit
 import costfns
 import epslap
 from epslap.cpu import _kernel as ker
-from epslap.cpu import _sync
+from epslap import _sync
 from epslap.cpu.solver import AUTO_MIN_COLS, resolve_threads
 from epslap.errors import InfeasibleError
 

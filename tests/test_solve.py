@@ -72,7 +72,7 @@ def test_sanity_class_returns_identity_in_n_rows():
     c = costfns.generate("sanity", 500, seed=3)
     sol = epslap.solve(c)
     np.testing.assert_array_equal(sol.col_ind, np.arange(500))
-    assert sol.stats["rows_evaluated"] == 500  # ALGORITHM.md §2: one exact pass, n rows
+    assert sol.stats["rows_evaluated"] == 500  # docs/algorithm.md §2: one exact pass, n rows
 
 
 @pytest.mark.parametrize("shape", [(40, 90), (90, 40), (1, 50), (50, 1), (1, 1)])
@@ -173,7 +173,7 @@ def test_plain_ssp_evaluates_more_rows_than_epsilon_on_rank1():
     c = costfns.generate("rank1", 400, seed=0)
     with_eps = epslap.solve(c).stats["rows_evaluated"]
     without = epslap.solve(c, epsilon=False).stats["rows_evaluated"]
-    assert with_eps * 10 < without  # ALGORITHM.md §5: 3,503 vs 500,500 at n = 1000
+    assert with_eps * 10 < without  # docs/algorithm.md §5: 3,503 vs 500,500 at n = 1000
 
 
 def test_stats_fields():

@@ -1,4 +1,4 @@
-"""Estimation of the column potentials v and of the ε bounds (ALGORITHM.md §2).
+"""Estimation of the column potentials v and of the ε bounds (docs/algorithm.md §2).
 
 Guthe & Thuerck, "Algorithm 1015", ACM TOMS 47(2), 2021, doi:10.1145/3442348, §3.2–3.4.
 All statistics are computed in float64; for integral costs v is rounded back to int64 at the end
@@ -30,8 +30,9 @@ from numba import njit, types
 from numba.extending import overload
 
 from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
-from ._rows import get_row
-from ._sync import (_arrive, _await_or_stop, _barrier, aborted, new_sync, reset_sync,
+from costfns.rows import get_row
+from .._schedule import eps_bounds
+from .._sync import (_arrive, _await_or_stop, _barrier, aborted, new_sync, reset_sync,
                     run_workers)
 
 STATUS_OK = 0
@@ -839,7 +840,7 @@ def _finish(vf, v_out, perm_out, pick_out, n1, n2, integral, gap_i, gap, cmax, c
         else:
             v_out[j] = vf[j]
 
-    eps_upper, eps_lower = _eps_bounds(gap_i, gap, n1, n2, integral)
+    eps_upper, eps_lower = eps_bounds(gap_i, gap, n1, n2, integral)
     if eps_upper > 0.0:
         # The regret order of stage C only serves a solve that starts with the exact pass; the
         # ε-passes take the rows in their natural order (alternating direction), as the authors'
@@ -940,24 +941,3 @@ def _assigned_costs(src, buf, row_to_col, out, sync):
             return
         row = get_row(src, i, buf)
         out[i] = row[row_to_col[i]]
-
-
-@njit(cache=True, nogil=True)
-def _eps_bounds(gap_i, gap, n1, n2, integral):
-    """ε_upper (eq. 17) and ε_lower (eq. 16) from the initial gap I and the estimate's gap g."""
-    if not (math.isfinite(gap_i) and math.isfinite(gap)) or gap_i <= 0.0:
-        return 0.0, 0.0
-    gp = min(gap, gap_i / 4.0)
-    n2f = np.float64(n2)
-    if gp < 1e-6 * gap_i:
-        eps_upper = 0.0
-    else:
-        eps_upper = n1 * gp * math.sqrt(gp / gap_i) / (n2f * n2f)
-    eps_lower = gap_i / (16.0 * n2f * n2f)
-    if integral:
-        eps_upper = math.floor(eps_upper)
-        eps_lower = max(1.0, math.floor(eps_lower))
-    if eps_upper < eps_lower:
-        eps_upper = 0.0
-        eps_lower = 0.0
-    return eps_upper, eps_lower

@@ -1,4 +1,4 @@
-"""The ε-pricing successive-shortest-path loop on the CPU (ALGORITHM.md §1, §3, §4).
+"""The ε-pricing successive-shortest-path loop on the CPU (docs/algorithm.md §1, §3, §4).
 
 Guthe & Thuerck, "Algorithm 1015: A Fast Scalable Solver for the Dense Linear (Sum) Assignment
 Problem", ACM TOMS 47(2), 2021, doi:10.1145/3442348, Algorithms 1–3.
@@ -30,8 +30,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from ._rows import cost_at, get_row_part, random_access
-from ._sync import _barrier, _load_acquire
+from costfns.rows import cost_at, get_row_part, random_access
+from .._schedule import next_eps
+from .._sync import _barrier, _load_acquire
 
 STATUS_OK = 0
 STATUS_INFEASIBLE = 1
@@ -196,25 +197,6 @@ def _argmin_open(dkey, free_mask, block_min, block_free, integral):
     return -1
 
 
-@njit(cache=True, nogil=True)
-def _next_eps(eps, eps_lower, total_d, total_eps, first, second, n2, integral):
-    """ε schedule called before every pass (ALGORITHM.md §3, paper eq. 18)."""
-    if eps > 0.0 and not first:
-        if integral and eps == eps_lower:
-            return 0.0
-        if not second and total_d > total_eps:
-            eps = 0.0
-        else:
-            eps = min(eps / 4.0, total_eps / (8.0 * n2))
-            if integral:
-                eps = np.floor(eps)
-        if eps < eps_lower:
-            eps = eps_lower if integral else 0.0
-    return eps
-
-
-
-
 def col_range(n2, nthreads, tid):
     """Columns [lo, hi) of thread ``tid``: equal shares, inner bounds on 8-column (64-byte) lines."""
     lo = 0 if tid == 0 else ((n2 * tid) // nthreads) & ~7
@@ -270,7 +252,7 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
              pred, pcost, acost, free_mask, owner, closed_loc, closed_dl, block_min, block_free,
              row_col, cpred, closed_d, acc, sync, gen, slots, slots_w, ctl):
     """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap), this thread's
-    columns ``[lo, lo + len(d))`` (ALGORITHM.md §4, paper Algorithm 2).
+    columns ``[lo, lo + len(d))`` (docs/algorithm.md §4, paper Algorithm 2).
 
     Local (m,) arrays: ``d``/``dkey`` distances (a closed column's is a sentinel, see
     ``_scan_row``), ``pred``, ``pcost`` (cost of the pred edge, kept only for sources without
@@ -370,7 +352,7 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
 def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral,
                  inf_val, row_to_col, ctl, eps_log, sync, slots, slots_w, result):
     """All passes, thread ``tid`` of ``nthreads``: ε-passes shape v, the final exact pass (ε = 0)
-    gives the optimum (ALGORITHM.md §1). ``buf`` (n2,) is this thread's scratch row.
+    gives the optimum (docs/algorithm.md §1). ``buf`` (n2,) is this thread's scratch row.
 
     Thread 0 writes ``row_to_col``, ``eps_log``, ``ctl[1:4]`` and ``result`` = [status, passes,
     rows evaluated]. Returns the status (the same in every thread).
@@ -406,7 +388,7 @@ def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower,
     n_pass = 0
     status = STATUS_OK
     while eps >= 0.0:
-        eps = _next_eps(eps, eps_lower, acc[1], acc[2], first, second, n2, integral)
+        eps = next_eps(eps, eps_lower, acc[1], acc[2], first, second, n2, integral)
         if eps == 0.0:
             eps = -1.0
         if tid == 0:

@@ -21,7 +21,7 @@ from ..errors import InfeasibleError
 from . import _certify as cert
 from . import _estimate as est
 from . import _kernel as ker
-from . import _sync as sync_mod
+from .. import _sync as sync_mod
 
 INT_INF = np.int64(2**62)
 # threads=None uses one thread below this many columns (the measured crossovers, see
@@ -138,7 +138,7 @@ def _compile_certify(src, buf, n1: int, n2: int) -> float:
 
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                   ctl=None, estimate_context=None, threads: int = 1, check_rows=None):
-    """Stages A–E on the host over the rows of ``src`` (ALGORITHM.md §2; also validates every
+    """Stages A–E on the host over the rows of ``src`` (docs/algorithm.md §2; also validates every
     row: NaN/-inf and infeasible rows raise), after the speculative certificate sweep for float
     costs (``_certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used by the
     CPU solve and by the GPU backend for rows that come from the host.

@@ -9,7 +9,7 @@ from .solver import import_cupy, search_bytes, solve_device
 
 def _negated(cuda_cost):
     """The same source with every cost negated (for ``maximize``)."""
-    from costfns._base import CudaCost
+    from costfns import CudaCost
     code = cuda_cost.code.replace("cost_fn(", "cost_fn_inner(") + """
 __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
     return -cost_fn_inner(a, i, j);
@@ -109,8 +109,8 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
     """
     from costfns import CostSource, RowKernel
     from costfns.sources import dense_cuda_source
-    from .._api import empty_solve, finish
-    from .._ondemand import DEFAULT_MEMORY, _NegatedState, _raise_out_of_range, _raise_pending
+    from ..solution import empty_solve, finish
+    from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
     from .._validate import int_cost_limit
     from ..cache import make_cache, parse_memory
     from .rowcache import HostRows, KernelRows
@@ -160,7 +160,7 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
                                              int_cost_limit((n1, n2)))
                     hstate = range_check
                 if maximize:
-                    hstate = _NegatedState(hstate)
+                    hstate = NegatedState(hstate)
                 host = HostRowsSpec(hstate, np.dtype(src.dtype))
                 cap, policy = _cache_plan(rows_budget, n1, n2, cache, rows_state,
                                           f"a {type(src).__name__} source")
@@ -195,9 +195,9 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
                     cache=spec, host=host, check_range=source is not None)
             finally:
                 if source is not None:
-                    _raise_pending(source)
+                    raise_pending(source)
                     if range_check is not None:
-                        _raise_out_of_range(source, [range_check], (n1, n2))
+                        raise_out_of_range(source, [range_check], (n1, n2))
     return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)
 

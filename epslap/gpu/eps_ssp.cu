@@ -1,6 +1,6 @@
 // ε-pricing successive shortest paths on the GPU: device-resident passes and estimation sweeps.
 //
-// Guthe & Thuerck, "Algorithm 1015", ACM TOMS 47(2), 2021, doi:10.1145/3442348 (ALGORITHM.md §1–4).
+// Guthe & Thuerck, "Algorithm 1015", ACM TOMS 47(2), 2021, doi:10.1145/3442348 (docs/algorithm.md §1–4).
 // The published code launches one kernel and synchronises the host once per scanned row; here a
 // persistent cooperative grid runs a whole pass (every augmentation) on the device, with one
 // grid-wide barrier per Dijkstra step, and the host is synchronised once per pass.
@@ -67,7 +67,7 @@ __device__ __forceinline__ cost_t cost_at(const CostArgs& a, long long i, long l
 #endif
 }
 
-// ---- one pass (ALGORITHM.md §1, §4): every real row in perm order (reversed when `reverse`),
+// ---- one pass (docs/algorithm.md §1, §4): every real row in perm order (reversed when `reverse`),
 // ---- then every virtual row.
 //
 // Column j belongs to thread j % S of the grid (S = gridDim.x · blockDim.x): its d, pred, open

@@ -1,4 +1,4 @@
-// ---- estimation (ALGORITHM.md §2) on the device, all statistics in double ------------------
+// ---- estimation (docs/algorithm.md §2) on the device, all statistics in double ------------------
 // Appended by the host after eps_ssp.cu (cost_at, warp_best, COST_PARAMS come from there).
 //
 // Stages A, B, C and E are greedy sweeps over the rows: each row takes the column of its

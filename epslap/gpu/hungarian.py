@@ -61,7 +61,7 @@ def solve_hungarian(cost, *, maximize: bool, device: int, t_start: float):
     """
     from costfns import CostSource
 
-    from .._api import empty_solve, finish
+    from ..solution import empty_solve, finish
     from .api import _canonical_cupy, device_matrix
     cupy = import_cupy()
     with cupy.cuda.Device(device):

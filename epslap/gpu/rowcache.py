@@ -1,4 +1,4 @@
-"""The device row cache: LFU/SLRU over row slots in device memory (ALGORITHM.md §7 on the GPU).
+"""The device row cache: LFU/SLRU over row slots in device memory (docs/algorithm.md §7 on the GPU).
 
 For costs that are expensive or come from the host — a NumPy matrix larger than the device, a
 cost source without a device form (a Python or Numba function, a file), a user's CUDA kernel
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from costfns._base import CudaCost, _fill_block
+from costfns import CudaCost
+from costfns.rows import fill_rows
 from ..cache import POLICIES, make_cache, replay
 
 def log_capacity(n2: int) -> int:
@@ -51,7 +52,7 @@ class HostRows:
         self.stage = self.pinned if same else np.empty((1, n2), dtype=row_dtype)
 
     def fill(self, i: int, dst) -> None:
-        _fill_block(self.state, np.int64(i), self.stage)
+        fill_rows(self.state, np.int64(i), self.stage)
         if self.stage is not self.pinned:
             self.pinned[0] = self.stage[0]
         dst.set(self.pinned[0])

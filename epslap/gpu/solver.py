@@ -1,7 +1,7 @@
 """Host driver of the GPU backend (CuPy): the same algorithm as the CPU backend, device-resident.
 
 One cooperative kernel launch per estimation sweep and per pass (``eps_pass.cu``); between
-passes the host applies the ε schedule (the CPU backend's own ``_next_eps``). Host
+passes the host applies the ε schedule (``epslap._schedule.next_eps``, as the CPU's kernel does). Host
 synchronisations per augmentation = passes / augmentations (reported in ``stats``).
 """
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from costfns._base import _fill_block
+from costfns.rows import fill_rows
 
-from ..cpu._estimate import _eps_bounds
-from ..cpu._kernel import _next_eps
+from .._schedule import eps_bounds, next_eps
 from ..certificate import prices_need_polish
 from ..errors import GPUUnavailableError, InfeasibleError
 
@@ -221,7 +220,7 @@ class _StateRows:
 
     def rows(self, start, stop):
         out = np.empty((stop - start, self.shape[1]), dtype=self.dtype)
-        _fill_block(self.state, np.int64(start), out)
+        fill_rows(self.state, np.int64(start), out)
         return out
 
 
@@ -405,7 +404,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
 
         start_absmax = float(cupy.abs(v).max()) if n2 else 0.0
         while eps >= 0.0 and certified_pick is None:
-            eps = float(_next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n2,
+            eps = float(next_eps(eps, float(eps_lower), total_d, total_eps, first, second, n2,
                                   integral))
             if eps == 0.0:
                 eps = -1.0
@@ -621,7 +620,7 @@ def _shift(cupy, x):
 
 
 def _estimate_device(cupy, mod, block, args, st, n1, n2, integral, epsilon):
-    """Stages A–E of ALGORITHM.md §2 (same order and arithmetic as the CPU's ``_estimate``)."""
+    """Stages A–E of docs/algorithm.md §2 (same order and arithmetic as the CPU's ``_estimate``)."""
     st.flag.fill(0)
     lb_a, ub_id, g_a = _sweep(cupy, mod, block, args, st, 0)
     vf = cupy.where(cupy.isfinite(st.best2), st.best2,
@@ -655,7 +654,7 @@ def _estimate_device(cupy, mod, block, args, st, n1, n2, integral, epsilon):
         st.perm[:] = cupy.arange(n1)
         return 0.0, 0.0
     st.v[:] = cupy.rint(st.vf).astype(st.v.dtype) if integral else st.vf
-    eps_upper, eps_lower = _eps_bounds(gap_i, gap, n1, n2, integral)
+    eps_upper, eps_lower = eps_bounds(gap_i, gap, n1, n2, integral)
     if eps_upper > 0.0:  # ε-passes take the rows in natural order (the CPU estimate's rule)
         st.perm[:] = cupy.arange(n1)
     return eps_upper, eps_lower

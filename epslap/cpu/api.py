@@ -1,56 +1,21 @@
-"""Solving a cost source: orient, choose table or row cache under the memory budget, solve."""
+"""The CPU backend's entry points (see :func:`epslap.solve`): a matrix in memory, and a cost
+source — oriented, then computed once as a table or streamed through row caches under the memory
+budget; both end in the one compiled solver (``solver.solve_rows``)."""
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
-from numba import njit
 
-from ._api import empty_solve, finish
-from ._validate import canonical_dense, int_cost_limit
-from .cache import join_caches, make_cache, out_of_range, parse_memory, serve_rows
-from .cpu._kernel import col_range
-from .cpu._rows import cost_at, get_row, get_row_part
-from .cpu.solver import assigned_costs, resolve_threads, solve_rows
+from costfns import CostSource
 
-DEFAULT_MEMORY = "2GiB"
+from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
+from .._validate import as_matrix, canonical_dense, int_cost_limit
+from ..cache import join_caches, make_cache, parse_memory, serve_rows
+from ..solution import Solution, empty_solve, finish
+from ._kernel import col_range
+from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
+                     solve_rows)
+
 _ROW_DTYPES = (np.float64, np.float32, np.int64, np.int32)
-
-
-class _NegatedState(NamedTuple):
-    inner: object
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _negated_fill(s, i, buf):
-    row = get_row(s.inner, i, buf)
-    for j in range(buf.shape[0]):
-        buf[j] = -row[j]
-    return buf
-
-
-_NegatedState._fill_row = _negated_fill
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _negated_part(s, i, lo, hi, buf):
-    row = get_row_part(s.inner, i, lo, hi, buf)
-    out = buf[lo:hi]
-    for j in range(hi - lo):  # in place when the inner source wrote buf[lo:hi] itself
-        out[j] = -row[j]
-    return out
-
-
-_NegatedState._fill_part = _negated_part
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _negated_at(s, i, j):
-    return -cost_at(s.inner, i, j)
-
-
-_NegatedState._cost_at = _negated_at
-_NegatedState._wraps_inner = True
 
 
 def _hit_rate_text(state):
@@ -67,24 +32,31 @@ def _hit_rate_text(state):
     return text
 
 
-def _raise_pending(source) -> None:
-    """A Python cost function that raised inside the compiled solve: surface its exception."""
-    pending = getattr(source, "raise_pending", None)
-    if pending is not None:
-        pending()
+def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, threads,
+              progress: bool, t_start: float) -> Solution:
+    """Solve ``cost`` (a matrix or a ``costfns.CostSource``) on the CPU."""
+    if isinstance(cost, CostSource):
+        return _solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
+                             threads=threads, progress=progress, t_start=t_start)
+    arr = as_matrix(cost)
+    min_cols = AUTO_MIN_COLS if arr.dtype.kind in "biu" else AUTO_MIN_COLS_FLOAT
+    nthreads = resolve_threads(threads, max(arr.shape), min_cols) if arr.size else 1
+    # the estimate checks float values; integers are checked (and narrowed) on the threads
+    canon = canonical_dense(arr, maximize, check_values=False, threads=nthreads)
+    m = canon.matrix
+    n1, n2 = m.shape
+    if n1 == 0:
+        row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
+    else:
+        row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
+                                          epsilon=epsilon, progress=progress, threads=nthreads)
+        assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
+    return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
+                  maximize, t_start)
 
 
-def _raise_out_of_range(source, caches, shape) -> None:
-    """An integer row beyond the range rule, seen by a row cache: the array path's error."""
-    from ._validate import check_int_range
-    i = out_of_range(caches)
-    if i >= 0:
-        row = source.row(i)
-        check_int_range(row.min(), row.max(), shape)
-
-
-def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None):
-    """Solve a ``costfns.CostSource`` on the CPU (see :func:`epslap.solve`)."""
+def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None):
+    """Solve a ``costfns.CostSource`` on the CPU."""
     n1, n2 = source.shape
     transposed = n1 > n2
     if transposed:
@@ -133,15 +105,15 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
             thread_srcs = caches
         cache_info = dict(cache_policy=policy, cache_rows=int(first.slots.shape[0]))
         if maximize:
-            inner = _NegatedState(inner)
+            inner = NegatedState(inner)
             if thread_srcs is not None:
-                thread_srcs = [_NegatedState(c) for c in thread_srcs]
+                thread_srcs = [NegatedState(c) for c in thread_srcs]
 
     def check_rows():
         """Errors that compiled code could only record: the user function's exception, an
         integer row beyond the range rule. Called after the estimate and at the end."""
-        _raise_pending(source)
-        _raise_out_of_range(source, caches, (n1, n2))
+        raise_pending(source)
+        raise_out_of_range(source, caches, (n1, n2))
 
     if n1 == 0:
         row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")

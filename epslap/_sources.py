@@ -1,0 +1,68 @@
+"""Host-side plumbing of cost sources that both backends use: the default row budget, the
+negation of a maximisation, and the errors that compiled code can only record (a Python cost
+function's exception, an integer row beyond the range rule), raised on the host."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from numba import njit
+
+from costfns.rows import cost_at, get_row, get_row_part
+
+from ._validate import check_int_range
+from .cache import out_of_range
+
+DEFAULT_MEMORY = "2GiB"
+
+
+class NegatedState(NamedTuple):
+    """The costs of ``inner`` negated (a maximisation solved as a minimisation)."""
+
+    inner: object
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _negated_fill(s, i, buf):
+    row = get_row(s.inner, i, buf)
+    for j in range(buf.shape[0]):
+        buf[j] = -row[j]
+    return buf
+
+
+NegatedState._fill_row = _negated_fill
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _negated_part(s, i, lo, hi, buf):
+    row = get_row_part(s.inner, i, lo, hi, buf)
+    out = buf[lo:hi]
+    for j in range(hi - lo):  # in place when the inner source wrote buf[lo:hi] itself
+        out[j] = -row[j]
+    return out
+
+
+NegatedState._fill_part = _negated_part
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _negated_at(s, i, j):
+    return -cost_at(s.inner, i, j)
+
+
+NegatedState._cost_at = _negated_at
+NegatedState._wraps_inner = True
+
+
+def raise_pending(source) -> None:
+    """A Python cost function that raised inside the compiled solve: surface its exception."""
+    pending = getattr(source, "raise_pending", None)
+    if pending is not None:
+        pending()
+
+
+def raise_out_of_range(source, caches, shape) -> None:
+    """An integer row beyond the range rule, seen by a row cache: the array path's error."""
+    i = out_of_range(caches)
+    if i >= 0:
+        row = source.row(i)
+        check_int_range(row.min(), row.max(), shape)
