@@ -27,6 +27,8 @@ import tempfile
 
 import numpy as np
 
+from epslap._status import cuda_defines
+
 THREADS = 64   # two warps per block: the cross-warp reductions are exercised
 
 _SHIM = r"""
@@ -181,8 +183,8 @@ def _library(storage: np.dtype, defines: str = ""):
     kernel = os.path.join(os.path.dirname(__file__), "..", "epslap", "gpu", "hungarian.cu")
     with open(kernel) as fh:
         body = _rewrite(fh.read())
-    code = (f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n{defines}\n" + _SHIM + body
-            + _RUNNER)
+    code = (cuda_defines() + f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n"
+            f"{defines}\n" + _SHIM + body + _RUNNER)
     key = hashlib.sha1(code.encode()).hexdigest()[:16]
     if key in _LIBS:
         return _LIBS[key]

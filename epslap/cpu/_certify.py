@@ -20,12 +20,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, STATUS_CERTIFIED,
-                        STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK, _bits, _from_key, _greedy_pick, _key,
-                        _load_keys, _load_reduced_keys, _update_two_smallest,
-                        _v_from_two_smallest)
 from costfns.rows import get_row
+
+from .._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
 from .._sync import aborted, new_sync, reset_sync, run_workers
+from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, _bits, _from_key,
+                        _greedy_pick, _key, _load_keys, _load_reduced_keys, _update_two_smallest,
+                        _v_from_two_smallest)
 
 #: rows of the sample that gives the speculative v
 CERT_SAMPLE = 32

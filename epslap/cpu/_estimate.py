@@ -29,17 +29,14 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 from costfns.rows import get_row
-from .._schedule import eps_bounds
-from .._sync import (_arrive, _await_or_stop, _barrier, aborted, new_sync, reset_sync,
-                    run_workers)
 
-STATUS_OK = 0
-STATUS_INFEASIBLE = 1
-STATUS_INVALID = 3  # NaN or -inf in a row
-STATUS_INTERRUPTED = 2  # a stop request (``_sync.request_abort`` on the estimate's sync)
-STATUS_CERTIFIED = 4  # OK, and stage B's assignment is the exact pass's optimal result
+from .._schedule import eps_bounds
+from .._status import (STATUS_CERTIFIED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_INVALID,
+                       STATUS_OK)
+from .._sync import (_arrive, _await_or_stop, _barrier, aborted, new_sync, reset_sync,
+                     run_workers)
+from ._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 
 #: keys of -inf and +inf (see ``_key``): a row holds NaN or -inf iff its smallest key is at most
 #: _KEY_NEG_INF or its largest key exceeds _KEY_POS_INF

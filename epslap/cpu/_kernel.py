@@ -31,13 +31,11 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from costfns.rows import cost_at, get_row_part, random_access
+
 from .._schedule import next_eps
+from .._status import STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK
 from .._sync import _barrier, _load_acquire
 
-STATUS_OK = 0
-STATUS_INFEASIBLE = 1
-STATUS_INTERRUPTED = 2
-STATUS_ABORTED = 4  # a peer thread ended abnormally (the host set the abort flag)
 MAX_PASSES = 64
 
 # One result slot per thread and Dijkstra step, SLOT int64 wide (128 bytes: no two threads write

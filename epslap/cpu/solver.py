@@ -15,13 +15,14 @@ from typing import Any
 import numba
 import numpy as np
 
+from .. import _sync as sync_mod
 from .._progress import ProgressBar
+from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
+                       raise_for_status)
 from ..certificate import prices_need_polish
-from ..errors import InfeasibleError
 from . import _certify as cert
 from . import _estimate as est
 from . import _kernel as ker
-from .. import _sync as sync_mod
 
 INT_INF = np.int64(2**62)
 # threads=None uses one thread below this many columns (the measured crossovers, see
@@ -167,9 +168,9 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
         if speculate:
             vf = np.empty(n2)
             status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs), stop)
-            if status in (est.STATUS_INVALID, est.STATUS_INTERRUPTED):
+            if status in (STATUS_INVALID, STATUS_INTERRUPTED):
                 return status, 0.0, 0.0
-            if status == est.STATUS_CERTIFIED and est._certificate_holds(vf, vf, pick, n1,
+            if status == STATUS_CERTIFIED and est._certificate_holds(vf, vf, pick, n1,
                                                                           False, 0.0):
                 v[:] = vf
                 return status, 0.0, 0.0
@@ -183,11 +184,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
             status, eps_upper, eps_lower = _run_interruptibly(run, ctl, sync=stop)
     if check_rows is not None:  # the source's own errors explain a status better than it does
         check_rows()
-    if status == est.STATUS_INVALID:
-        raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
-    certified = status == est.STATUS_CERTIFIED and epsilon
-    if status not in (est.STATUS_OK, est.STATUS_CERTIFIED):
-        raise InfeasibleError("cost matrix is infeasible")
+    raise_for_status(status, "cpu")
+    certified = status == STATUS_CERTIFIED and epsilon
     if not epsilon:  # plain SSP: start from v = 0, natural row order
         v[:] = 0
         perm[:] = np.arange(n1)
@@ -247,11 +245,11 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     polish_rows = 0
     if certified:  # the exact pass would return stage B's assignment unchanged: skip it
         row_to_col[:] = pick
-        result[:] = (ker.STATUS_OK, 1, n1)
+        result[:] = (STATUS_OK, 1, n1)
     else:
         start_absmax = float(np.abs(v).max()) if n2 else 0.0
         passes(eps_upper, eps_lower, eps_log, bar.update if bar else None)
-        if not integral and result[0] == ker.STATUS_OK and (
+        if not integral and result[0] == STATUS_OK and (
                 not epsilon or prices_need_polish(start_absmax, v)):
             first = result.copy()
             v -= v.max()
@@ -262,10 +260,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     if bar:
         bar.close()
     status, n_pass, rows_evaluated = int(result[0]), int(result[1]), result[2]
-    if status == ker.STATUS_INFEASIBLE:
-        raise InfeasibleError("cost matrix is infeasible")
-    if status != ker.STATUS_OK:  # pragma: no cover - interrupted runs raise KeyboardInterrupt
-        raise RuntimeError(f"CPU solver stopped with status {status}")
+    raise_for_status(status, "cpu")
     stats = {
         "backend": "cpu",
         "rows_evaluated": int(rows_evaluated),

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InfeasibleError
-
-#: kernel status codes (the one place they are mapped to exceptions: ``raise_for_status``)
-STATUS_OK = 0
-STATUS_INFEASIBLE = 1
-STATUS_BROKEN_PATH = 2
-STATUS_ITERATION_LIMIT = 3
+from .._status import (  # noqa: F401
+    STATUS_BROKEN_PATH,
+    STATUS_INFEASIBLE,
+    STATUS_ITERATION_LIMIT,
+    STATUS_OK,
+)
+from .._status import raise_for_status as _raise_for_status
 
 ZERO_TOL_EXP = -40     # tolerance mode: zero slack <=> s <= 2**-40 * S
 CERT_TOL_EXP = -36     # tolerance mode: certificate accepts violations <= 2**-36 * S
@@ -39,18 +39,8 @@ EXACT_LIMIT = 2.0**53  # S * (4n + 8) below this keeps integer duals exact in fl
 
 
 def raise_for_status(status: int, backend: str = "hungarian-gpu") -> None:
-    """Map a kernel status code to the exception it stands for (no-op for ``STATUS_OK``)."""
-    if status == STATUS_OK:
-        return
-    if status == STATUS_INFEASIBLE:
-        raise InfeasibleError("cost matrix is infeasible")
-    if status == STATUS_BROKEN_PATH:
-        raise RuntimeError(f"backend={backend!r}: an alternating path did not close (internal "
-                           "error); please report this problem (use backend='cpu' meanwhile)")
-    if status == STATUS_ITERATION_LIMIT:
-        raise RuntimeError(f"backend={backend!r}: the dual updates exceeded their bound "
-                           "(internal error); please report this problem (use backend='cpu')")
-    raise RuntimeError(f"backend={backend!r}: unknown kernel status {status}")
+    """The shared status table's exceptions (``epslap._status``), for this backend."""
+    _raise_for_status(status, backend)
 
 
 def numeric_plan(xp, m, integral: bool) -> dict:

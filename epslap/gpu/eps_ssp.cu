@@ -426,7 +426,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         }
         __syncthreads();
     }
-    if (leader) out_i64[0] = 0;
+    if (leader) out_i64[0] = STATUS_OK;
     // 0: row i can be read now; 1: row i is missing; 2: the access log is full
     auto access = [&](long long i) -> int {
         if (i >= n1) return 0;
@@ -451,7 +451,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             resume[R_ROWS] = (long long)bits_of(rows_eval);
             resume[R_EPS] = (long long)bits_of(total_eps); resume[R_LOGN] = log_n;
             resume[R_SEQ] = seq; resume[R_PARITY] = parity;
-            out_i64[0] = 3;
+            out_i64[0] = STATUS_SUSPENDED;
         }
     };
 #endif
@@ -502,8 +502,8 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             const unsigned stop = (blockIdx.x == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
             r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra);
             CLOCK_MARK(1);
-            if (got_extra != 0) { flush(); if (leader) out_i64[0] = 2; return; }  // host: stop
-            if (r.key == NO_KEY || !(r.val < COST_INF)) { flush(); if (leader) out_i64[0] = 1; return; }
+            if (got_extra != 0) { flush(); if (leader) out_i64[0] = STATUS_INTERRUPTED; return; }  // host: stop
+            if (r.key == NO_KEY || !(r.val < COST_INF)) { flush(); if (leader) out_i64[0] = STATUS_INFEASIBLE; return; }
             if (f < n1) rows_eval += 1.0;
             jmin = r.key & 0x7fffffffu; n_closed = 1;
             mn = r.val;
@@ -549,7 +549,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
             CLOCK_MARK(0);
             r = grid_best(best, sh, slots, seq, parity, 0u, sh_extra, got_extra);
             CLOCK_MARK(1);
-            if (r.key == NO_KEY || !(r.val < COST_INF)) { flush(); if (leader) out_i64[0] = 1; return; }
+            if (r.key == NO_KEY || !(r.val < COST_INF)) { flush(); if (leader) out_i64[0] = STATUS_INFEASIBLE; return; }
             if (i < n1) rows_eval += 1.0;
             jmin = r.key & 0x7fffffffu;
             if (r.val > mn) mn = r.val;

@@ -23,7 +23,8 @@
 // estimate_release (stage D): walk perm backwards lowering held columns' v to tie with the
 //        row's pick.
 // sums[0..2]: mode 0: LB_A, UB_id, G_A; mode 1: LB_B, UB_B; mode 2: UB, LB.
-// out_i64[0]: 0 ok, 1 infeasible (a row with no finite entry or no column left), 3 NaN or -inf.
+// out_i64[0]: STATUS_OK, STATUS_INFEASIBLE (a row with no finite entry or no column left) or
+// STATUS_INVALID (NaN or -inf), the largest one seen (atomicMax: NaN is reported first).
 struct Pair { double v1; double v2; long long idx; double pv; long long pidx; };
 
 __device__ __forceinline__ void pair_merge(Pair& a, const Pair& b) {
@@ -145,7 +146,7 @@ __device__ void build_list(const CostArgs& a, int mode, const double* v, long lo
             if (ent_less(t, jc, kv[0], kc[0])) { kv[0] = t; kc[0] = jc; }
         }
     }
-    if (bad) atomicMax((unsigned long long*)out_i64, 3ull);
+    if (bad) atomicMax((unsigned long long*)out_i64, (unsigned long long)STATUS_INVALID);
     int n = 0, complete = 0;
     for (; n < LIST_K; ++n) {
         if (__any_sync(FULL_MASK, dropped && kc[0] == NO_COL)) break;  // uncertain from here
@@ -298,7 +299,10 @@ estimate_greedy(COST_PARAMS, int mode, const long long* perm, const double* v,
         grid.sync();                                 // every block has read the chunk's lists
         if (infeasible && mode != 0) break;
     }
-    if (infeasible) { if (leader) atomicMax((unsigned long long*)out_i64, 1ull); return; }
+    if (infeasible) {
+        if (leader) atomicMax((unsigned long long*)out_i64, (unsigned long long)STATUS_INFEASIBLE);
+        return;
+    }
     if (leader) { sums[0] = acc0; sums[1] = acc1; sums[2] = acc2; }
 }
 

@@ -51,11 +51,7 @@ namespace cg = cooperative_groups;
 #define FULL_MASK 0xffffffffu
 #define DINF (__longlong_as_double(0x7ff0000000000000LL))
 
-// status codes: _hungarian_plan.py STATUS_*
-#define ST_OK 0
-#define ST_INFEASIBLE 1
-#define ST_BROKEN_PATH 2
-#define ST_ITER_LIMIT 3
+// status codes: STATUS_* of epslap/_status.py, defined by the host's header
 
 // ctl[] slots (int64): outputs, then stamps/flags written during the solve
 #define CTL_STATUS 0
@@ -272,7 +268,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
     }
     grid.sync();
     // decision: CTL_ROW_INF is written only before this barrier
-    if (ctl[CTL_ROW_INF]) { if (leader) ctl[CTL_STATUS] = ST_INFEASIBLE; return; }
+    if (ctl[CTL_ROW_INF]) { if (leader) ctl[CTL_STATUS] = STATUS_INFEASIBLE; return; }
     for (long long j = gtid; j < n; j += gthreads) {       // one thread per column, rows in order
         double mn = n1 < n ? 0.0 : DINF;                   // a virtual row: 0 - 0
 #pragma unroll 8
@@ -281,7 +277,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
         if (!(mn < DINF)) ctl[CTL_COL_INF] = 1;
     }
     grid.sync();
-    if (ctl[CTL_COL_INF]) { if (leader) ctl[CTL_STATUS] = ST_INFEASIBLE; return; }
+    if (ctl[CTL_COL_INF]) { if (leader) ctl[CTL_STATUS] = STATUS_INFEASIBLE; return; }
 
     // ---- compress: each block lists the zeros of its own rows (per-block counter) ----
     if (tid == 0) s_zcount = 0;
@@ -438,12 +434,12 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             // decision: bmin is next written in the next step 6, after further barriers
             double m = DINF;
             for (int k = 0; k < (int)gridDim.x; ++k) m = fmin(m, bmin[k]);
-            if (!(m < DINF)) { if (leader) ctl[CTL_STATUS] = ST_INFEASIBLE; return; }
+            if (!(m < DINF)) { if (leader) ctl[CTL_STATUS] = STATUS_INFEASIBLE; return; }
             m = fmax(m, 0.0);   // m < 0 only through float drift (tolerance mode)
             ++dual_updates;
             if (ncols >= 0 && leader) ctl[CTL_GATHERED] = ctl[CTL_GATHERED] + 1;
             if (dual_updates > max_dual_updates) {
-                if (leader) ctl[CTL_STATUS] = ST_ITER_LIMIT;
+                if (leader) ctl[CTL_STATUS] = STATUS_ITERATION_LIMIT;
                 return;
             }
             // keep the candidates that are zeros under u_i + m (they lie in uncovered rows and
@@ -476,7 +472,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             }
         }
         grid.sync();
-        if (ctl[CTL_BROKEN_A]) { if (leader) ctl[CTL_STATUS] = ST_BROKEN_PATH; return; }
+        if (ctl[CTL_BROKEN_A]) { if (leader) ctl[CTL_STATUS] = STATUS_BROKEN_PATH; return; }
         // ---- step 5b: from every green column without a star, flip the path backward ----
         // Greens are injective (green_row[c] = r implies prime_col[r] = c), so backward walks
         // are vertex-disjoint and each thread reads/writes only the rows/columns of its own path.
@@ -500,11 +496,11 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
         found = (int)block_sum(found, s_redl);
         if (tid == 0 && found) atomicAdd(&paths[phase < n ? phase : n], found);
         grid.sync();
-        if (ctl[CTL_BROKEN_B]) { if (leader) ctl[CTL_STATUS] = ST_BROKEN_PATH; return; }
+        if (ctl[CTL_BROKEN_B]) { if (leader) ctl[CTL_STATUS] = STATUS_BROKEN_PATH; return; }
         ++phase;
     }
     if (leader) {
-        ctl[CTL_STATUS] = ST_OK;
+        ctl[CTL_STATUS] = STATUS_OK;
         ctl[CTL_PHASES] = phase;
         ctl[CTL_DUAL_UPDATES] = dual_updates;
         ctl[CTL_ROUNDS] = round;

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from .._status import cuda_defines
 from ._hungarian_plan import numeric_plan, raise_for_status
 from .solver import import_cupy
 
@@ -46,7 +47,7 @@ def _module(cupy, storage: np.dtype):
     if mod is None:
         with open(_SRC) as fh:
             body = fh.read()
-        header = f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n"
+        header = cuda_defines() + f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n"
         mod = cupy.RawModule(code=header + body, options=("--std=c++17",),
                              enable_cooperative_groups=True)
         _MODULES[key] = mod

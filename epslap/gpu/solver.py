@@ -15,8 +15,9 @@ import numpy as np
 from costfns.rows import fill_rows
 
 from .._schedule import eps_bounds, next_eps
+from .._status import STATUS_SUSPENDED, cuda_defines, raise_for_status
 from ..certificate import prices_need_polish
-from ..errors import GPUUnavailableError, InfeasibleError
+from ..errors import GPUUnavailableError
 
 THREADS = 512
 _SRC = os.path.join(os.path.dirname(__file__), "eps_ssp.cu")
@@ -127,7 +128,7 @@ def _module(cupy, code: str, integral: bool, threads: int = THREADS, unroll: int
     key = (cupy.cuda.Device().id, code, integral, threads, unroll, smem_state, phase_clocks)
     mod = _MODULES.get(key)
     if mod is None:
-        header = (f"#define THREADS {threads}\n#define UNROLL {unroll}\n"
+        header = (cuda_defines() + f"#define THREADS {threads}\n#define UNROLL {unroll}\n"
                   f"#define SLOT_WORDS {SLOT_WORDS}\n#define SMEM_STATE {int(smem_state)}\n"
                   f"#define LIST_K {LIST_K}\n#define SUB_ROWS {SUB_ROWS}\n"
                   + ("#define PHASE_CLOCKS\n" if phase_clocks else "")
@@ -387,7 +388,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
                                           state.alog, np.int64(log_cap)), shared_mem=smem)
                 out_i = state.out_i64.get()  # one host sync per pass (or per miss)
                 syncs += 1
-                if out_i[0] != 3:
+                if out_i[0] != STATUS_SUSPENDED:
                     break
                 suspensions += 1
                 head = state.resume_log[:state.head_len].get()  # the record and the log's start
@@ -398,8 +399,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
                 need = int(head[_R_NEED])
                 slot, evicted = row_cache.serve(need, log)
                 state.resume[_R_FILL_SLOT:_R_EVICT + 1].set(np.array([slot, evicted], np.int64))
-            if out_i[0] == 1:
-                raise InfeasibleError("cost matrix is infeasible")
+            raise_for_status(out_i[0], "gpu")
             return out_i, state.out_f64.get()
 
         start_absmax = float(cupy.abs(v).max()) if n2 else 0.0
@@ -602,11 +602,7 @@ def _sweep(cupy, mod, block, args, st, mode):
                          st.rmin, st.list_val, st.list_col, st.list_len,
                          np.int64(len(st.list_len)), st.taken_bits, np.int32(st.bits_in_smem),
                          st.slots, st.sums, st.out_i64), shared_mem=st.greedy_shared)
-    status = int(st.out_i64.get()[0])
-    if status == 3:
-        raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
-    if status == 1:
-        raise InfeasibleError("cost matrix is infeasible")
+    raise_for_status(int(st.out_i64.get()[0]), "gpu")
     if mode == 0:  # stage A's per-column statistics of c - rmin
         mod.get_function("estimate_colstats")(_wide_grid(cupy), (256,),
                                               (*args, st.rmin, st.best1, st.best2))
