@@ -156,10 +156,10 @@ def _flag(name: str, value) -> None:
         raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
-def _count(name: str, value, minimum: int) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def _is_count(value, minimum: int) -> bool:
+    """An integer (not a bool) of at least ``minimum``."""
+    return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+            and value >= minimum)
 
 
 def check_options(*, backend, maximize, epsilon, memory, cache, threads, progress,
@@ -179,7 +179,7 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
     if memory is not None:
         from .cache import parse_memory
         parse_memory(memory)
-    if threads is not None and (isinstance(threads, (bool, np.bool_)) or
-                                not isinstance(threads, (int, np.integer)) or threads < 1):
+    if threads is not None and not _is_count(threads, 1):
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
-    _count("device", device, 0)
+    if not _is_count(device, 0):
+        raise ValueError(f"device must be an integer >= 0, got {device!r}")

@@ -18,9 +18,9 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 import epslap
 from conftest import GPU_REASON as _REASON, assert_optimal, gpu, scipy_optimum
 from epslap._validate import canonical_dense
-from epslap.gpu._hungarian_plan import (STATUS_BROKEN_PATH, STATUS_INFEASIBLE,
-                                        STATUS_ITERATION_LIMIT, STATUS_OK,
-                                        certificate_violation, numeric_plan, raise_for_status)
+from epslap._status import (STATUS_BROKEN_PATH, STATUS_INFEASIBLE, STATUS_ITERATION_LIMIT,
+                            STATUS_OK)
+from epslap.gpu._hungarian_plan import certificate_violation, numeric_plan, raise_for_status
 from epslap.gpu._hungarian_ref import solve_reference
 
 

@@ -98,9 +98,6 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
         threads = numba.get_num_threads() if n2 >= min_cols else 1
         if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own
             threads = max(1, min(threads, (os.cpu_count() or 1) - _other_running()))
-    elif isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
-            or threads < 1:
-        raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
     elif threads > numba.get_num_threads():
         warnings.warn(f"threads={threads} is more than the {numba.get_num_threads()} threads "
                       "Numba may use here (numba.get_num_threads()); using that many: lock-step "

@@ -25,12 +25,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._status import (  # noqa: F401
-    STATUS_BROKEN_PATH,
-    STATUS_INFEASIBLE,
-    STATUS_ITERATION_LIMIT,
-    STATUS_OK,
-)
 from .._status import raise_for_status as _raise_for_status
 
 ZERO_TOL_EXP = -40     # tolerance mode: zero slack <=> s <= 2**-40 * S

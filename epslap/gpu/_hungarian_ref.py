@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._hungarian_plan import (STATUS_BROKEN_PATH, STATUS_INFEASIBLE, STATUS_ITERATION_LIMIT,
-                              STATUS_OK, numeric_plan)
+from .._status import STATUS_BROKEN_PATH, STATUS_INFEASIBLE, STATUS_ITERATION_LIMIT, STATUS_OK
+from ._hungarian_plan import numeric_plan
 
 
 class _State:

@@ -115,8 +115,6 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
     from ..cache import make_cache, parse_memory
     from .rowcache import HostRows, KernelRows
     from .solver import CacheSpec, HostRowsSpec
-    if cache not in ("auto", "lfu", "slru"):
-        raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {cache!r}")
     budget = None if memory is None else parse_memory(memory)
     cupy = import_cupy()
     if cache != "auto" and isinstance(cost, cupy.ndarray):

@@ -1,8 +1,8 @@
 """Host driver of the GPU backend (CuPy): the same algorithm as the CPU backend, device-resident.
 
 One cooperative kernel launch per estimation sweep and per pass (``eps_pass.cu``); between
-passes the host applies the ε schedule (``epslap._schedule.next_eps``, as the CPU's kernel does). Host
-synchronisations per augmentation = passes / augmentations (reported in ``stats``).
+passes the host applies the ε schedule (``epslap._schedule.next_eps``, as the CPU's kernel
+does). Host synchronisations per augmentation = passes / augmentations (reported in ``stats``).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from costfns.rows import fill_rows
 
 from .._schedule import eps_bounds, next_eps
 from .._status import STATUS_SUSPENDED, cuda_defines, raise_for_status
+from .._validate import check_int_range
 from ..certificate import prices_need_polish
 from ..errors import GPUUnavailableError
 
@@ -227,7 +228,6 @@ class _StateRows:
 
 def _check_device_range(cuda_cost, n1: int, n2: int, device: int) -> None:
     """Integer costs of a device form within ``check_int_range``'s rule (else ValueError)."""
-    from .._validate import check_int_range
     cupy = import_cupy()
     with cupy.cuda.Device(device):
         threads = threads_for()  # the solve's configuration: its module, compiled once
