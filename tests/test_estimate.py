@@ -1,5 +1,5 @@
-"""The estimate (docs/algorithm.md §2): the certified early exit, validation order, and the claim that a
-skipped exact pass would have returned exactly the estimate's assignment."""
+"""The estimate (docs/algorithm.md §2): the certified early exit, validation order, and the claim
+that a skipped exact pass would have returned exactly the estimate's assignment."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,10 +8,12 @@ import pytest
 import costfns
 import epslap
 from conftest import assert_optimal
-from epslap.cpu import _certify as cert
-from epslap.cpu import _estimate as est
-from epslap.cpu import _kernel as ker
+from epslap._estimate_driver import needs_cde
+from epslap._status import STATUS_CERTIFIED, STATUS_OK
 from epslap._sync import new_sync
+from epslap.cpu import _kernel as ker
+from epslap.cpu import estimate as est
+from epslap.cpu.estimate import certify as cert
 
 
 def _estimate(c):
@@ -32,12 +34,12 @@ def _run_passes(c, v, perm, eps_upper, eps_lower):
     row_to_col = np.full(n1, -1, np.int64)
     slots = np.zeros(2 * ker.SLOT, np.int64)
     result = np.zeros(3)
-    ker._pass_worker(np.int64(0), np.int64(1), c, np.empty(n2, c.dtype), n1, n2, v, perm,
-                     float(eps_upper), float(eps_lower), integral, inf_val, row_to_col,
-                     np.zeros(8, np.int64), np.zeros(ker.MAX_PASSES), new_sync(), slots,
-                     slots.view(v.dtype), result)
+    io = ker.PassIO(v, perm, row_to_col, np.zeros(ker.MAX_PASSES), result)
+    meet = ker.Meeting(new_sync(), slots, slots.view(v.dtype), np.zeros(8, np.int64))
+    ker.pass_worker(np.int64(0), np.int64(1), c, np.empty(n2, c.dtype), n1, n2,
+                    float(eps_upper), float(eps_lower), integral, inf_val, io, meet)
     status, n_pass, rows = int(result[0]), int(result[1]), result[2]
-    assert status == ker.STATUS_OK
+    assert status == STATUS_OK
     return row_to_col, n_pass, rows
 
 
@@ -57,7 +59,7 @@ def _sanity_like(n1, n2, seed, dtype=np.float64):
 def test_certified_estimate_is_what_the_exact_pass_returns(shape, dtype):
     c = _sanity_like(*shape, seed=5, dtype=dtype)
     status, eps_upper, eps_lower, v, perm, pick = _estimate(c)
-    assert status == est.STATUS_CERTIFIED and eps_upper == 0.0
+    assert status == STATUS_CERTIFIED and eps_upper == 0.0
     np.testing.assert_array_equal(perm, np.arange(shape[0]))  # stages C–E did not run
     v_pass = v.copy()
     row_to_col, n_pass, rows = _run_passes(c, v_pass, perm, eps_upper, eps_lower)
@@ -135,7 +137,7 @@ def test_eps_passes_take_rows_in_natural_order(name):
     # only serves a solve that starts with the exact pass); rank 2 runs stages C–E at this size
     c = costfns.generate(name, 300, seed=1)
     status, eps_upper, _, _, perm, _ = _estimate(c)
-    assert status == est.STATUS_OK and eps_upper > 0.0
+    assert status == STATUS_OK and eps_upper > 0.0
     np.testing.assert_array_equal(perm, np.arange(300))
 
 
@@ -164,7 +166,7 @@ def test_dense_and_on_demand_estimates_agree():
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("name,expected", [("sanity", est.STATUS_CERTIFIED),
+@pytest.mark.parametrize("name,expected", [("sanity", STATUS_CERTIFIED),
                                            ("random", cert.ABORT), ("geometric", cert.ABORT),
                                            ("rank2", cert.ABORT), ("disjoint", cert.ABORT)])
 def test_speculative_certificate_sweep(name, expected, threads):
@@ -190,7 +192,7 @@ def test_certificate_sweep_with_more_tied_minima_than_kept(threads):
     c[np.arange(cert.CERT_SAMPLE, n), np.arange(cert.CERT_SAMPLE, n)] = 1.0
     vf, pick = np.empty(n), np.full(n, -1, np.int64)
     status = cert.certify_sweep(c, [np.empty(n) for _ in range(threads)], n, n, vf, pick, threads)
-    assert status == est.STATUS_CERTIFIED
+    assert status == STATUS_CERTIFIED
     np.testing.assert_array_equal(vf, 0.0)
     row_to_col, n_pass, rows = _run_passes(c, vf.copy(), np.arange(n), 0.0, 0.0)
     np.testing.assert_array_equal(pick, row_to_col)
@@ -229,11 +231,10 @@ def test_estimate_on_threads_equals_one_thread(name, shape, threads):
     for a, b in zip(one[:6], many[:6]):
         np.testing.assert_array_equal(a, b)
     n1, n2 = shape
-    out = np.zeros(6)
-    est._ab_worker(0, 1, c, np.empty(n2, c.dtype), n1, n2, np.empty(n2), np.empty(n1),
-                   np.zeros(n1, np.int64), new_sync(), np.zeros(2 * est._EST_SLOT, np.int64), out)
-    gap_i, gap = out[1], out[2]
-    assert (gap_i < 4.0 * gap) == name.startswith("rank")  # whether stages C–E ran
+    stages = est.CpuStages(c, [np.empty(n2, c.dtype)], n1, n2, np.empty(n2),
+                           np.empty(n1, np.int64), np.zeros(n1, np.int64), integral)
+    ab = stages.stages_ab()
+    assert needs_cde(ab.gap_i, ab.gap) == name.startswith("rank")  # whether stages C–E ran
 
 
 @pytest.mark.parametrize("n", [12, 16, 24])
@@ -290,22 +291,18 @@ def test_stages_a_and_b_against_a_direct_reference(name, shape, threads):
     before it waits for the current row's pick) against a direct NumPy transcription. rank1 has
     every row's minimiser in the same columns, so the next row's pick is recomputed after the
     current one takes its column; "ties" has many equal costs (lowest-index rule)."""
-    from epslap._sync import run_workers
     n1, n2 = shape
     if name == "ties":
         c = np.random.default_rng(3).integers(0, 4, shape).astype(np.float64)
     else:
         c = np.ascontiguousarray(costfns.generate(name, n2, seed=6)[:n1])
     gap_i, gap, g0, v_ref, pick_ref, regret_ref = _stages_ab_reference(c)
-    vf, regret, pick = np.empty(n2), np.empty(n1), np.empty(n1, np.int64)
-    out = np.zeros(6)
-    sync = new_sync()
-    slots = np.zeros(2 * threads * est._EST_SLOT, np.int64)
-    run_workers(est._ab_worker,
-                lambda t: (np.int64(t), np.int64(threads), c, np.empty(n2), n1, n2, vf, regret,
-                           pick, sync, slots, out), threads, sync)
-    assert out[0] == est.STATUS_OK
-    np.testing.assert_allclose(out[1:4], [gap_i, gap, g0], rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(vf, v_ref, rtol=0, atol=1e-12)
+    pick = np.empty(n1, np.int64)
+    stages = est.CpuStages(c, [np.empty(n2) for _ in range(threads)], n1, n2, np.empty(n2),
+                           np.empty(n1, np.int64), pick, False)
+    ab = stages.stages_ab()
+    assert ab is not None and stages.status == STATUS_OK
+    np.testing.assert_allclose(ab, [gap_i, gap, g0], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(stages.vf, v_ref, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(pick, pick_ref)
-    np.testing.assert_allclose(regret, regret_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(stages.regret, regret_ref, rtol=0, atol=1e-12)

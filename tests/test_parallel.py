@@ -140,9 +140,10 @@ def _worker_args(c, nthreads, ctl):
     result = np.zeros(3)
     bufs = np.empty((nthreads, n2))
     v = np.zeros(n2)
-    shared = (n1, n2, v, np.arange(n1, dtype=np.int64), 0.0, 0.0, False, np.inf,
-              np.full(n1, -1, np.int64), ctl, np.zeros(ker.MAX_PASSES), sync, slots,
-              slots.view(np.float64), result)
+    io = ker.PassIO(v, np.arange(n1, dtype=np.int64), np.full(n1, -1, np.int64),
+                    np.zeros(ker.MAX_PASSES), result)
+    meet = ker.Meeting(sync, slots, slots.view(np.float64), ctl)
+    shared = (n1, n2, 0.0, 0.0, False, np.inf, io, meet)
     return [(np.int64(t), np.int64(nthreads), c, bufs[t]) + shared for t in range(nthreads)], \
         result
 
@@ -157,7 +158,7 @@ def test_stop_request_reaches_every_thread():
     statuses = [None, None]
 
     def run(t):
-        statuses[t] = ker._pass_worker(*args[t])
+        statuses[t] = ker.pass_worker(*args[t])
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(2)]
     for t in threads:
@@ -173,9 +174,9 @@ def test_abort_flag_releases_a_waiting_thread():
     """A worker whose peer never arrives returns STATUS_ABORTED once the host sets the flag."""
     c = costfns.generate("random", 64, seed=1)
     args, result = _worker_args(c, 2, np.zeros(8, np.int64))
-    sync = args[0][15]
+    sync = args[0][-1].sync
     box = {}
-    t = threading.Thread(target=lambda: box.setdefault("st", ker._pass_worker(*args[0])))
+    t = threading.Thread(target=lambda: box.setdefault("st", ker.pass_worker(*args[0])))
     t.start()
     t.join(0.5)
     assert t.is_alive()  # waiting for thread 1 at the first barrier

@@ -9,17 +9,22 @@ import pytest
 
 import epslap
 from epslap._status import Status, cuda_defines, raise_for_status
-from epslap.cpu import _estimate as est
 from epslap.cpu import _kernel as ker
+from epslap.cpu import estimate
+from epslap.cpu.estimate import certify, stage_ab
 
-GPU_SOURCES = sorted((Path(epslap.__file__).parent / "gpu").glob("*.cu"))
+GPU_SOURCES = sorted(p for p in (Path(epslap.__file__).parent / "gpu").rglob("*.cu*")
+                     if p.suffix in (".cu", ".cuh"))
 
 
 def test_cpu_kernels_use_the_table():
     for name in ("OK", "INFEASIBLE", "INTERRUPTED", "ABORTED"):
         assert getattr(ker, f"STATUS_{name}") == Status[name]
-    for name in ("OK", "INFEASIBLE", "INTERRUPTED", "INVALID", "CERTIFIED"):
-        assert getattr(est, f"STATUS_{name}") == Status[name]
+    for module in (estimate, stage_ab, certify):
+        names = [n for n in vars(module) if n.startswith("STATUS_")]
+        assert names, module.__name__
+        for name in names:
+            assert getattr(module, name) == Status[name.removeprefix("STATUS_")]
 
 
 def test_cuda_sources_write_statuses_only_through_the_table():

@@ -6,7 +6,7 @@ Problem", ACM TOMS 47(2), 2021, doi:10.1145/3442348, Algorithms 1–3.
 Written once; Numba specialises it per cost source type (``get_row_part``) and per work dtype
 (float64 or int64, the dtype of ``v``). Compiled code never raises: it returns a status.
 
-Serial and parallel are one body: ``_pass_worker(tid, T, ...)`` runs the whole pass loop over the
+Serial and parallel are one body: ``pass_worker(tid, T, ...)`` runs the whole pass loop over the
 column slice ``[lo, hi)`` of thread ``tid``; T host threads call it concurrently (it releases the
 GIL) and the serial solver is T = 1 (its barriers are no-ops). Per Dijkstra step every thread
 relaxes and scans its own columns, writes its candidate (value, free?, column, and what the others
@@ -25,16 +25,18 @@ augmented in the pass, ctl[3] rows evaluated so far; ``eps_log`` (MAX_PASSES,) f
 ``sync`` (_sync.SYNC_SIZE,) int64 barrier state; ``slots`` (2·T·SLOT,) int64 and ``slots_w``
 the same memory viewed in the work dtype; ``result`` (3,) float64 out.
 """
+from typing import NamedTuple
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from costfns.rows import cost_at, get_row_part, random_access
+from costfns.rows import cost_at, get_row, get_row_part, random_access
 
 from .._schedule import next_eps
 from .._status import STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK
-from .._sync import _barrier, _load_acquire
+from .._sync import _barrier, _load_acquire, aborted
 
 MAX_PASSES = 64
 
@@ -196,7 +198,7 @@ def _argmin_open(dkey, free_mask, block_min, block_free, integral):
 
 
 def col_range(n2, nthreads, tid):
-    """Columns [lo, hi) of thread ``tid``: equal shares, inner bounds on 8-column (64-byte) lines."""
+    """Columns [lo, hi) of thread ``tid``: equal shares; inner bounds on 8-column lines."""
     lo = 0 if tid == 0 else ((n2 * tid) // nthreads) & ~7
     hi = n2 if tid == nthreads - 1 else ((n2 * (tid + 1)) // nthreads) & ~7
     return lo, max(lo, hi)
@@ -245,22 +247,64 @@ def _winner(slots, base, nthreads):
     return best
 
 
-@njit(cache=True, nogil=True)
-def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, integral, d, dkey,
-             pred, pcost, acost, free_mask, owner, closed_loc, closed_dl, block_min, block_free,
-             row_col, cpred, closed_d, acc, sync, gen, slots, slots_w, ctl):
-    """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap), this thread's
-    columns ``[lo, lo + len(d))`` (docs/algorithm.md §4, paper Algorithm 2).
+class Columns(NamedTuple):
+    """A thread's state over its own columns ``[lo, lo + m)``: (m,) arrays unless noted."""
+    buf: np.ndarray         # (n2,) scratch row for computed sources
+    zero_row: np.ndarray    # the row of a virtual row: cost 0
+    d: np.ndarray           # distances (a closed column's is a sentinel, see ``_scan_row``)
+    dkey: np.ndarray        # d viewed as int64
+    pred: np.ndarray        # the row through which d was last lowered
+    pcost: np.ndarray       # cost of that edge (kept only for sources without random access)
+    acost: np.ndarray       # cost of the owner's edge
+    free_mask: np.ndarray   # _KEY_MIN while the column is unassigned, _KEY_MAX once assigned
+    owner: np.ndarray       # the row assigned to the column, -1: none
+    closed_loc: np.ndarray  # this thread's columns closed in the current augmentation ...
+    closed_dl: np.ndarray   # ... and their d
+    block_min: np.ndarray   # per BLOCK columns: the minimum key of d
+    block_free: np.ndarray  # per BLOCK columns: the minimum key over unassigned columns
 
-    Local (m,) arrays: ``d``/``dkey`` distances (a closed column's is a sentinel, see
-    ``_scan_row``), ``pred``, ``pcost`` (cost of the pred edge, kept only for sources without
-    random access), ``acost`` (cost of the owner's edge), ``free_mask``, ``owner``,
-    ``closed_loc``/``closed_dl`` (this thread's closed columns and their d). Replicated (n2,):
-    ``row_col`` (the column of every row, virtual ones included), ``cpred`` (pred of each closed
-    column), ``closed_d`` (d of the k-th closed column). ``acc`` (3,) float64 accumulates
-    [rows evaluated, Σ(mn - d_j), Σ ε] in the serial order. ``gen`` (1,) counts barriers.
-    Reduced costs use the difference form (c[i][j] - c[i][jmin]) - (v[j] - v[jmin]) + mn.
+
+class Path(NamedTuple):
+    """State every thread keeps a replica of (the same decisions in every thread)."""
+    row_col: np.ndarray     # (n2,) the column of every row, virtual rows included
+    cpred: np.ndarray       # (n2,) pred of each closed column
+    closed_d: np.ndarray    # (n2,) d of the k-th closed column
+    acc: np.ndarray         # (3,) [rows evaluated, Σ(mn - d_j), Σ ε] in the serial order
+    gen: np.ndarray         # (1,) barriers passed
+
+
+class Meeting(NamedTuple):
+    """What the threads and the host share: the barrier, its slots and the control words."""
+    sync: np.ndarray        # (_sync.SYNC_SIZE,) barrier state
+    slots: np.ndarray       # (2·T·SLOT,) int64
+    slots_w: np.ndarray     # the same memory in the work dtype
+    ctl: np.ndarray         # (8,) int64, see the module docstring
+
+
+class PassIO(NamedTuple):
+    """A solve's arrays in and out of the pass loop (module docstring)."""
+    v: np.ndarray
+    perm: np.ndarray
+    row_to_col: np.ndarray
+    eps_log: np.ndarray
+    result: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, path, meet):
+    """Augment row ``f`` along a shortest path (Dijkstra on a dense graph, no heap), this thread's
+    columns ``[lo, lo + m)`` (docs/algorithm.md §4, paper Algorithm 2): ``cols``
+    (:class:`Columns`) its own columns, ``path`` (:class:`Path`) the replicated state, ``meet``
+    (:class:`Meeting`) the barrier. Reduced costs use the difference form
+    (c[i][j] - c[i][jmin]) - (v[j] - v[jmin]) + mn.
     """
+    buf, zero_row, d, dkey, pred, pcost, acost = (cols.buf, cols.zero_row, cols.d, cols.dkey,
+                                                  cols.pred, cols.pcost, cols.acost)
+    free_mask, owner, closed_loc, closed_dl = (cols.free_mask, cols.owner, cols.closed_loc,
+                                               cols.closed_dl)
+    block_min, block_free = cols.block_min, cols.block_free
+    row_col, cpred, closed_d, acc, gen = path
+    sync, slots, slots_w, ctl = meet
     track = not random_access(src)
     zero = eps - eps  # eps is finite (0 in the exact pass)
     m = d.shape[0]
@@ -347,14 +391,17 @@ def _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps, inf_val, int
 
 
 @njit(cache=True, nogil=True)
-def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower, integral,
-                 inf_val, row_to_col, ctl, eps_log, sync, slots, slots_w, result):
+def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral, inf_val, io,
+                meet):
     """All passes, thread ``tid`` of ``nthreads``: ε-passes shape v, the final exact pass (ε = 0)
-    gives the optimum (docs/algorithm.md §1). ``buf`` (n2,) is this thread's scratch row.
+    gives the optimum (docs/algorithm.md §1). ``buf`` (n2,) is this thread's scratch row; ``io``
+    a :class:`PassIO`, ``meet`` the :class:`Meeting` of all threads.
 
     Thread 0 writes ``row_to_col``, ``eps_log``, ``ctl[1:4]`` and ``result`` = [status, passes,
     rows evaluated]. Returns the status (the same in every thread).
     """
+    v, perm, row_to_col, eps_log, result = io
+    sync, slots, slots_w, ctl = meet
     lo, hi = _col_range(n2, nthreads, tid)
     m = hi - lo
     vl = v[lo:hi]
@@ -378,6 +425,9 @@ def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower,
     zero_v = v[0] - v[0]
     acc = np.zeros(3)
     gen = np.zeros(1, np.int64)
+    cols = Columns(buf, zero_row, d, dkey, pred, pcost, acost, free_mask, owner, closed_loc,
+                   closed_dl, block_min, block_free)
+    path = Path(row_col, cpred, closed_d, acc, gen)
     rows_evaluated = 0.0
     eps = eps_upper
     first = True
@@ -404,11 +454,8 @@ def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower,
                 f = perm[n1 - 1 - k] if reverse else perm[k]
             else:
                 f = k
-            status = _augment(tid, nthreads, src, buf, zero_row, f, n1, lo, vl, eps_w, inf_val,
-                              integral, d, dkey, pred, pcost, acost, free_mask, owner,
-                              closed_loc, closed_dl, block_min, block_free, row_col, cpred,
-                              closed_d, acc,
-                              sync, gen, slots, slots_w, ctl)
+            status = _augment(tid, nthreads, src, f, n1, lo, vl, eps_w, inf_val, integral, cols,
+                              path, meet)
             if status != STATUS_OK:
                 break
             if tid == 0:
@@ -452,3 +499,14 @@ def _pass_worker(tid, nthreads, src, buf, n1, n2, v, perm, eps_upper, eps_lower,
         result[1] = n_pass
         result[2] = rows_evaluated
     return status
+
+
+@njit(cache=True, nogil=True)
+def gather_assigned(src, buf, row_to_col, out, sync):
+    """out[i] = c[i][row_to_col[i]] (one more read of each row, for on-demand sources); stops
+    early on a stop request (``sync``)."""
+    for i in range(row_to_col.shape[0]):
+        if aborted(sync):
+            return
+        row = get_row(src, i, buf)
+        out[i] = row[row_to_col[i]]

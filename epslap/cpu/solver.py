@@ -20,9 +20,9 @@ from .._progress import ProgressBar
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
                        raise_for_status)
 from ..certificate import prices_need_polish
-from . import _certify as cert
-from . import _estimate as est
 from . import _kernel as ker
+from .estimate import CpuStages, certificate_holds
+from .estimate import certify as cert
 
 INT_INF = np.int64(2**62)
 # threads=None uses one thread below this many columns (the measured crossovers, see
@@ -34,7 +34,7 @@ AUTO_MIN_COLS_FLOAT = 2000
 
 
 def _compile(dispatcher, args) -> float:
-    """Compile (or load from the on-disk cache) ``dispatcher`` for ``args``; return seconds spent."""
+    """Compile (or load from the disk cache) ``dispatcher`` for ``args``; return seconds spent."""
     sig = tuple(numba.typeof(a) for a in args)
     t0 = time.perf_counter()
     dispatcher.compile(sig)
@@ -107,39 +107,17 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     return int(max(1, min(int(threads), n2 // 8)))
 
 
-def _compile_estimate(src, buf, n1: int, n2: int, v, perm, pick) -> float:
-    """Compile the pieces that ``est.estimate`` calls; return seconds spent."""
-    vf, i64 = np.empty(n2), np.int64(0)
-    return (_compile(est._ab_worker, (i64, i64, src, buf, n1, n2, vf, vf, pick, perm, perm,
-                                      vf))
-            + _compile(est._ab_result, (vf, perm))
-            + _compile(est._cde_worker, (i64, i64, src, buf, n1, n2, perm, vf, pick, perm, perm,
-                                         vf))
-            + _compile(est._regret_order, (vf, perm))
-            + _compile(est._blend, (vf, vf, np.zeros(4), 0.0))
-            + _compile(est._finish, (vf, v, perm, pick, n1, n2, False, 0.0, 0.0, 0.0, False,
-                                     False)))
-
-
-def _compile_certify(src, buf, n1: int, n2: int) -> float:
-    """Compile the certificate sweep's kernels for this source; return seconds spent."""
-    vf = np.empty(n2)
-    code = np.empty(n1, np.int64)
-    mins = np.empty((n1, cert._KEEP), np.int64)
-    i0 = np.int64(0)
-    return (_compile(cert._sample_v, (src, buf, n1, n2, vf))
-            + _compile(cert._scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins,
-                                         sync_mod.new_sync()))
-            + _compile(cert._pick_rows, (src, buf, vf, i0, i0, code, mins,
-                                         np.empty(n2, np.int64), code)))
+def _compile_all(kernels) -> float:
+    """Compile every (dispatcher, arguments) of a step's kernel table; return seconds spent."""
+    return sum(_compile(dispatcher, args) for dispatcher, args in kernels)
 
 
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                   ctl=None, estimate_context=None, threads: int = 1, check_rows=None):
     """Stages A–E on the host over the rows of ``src`` (docs/algorithm.md §2; also validates every
     row: NaN/-inf and infeasible rows raise), after the speculative certificate sweep for float
-    costs (``_certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used by the
-    CPU solve and by the GPU backend for rows that come from the host.
+    costs (``estimate.certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used
+    by the CPU solve and by the GPU backend for rows that come from the host.
 
     Returns ``(v, perm, pick, eps_upper, eps_lower, certified, compile_s, seconds)``: v in the
     work dtype; ``certified`` when stage B's assignment ``pick`` is the exact pass's optimal
@@ -154,12 +132,11 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     # concurrent reads of the rows only from a matrix in memory (sources may share state)
     bufs = [buf] + [np.empty(n2, dtype=row_dtype)
                     for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
-    compile_s = _compile_estimate(src, buf, n1, n2, v, perm, pick)
-    speculate = not integral and n1 > cert.CERT_SAMPLE
-    if speculate:
-        compile_s += _compile_certify(src, buf, n1, n2)
-
     stop = sync_mod.new_sync()  # the estimate's barriers: a stop request aborts them
+    stages = CpuStages(src, bufs, n1, n2, v, perm, pick, integral, stop)
+    speculate = not integral and n1 > cert.CERT_SAMPLE
+    compile_s = _compile_all(stages.kernels()
+                             + (cert.kernels(src, buf, n1, n2) if speculate else []))
 
     def run():
         if speculate:
@@ -167,11 +144,10 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
             status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs), stop)
             if status in (STATUS_INVALID, STATUS_INTERRUPTED):
                 return status, 0.0, 0.0
-            if status == STATUS_CERTIFIED and est._certificate_holds(vf, vf, pick, n1,
-                                                                          False, 0.0):
+            if status == STATUS_CERTIFIED and certificate_holds(vf, vf, pick, n1, False, 0.0):
                 v[:] = vf
                 return status, 0.0, 0.0
-        return est.estimate(src, bufs, n1, n2, v, perm, integral, pick, stop)
+        return stages.run()
 
     t0 = time.perf_counter()
     if estimate_context is None:
@@ -224,18 +200,19 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     result = np.zeros(3)
 
     def worker_args(eps_hi, eps_lo, log, sync):
-        return lambda tid: (np.int64(tid), np.int64(nthreads), srcs[tid], bufs[tid], n1, n2, v,
-                            perm, float(eps_hi), float(eps_lo), integral, inf_val, row_to_col,
-                            ctl, log, sync, slots, slots_w, result)
+        io = ker.PassIO(v, perm, row_to_col, log, result)
+        meet = ker.Meeting(sync, slots, slots_w, ctl)
+        return lambda tid: (np.int64(tid), np.int64(nthreads), srcs[tid], bufs[tid], n1, n2,
+                            float(eps_hi), float(eps_lo), integral, inf_val, io, meet)
 
     def passes(eps_hi, eps_lo, log, on_tick=None):
         """Run the pass loop from the current v on every thread; fills ``result``."""
         sync = sync_mod.new_sync()
         args_of = worker_args(eps_hi, eps_lo, log, sync)
-        _run_interruptibly(lambda: sync_mod.run_workers(ker._pass_worker, args_of, nthreads, sync),
+        _run_interruptibly(lambda: sync_mod.run_workers(ker.pass_worker, args_of, nthreads, sync),
                            ctl, on_tick)
 
-    compile_s += _compile(ker._pass_worker,
+    compile_s += _compile(ker.pass_worker,
                           worker_args(eps_upper, eps_lower, eps_log, sync_mod.new_sync())(0))
     bar = ProgressBar(n2, ctl, extra=progress_extra) if progress else None
     t0 = time.perf_counter()
@@ -280,7 +257,7 @@ def assigned_costs(src, n2: int, row_dtype, row_to_col: np.ndarray, work) -> np.
     out = np.empty(len(row_to_col), dtype=work)
     if len(row_to_col):  # on a worker thread: computing the rows again may take a while
         stop = sync_mod.new_sync()
-        _run_interruptibly(lambda: est._assigned_costs(src, np.empty(n2, row_dtype), row_to_col,
+        _run_interruptibly(lambda: ker.gather_assigned(src, np.empty(n2, row_dtype), row_to_col,
                                                        out, stop),
                            np.zeros(8, np.int64), sync=stop)
     return out

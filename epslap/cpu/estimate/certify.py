@@ -1,9 +1,9 @@
 """The speculative certificate sweep of the estimate, on one or more threads.
 
 One sweep that proves the exact pass trivial (the sanity class: the solve is then done after one
-read of the matrix), or gives up after a few dozen rows (float costs only; ``_estimate``'s module
-docstring gives the certificate). v is stage A's formula (second-smallest row-reduced cost per
-column) over only the first CERT_SAMPLE rows. Then the rows go back to front, as the exact pass
+read of the matrix), or gives up after a few dozen rows (float costs only; the package docstring
+gives the certificate). v is stage A's formula (second-smallest row-reduced cost per column) over
+only the first CERT_SAMPLE rows. Then the rows go back to front, as the exact pass
 would take them with ε = 0 and perm = identity: each row must find its minimum of c - v at a free
 column (the lowest-index one, the pass's tie rule); the first row that does not aborts. On success
 the picks are an assignment on row minima of c - v: optimal, and exactly what the exact pass
@@ -22,11 +22,11 @@ from numba import njit
 
 from costfns.rows import get_row
 
-from .._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
-from .._sync import aborted, new_sync, reset_sync, run_workers
-from ._estimate import (_KEY_MAX, _KEY_MIN, _KEY_NEG_INF, _KEY_POS_INF, BLOCK, _bits, _from_key,
-                        _greedy_pick, _key, _load_keys, _load_reduced_keys, _update_two_smallest,
-                        _v_from_two_smallest)
+from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
+from ..._sync import aborted, new_sync, reset_sync, run_workers
+from .._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits
+from .keys import (_KEY_NEG_INF, _KEY_POS_INF, _from_key, _greedy_pick, _key, _load_keys,
+                   _load_reduced_keys, _update_two_smallest, _v_from_two_smallest)
 
 #: rows of the sample that gives the speculative v
 CERT_SAMPLE = 32
@@ -145,6 +145,17 @@ def _pick_rows(src, buf, vf, lo, hi, code, mins, taken, pick):
         taken[q] = _KEY_MAX
         pick[i] = q
     return STATUS_OK
+
+
+def kernels(src, buf, n1: int, n2: int) -> list:
+    """(compiled function, arguments) for every kernel of the sweep over ``src``."""
+    vf = np.empty(n2)
+    code = np.empty(n1, np.int64)
+    mins = np.empty((n1, _KEEP), np.int64)
+    i0 = np.int64(0)
+    return [(_sample_v, (src, buf, n1, n2, vf)),
+            (_scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins, new_sync())),
+            (_pick_rows, (src, buf, vf, i0, i0, code, mins, np.empty(n2, np.int64), code))]
 
 
 def certify_sweep(src, bufs, n1: int, n2: int, vf: np.ndarray, pick: np.ndarray,
