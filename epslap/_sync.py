@@ -4,8 +4,8 @@ The parallel CPU kernel runs T Python threads that each call the same ``nogil`` 
 they synchronise through one shared int64 array ``sync``. The intrinsics below emit LLVM atomic
 instructions, so the loads in a spin loop cannot be hoisted and the orderings are the C++11 ones:
 
-- ``_atomic_add(a, k, x)``: ``atomicrmw add`` with ``seq_cst``; returns the old value.
-- ``_load_acquire(a, k)``: ``load atomic … acquire``; ``_load_seq_cst(a, k)``: ``… seq_cst``.
+- ``atomic_add(a, k, x)``: ``atomicrmw add`` with ``seq_cst``; returns the old value.
+- ``load_acquire(a, k)``: ``load atomic … acquire``; ``_load_seq_cst(a, k)``: ``… seq_cst``.
 - ``_store_release(a, k, x)``: ``store atomic … release``.
 
 The barrier is a monotonically increasing arrival counter ``sync[_ARRIVE]``: the g-th barrier of a
@@ -64,10 +64,10 @@ def aborted(sync):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _await_or_stop(sync, nthreads, gen):
-    """``_await``, and False after a stop request also for a single thread (which never waits):
+def await_or_stop(sync, nthreads, gen):
+    """``wait_for``, and False after a stop request also for a single thread (which never waits):
     for loops that meet once per row, where one more read per row costs nothing."""
-    return _await(sync, nthreads, gen) and not aborted(sync)
+    return wait_for(sync, nthreads, gen) and not aborted(sync)
 
 
 def run_workers(worker, args_of, nthreads: int, sync) -> None:
@@ -103,7 +103,7 @@ def _item_ptr(context, builder, aryty, ary, idx, idxty):
 
 
 @intrinsic
-def _atomic_add(typingctx, ary, idx, val):
+def atomic_add(typingctx, ary, idx, val):
     """Atomically ``ary[idx] += val`` (int64, seq_cst); returns the old value."""
     if not (isinstance(ary, types.Array) and ary.dtype == types.int64):
         return None
@@ -133,7 +133,7 @@ def _atomic_load(ordering: str, doc: str):
     return intrinsic(load)
 
 
-_load_acquire = _atomic_load("acquire", "``ary[idx]`` read with an atomic acquire load (int64).")
+load_acquire = _atomic_load("acquire", "``ary[idx]`` read with an atomic acquire load (int64).")
 _load_seq_cst = _atomic_load("seq_cst", "``ary[idx]`` read with a sequentially consistent "
                                         "atomic load (int64).")
 
@@ -210,33 +210,33 @@ def _cpu_relax(typingctx):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _barrier(sync, nthreads, gen):
+def barrier(sync, nthreads, gen):
     """Wait until all ``nthreads`` threads reached their ``gen``-th barrier (gen counts from 1):
-    ``_arrive`` then ``_await``. Returns False if the run was aborted while waiting."""
-    _arrive(sync, nthreads, gen)
-    return _await(sync, nthreads, gen)
+    ``arrive`` then ``wait_for``. Returns False if the run was aborted while waiting."""
+    arrive(sync, nthreads, gen)
+    return wait_for(sync, nthreads, gen)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _arrive(sync, nthreads, gen):
+def arrive(sync, nthreads, gen):
     """This thread's arrival at its ``gen``-th barrier (the first half of a split barrier: the
-    thread may do work that does not need the others' results before it calls ``_await``). Its
-    plain stores before the arrival are visible to every thread after that thread's ``_await``
+    thread may do work that does not need the others' results before it calls ``wait_for``). Its
+    plain stores before the arrival are visible to every thread after that thread's ``wait_for``
     of the same ``gen``. The last arriver bumps the epoch and wakes sleepers only when there are
     any (one futex syscall per barrier otherwise would cost more than a step). A single thread
     does nothing."""
     if nthreads == 1:
         return
-    if _atomic_add(sync, _ARRIVE, 1) + 1 == gen * nthreads:  # the last to arrive
-        _atomic_add(sync, _EPOCH, 1)
+    if atomic_add(sync, _ARRIVE, 1) + 1 == gen * nthreads:  # the last to arrive
+        atomic_add(sync, _EPOCH, 1)
         if _load_seq_cst(sync, _SLEEPERS) > 0:
             _futex(sync, _EPOCH, _FUTEX_WAKE_PRIVATE, nthreads, _TIMESPEC)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _await(sync, nthreads, gen):
+def wait_for(sync, nthreads, gen):
     """Wait until every thread has arrived at its ``gen``-th barrier (after this thread's own
-    ``_arrive(gen)``). Returns False if the run was aborted while waiting. A single thread never
+    ``arrive(gen)``). Returns False if the run was aborted while waiting. A single thread never
     waits. A waiter spins (x86 ``pause``) for SPINS_BEFORE_SLEEP polls, then sleeps in
     ``futex_wait`` on the epoch word (with a short timeout), so that on a loaded machine its core
     goes to the peer it waits for instead of being burnt.
@@ -249,8 +249,8 @@ def _await(sync, nthreads, gen):
         return True
     target = gen * nthreads
     spins = 0
-    while _load_acquire(sync, _ARRIVE) < target:
-        if _load_acquire(sync, _ABORT) != 0:
+    while load_acquire(sync, _ARRIVE) < target:
+        if load_acquire(sync, _ABORT) != 0:
             return False
         spins += 1
         if spins < SPINS_BEFORE_SLEEP:
@@ -258,8 +258,8 @@ def _await(sync, nthreads, gen):
             continue
         spins = 0
         e = _load_seq_cst(sync, _EPOCH)
-        _atomic_add(sync, _SLEEPERS, 1)
+        atomic_add(sync, _SLEEPERS, 1)
         if _load_seq_cst(sync, _ARRIVE) < target:
             _futex(sync, _EPOCH, _FUTEX_WAIT_PRIVATE, e & 0xFFFFFFFF, _TIMESPEC)
-        _atomic_add(sync, _SLEEPERS, -1)
+        atomic_add(sync, _SLEEPERS, -1)
     return True

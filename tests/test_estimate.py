@@ -11,7 +11,7 @@ from conftest import assert_optimal
 from epslap._estimate_driver import needs_cde
 from epslap._status import STATUS_CERTIFIED, STATUS_OK
 from epslap._sync import new_sync
-from epslap.cpu import _kernel as ker
+from epslap.cpu import passes as ker
 from epslap.cpu import estimate as est
 from epslap.cpu.estimate import certify as cert
 

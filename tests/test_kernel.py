@@ -1,11 +1,11 @@
-"""The pass kernel's argmin against a direct reading of the tie rule (docs/algorithm.md §4): smallest
-d over open columns; among equals an unassigned column; then the lowest index. Closed columns
+"""The pass kernel's argmin against a direct reading of the tie rule (docs/algorithm.md §4):
+smallest d over open columns; among equals an unassigned column; then the lowest index. Closed columns
 carry a sentinel distance instead of a flag (a quiet NaN; _KEY_MIN for integers)."""
 import numpy as np
 import pytest
 from numba import njit
 
-from epslap.cpu import _kernel as K
+from epslap.cpu import passes as K
 
 
 @njit(cache=True)
@@ -18,11 +18,11 @@ def _argmin(d, free_mask, integral):
     block_free = np.full(n_blocks, K._KEY_MAX, np.int64)
     for j in range(d.shape[0]):
         b = j // K.BLOCK
-        k = K._key_of(dkey[j], integral)
+        k = K.key_of(dkey[j], integral)
         block_min[b] = min(block_min[b], k)
         if free_mask[j] < 0:
             block_free[b] = min(block_free[b], k)
-    return K._argmin_open(dkey, free_mask, block_min, block_free, integral)
+    return K.argmin_open(dkey, free_mask, block_min, block_free, integral)
 
 
 def _reference(d, closed, free):

@@ -13,7 +13,7 @@ from numba import njit
 
 import costfns
 import epslap
-from epslap.cpu import _kernel as ker
+from epslap.cpu import passes as ker
 from epslap import _sync
 from epslap.cpu.solver import AUTO_MIN_COLS, resolve_threads
 from epslap.errors import InfeasibleError
@@ -193,10 +193,10 @@ def _ping_pong(tid, sync, cells, rounds):
     for k in range(1, rounds + 1):
         cells[tid * 16] = k
         gen += 1
-        _sync._barrier(sync, 2, gen)
+        _sync.barrier(sync, 2, gen)
         stale += cells[(1 - tid) * 16] != k
         gen += 1
-        _sync._barrier(sync, 2, gen)
+        _sync.barrier(sync, 2, gen)
     return stale
 
 
@@ -208,10 +208,10 @@ def _split_ping_pong(tid, sync, cells, rounds):
     stale = 0
     for k in range(1, rounds + 1):
         cells[(k & 1) * 32 + tid * 16] = k
-        _sync._arrive(sync, 2, k)
+        _sync.arrive(sync, 2, k)
         for j in range(k % 64):  # work between arriving and waiting
             cells[64 + tid * 16] += j
-        if not _sync._await(sync, 2, k):
+        if not _sync.wait_for(sync, 2, k):
             return -1
         stale += cells[(k & 1) * 32 + (1 - tid) * 16] != k
     return stale
@@ -220,7 +220,7 @@ def _split_ping_pong(tid, sync, cells, rounds):
 @pytest.mark.parametrize("ping_pong,rounds,arrivals", [(_ping_pong, 5000, 2 * 2 * 5000),
                                                        (_split_ping_pong, 20000, 2 * 20000)])
 def test_barrier_publishes_plain_stores(ping_pong, rounds, arrivals):
-    """The whole barrier and the split one (``_arrive`` … ``_await``): what a thread stored
+    """The whole barrier and the split one (``arrive`` … ``wait_for``): what a thread stored
     before arriving is what its peer reads after waiting."""
     sync = _sync.new_sync()
     cells = np.zeros(96, np.int64)
@@ -242,7 +242,7 @@ def test_atomic_add_from_two_threads():
     @njit(nogil=True)
     def bump(a, n):
         for _ in range(n):
-            _sync._atomic_add(a, 0, 1)
+            _sync.atomic_add(a, 0, 1)
 
     a = np.zeros(8, np.int64)
     threads = [threading.Thread(target=bump, args=(a, 100000)) for _ in range(2)]
@@ -267,15 +267,15 @@ def test_threads_argument():
     assert resolve_threads(None, AUTO_MIN_COLS - 1) == 1
     import os
     from epslap.cpu import solver
-    old = solver._other_running
+    old = solver.other_running
     try:
-        solver._other_running = lambda: 0
+        solver.other_running = lambda: 0
         assert resolve_threads(None, AUTO_MIN_COLS) == min(numba.get_num_threads(),
                                                            os.cpu_count(), AUTO_MIN_COLS // 8)
-        solver._other_running = lambda: 10**6  # every core busy: one thread
+        solver.other_running = lambda: 10**6  # every core busy: one thread
         assert resolve_threads(None, AUTO_MIN_COLS) == 1
     finally:
-        solver._other_running = old
+        solver.other_running = old
     assert 0 <= old() < 10**6
     assert resolve_threads(3, 10) == 1
 
@@ -291,13 +291,13 @@ def test_auto_threads_start_lower_for_float_matrices():
     cf = rng.random((n, n))
     ci = rng.integers(0, 10 * n, (n, n))
     want = min(numba.get_num_threads(), os.cpu_count(), n // 8)
-    old = solver._other_running
+    old = solver.other_running
     try:
-        solver._other_running = lambda: 0
+        solver.other_running = lambda: 0
         sf = epslap.solve(cf)
         si = epslap.solve(ci)
     finally:
-        solver._other_running = old
+        solver.other_running = old
     assert sf.stats["threads"] == want
     assert si.stats["threads"] == 1
     assert resolve_threads(None, n - 1, solver.AUTO_MIN_COLS_FLOAT) == 1
@@ -324,7 +324,7 @@ def test_cli_threads_flag(capsys):
 
 @njit(nogil=True)
 def _one_barrier(sync, gen):
-    return _sync._barrier(sync, 2, gen)
+    return _sync.barrier(sync, 2, gen)
 
 
 def test_late_peer_wakes_a_sleeping_waiter():

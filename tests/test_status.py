@@ -9,7 +9,7 @@ import pytest
 
 import epslap
 from epslap._status import Status, cuda_defines, raise_for_status
-from epslap.cpu import _kernel as ker
+from epslap.cpu import passes as ker
 from epslap.cpu import estimate
 from epslap.cpu.estimate import certify, stage_ab
 

@@ -20,7 +20,7 @@ from .._progress import ProgressBar
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
                        raise_for_status)
 from ..certificate import prices_need_polish
-from . import _kernel as ker
+from . import passes as ker
 from .estimate import CpuStages, certificate_holds
 from .estimate import certify as cert
 
@@ -73,7 +73,7 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
     return box["result"]
 
 
-def _other_running() -> int:
+def other_running() -> int:
     """Runnable tasks on the machine besides the caller (0 where unknown)."""
     try:
         with open("/proc/loadavg") as fh:
@@ -97,7 +97,7 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     if threads is None:
         threads = numba.get_num_threads() if n2 >= min_cols else 1
         if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own
-            threads = max(1, min(threads, (os.cpu_count() or 1) - _other_running()))
+            threads = max(1, min(threads, (os.cpu_count() or 1) - other_running()))
     elif threads > numba.get_num_threads():
         warnings.warn(f"threads={threads} is more than the {numba.get_num_threads()} threads "
                       "Numba may use here (numba.get_num_threads()); using that many: lock-step "

@@ -24,7 +24,7 @@ from costfns.rows import get_row
 
 from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
 from ..._sync import aborted, new_sync, reset_sync, run_workers
-from .._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits
+from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits
 from .keys import (_KEY_NEG_INF, _KEY_POS_INF, _from_key, _greedy_pick, _key, _load_keys,
                    _load_reduced_keys, _update_two_smallest, _v_from_two_smallest)
 

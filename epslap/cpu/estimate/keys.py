@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from .._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits
+from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits
 
 #: keys of -inf and +inf (see ``_key``): a row holds NaN or -inf iff its smallest key is at most
 _KEY_NEG_INF = np.int64(-0x7FF0000000000001)

@@ -12,8 +12,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ..._sync import _barrier
-from .._kernel import _KEY_MAX
+from ..._sync import barrier
+from ..passes import _KEY_MAX
 
 STAGE_SLOT = 16
 
@@ -70,7 +70,7 @@ def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
             mx = vl[j]
     slots.view(np.float64)[base + tid * STAGE_SLOT] = mx
     gen += 1
-    if not _barrier(sync, nthreads, gen):
+    if not barrier(sync, nthreads, gen):
         return gen, False
     mx = -np.inf
     for t in range(nthreads):
@@ -81,4 +81,4 @@ def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
         for j in range(vl.shape[0]):
             vl[j] -= mx
     gen += 1
-    return gen, _barrier(sync, nthreads, gen)
+    return gen, barrier(sync, nthreads, gen)

@@ -12,8 +12,8 @@ from numba import njit
 from costfns.rows import get_row
 
 from ..._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK
-from ..._sync import _arrive, _await_or_stop, _barrier
-from .._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
+from ..._sync import arrive, await_or_stop, barrier
+from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 from .keys import (_KEY_NEG_INF, _KEY_POS_INF, _first_in_row, _from_key, _greedy_pick, _key,
                    _load_keys, _load_reduced_keys, _min_key_except, _rows_are_views,
                    _update_two_smallest, _update_two_smallest4, _v_before_shift)
@@ -113,11 +113,11 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     for i in range(n1):
         base = (gen & 1) * nthreads * STAGE_SLOT
         gen += 1
-        _arrive(sync, nthreads, gen)
+        arrive(sync, nthreads, gen)
         if ahead and i + 1 < n1:  # with the mask before row i's pick
             row_next = get_row(src, i + 1, buf)
             mk, xk, mm, cand = _read_keys_a(row_next[lo:hi], pmask, bkey, bmask)
-        if not _await_or_stop(sync, nthreads, gen):
+        if not await_or_stop(sync, nthreads, gen):
             return STATUS_OK, 0.0, 0.0, 0.0, 0.0, gen, False
         rmk = _slots_min(slots, base, nthreads, 0)
         rxk = _KEY_MIN
@@ -228,11 +228,11 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     for i in range(n1 - 1, -1, -1):
         base = (gen & 1) * nthreads * STAGE_SLOT
         gen += 1
-        _arrive(sync, nthreads, gen)
+        arrive(sync, nthreads, gen)
         if i > 0:  # row i's own part was published: tmp and bkey are free
             row = get_row(src, i - 1, buf)
             mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
-        if not _await_or_stop(sync, nthreads, gen):
+        if not await_or_stop(sync, nthreads, gen):
             return 0.0, 0.0, False, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
         s2 = _KEY_MAX
@@ -262,7 +262,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
             _publish_b(tk, bkey, mk_next, pmask, bmask, row, lo, slots,
                        _own_slot(gen, nthreads, tid))
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
-    return lb_b, ub_b, certified, gen, _barrier(sync, nthreads, gen)
+    return lb_b, ub_b, certified, gen, barrier(sync, nthreads, gen)
 
 
 @njit(cache=True, nogil=True)

@@ -10,8 +10,8 @@ from numba import njit
 
 from costfns.rows import get_row
 
-from ..._sync import _arrive, _await_or_stop, _barrier
-from .._kernel import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
+from ..._sync import arrive, await_or_stop, barrier
+from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
 from .keys import _from_key, _greedy_pick, _key, _load_reduced_keys
 from .slots import (STAGE_SLOT, _first_smallest, _flagged_float, _own_slot,
                     _shift_slices_to_max_zero, _slots_min)
@@ -67,11 +67,11 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     for k in range(n1):
         base = (gen & 1) * nthreads * STAGE_SLOT
         gen += 1
-        _arrive(sync, nthreads, gen)
+        arrive(sync, nthreads, gen)
         if k + 1 < n1:  # row k's own part was published: tmp and bkey are free
             row = get_row(src, perm[k + 1], buf)
             mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
-        if not _await_or_stop(sync, nthreads, gen):
+        if not await_or_stop(sync, nthreads, gen):
             return ub, lb, gen, False
         mk = _slots_min(slots, base, nthreads, 0)
         w = _first_smallest(slots, base, nthreads, 1, 2)
@@ -86,7 +86,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
             _publish_greedy(tk, bkey, mk_next, taken, bmask, row, lo, slots,
                             _own_slot(gen, nthreads, tid))
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
-    return ub, lb, gen, _barrier(sync, nthreads, gen)
+    return ub, lb, gen, barrier(sync, nthreads, gen)
 
 
 @njit(cache=True, nogil=True)
@@ -122,10 +122,10 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
         else:
             slots[off + 1] = 0
         gen += 1
-        _arrive(sync, nthreads, gen)
+        arrive(sync, nthreads, gen)
         if k > 0:
             _copy_slice(get_row(src, perm[k - 1], buf), lo, cl[(k - 1) & 1])
-        if not _await_or_stop(sync, nthreads, gen):
+        if not await_or_stop(sync, nthreads, gen):
             return gen, False
         ref = _flagged_float(slots, base, nthreads, 1, 0)
         if math.isfinite(ref):

@@ -36,7 +36,7 @@ from costfns.rows import cost_at, get_row, get_row_part, random_access
 
 from .._schedule import next_eps
 from .._status import STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK
-from .._sync import _barrier, _load_acquire, aborted
+from .._sync import barrier, load_acquire, aborted
 
 MAX_PASSES = 64
 
@@ -64,7 +64,7 @@ def _sort_key(k, integral):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _key_of(k, integral):
+def key_of(k, integral):
     """Sort key of a distance's int64 bits: order-preserving for floats (a closed column's quiet
     NaN maps above +inf), the integer itself otherwise (a closed column's _KEY_MIN maps to
     _KEY_MAX)."""
@@ -132,7 +132,7 @@ def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, f
     if integral:
         dk = d.view(np.int64)  # d itself for integers; typed int64 in the float build too
         for j in range(d.shape[0]):
-            k = _key_of(dk[j], True)
+            k = key_of(dk[j], True)
             m = min(m, k)
             mf = min(mf, k if free_mask[j] < 0 else _KEY_MAX)
     return m, mf
@@ -143,7 +143,7 @@ def _scan_row(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, fre
               block_min, block_free, integral):
     """Relax every column of this thread through row ``i`` and, in the same pass, keep each
     block's minimum key (``block_min``) and minimum key over unassigned columns (``block_free``)
-    for :func:`_argmin_open` (branch-free: it vectorises).
+    for :func:`argmin_open` (branch-free: it vectorises).
 
     ``first`` (the augmentation's first row): d = c[i] - v. Otherwise d[j] = min(d[j], reduced
     cost through row i) in the difference form ((c[i][j] - c[i][jmin]) - (v[j] - v[jmin])) + mn.
@@ -164,7 +164,7 @@ def _scan_row(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, fre
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _argmin_open(dkey, free_mask, block_min, block_free, integral):
+def argmin_open(dkey, free_mask, block_min, block_free, integral):
     """The tie rule over open columns: smallest d; among equals an unassigned column; then the
     lowest index. Returns the column, or -1 when no column is open.
 
@@ -192,7 +192,7 @@ def _argmin_open(dkey, free_mask, block_min, block_free, integral):
         for j in range(lo, hi):
             if want_free and free_mask[j] > 0:
                 continue
-            if _key_of(dkey[j], integral) == best:
+            if key_of(dkey[j], integral) == best:
                 return j
     return -1
 
@@ -322,15 +322,15 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
     mn = zero
     jmin = -1
     while True:
-        jl = _argmin_open(dkey, free_mask, block_min, block_free, integral)
+        jl = argmin_open(dkey, free_mask, block_min, block_free, integral)
         gen[0] += 1
         base = (gen[0] & 1) * nthreads * SLOT
         off = base + tid * SLOT
         _publish(slots, slots_w, off, lo, jl, d, dkey, free_mask, owner, pred, acost, vl,
                  integral)
         if tid == 0:  # a stop request ends the solve within one Dijkstra step
-            slots[off + _F_STOP] = _load_acquire(ctl, 0)
-        if not _barrier(sync, nthreads, gen[0]):
+            slots[off + _F_STOP] = load_acquire(ctl, 0)
+        if not barrier(sync, nthreads, gen[0]):
             return STATUS_ABORTED
         if slots[base + _F_STOP] != 0:
             return STATUS_INTERRUPTED
@@ -476,7 +476,7 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
                         vmax = vl[j]
                 slots_w[off + _F_V] = vmax
                 slots[off + _F_COL] = lo
-            if not _barrier(sync, nthreads, gen[0]):
+            if not barrier(sync, nthreads, gen[0]):
                 status = STATUS_ABORTED
                 break
             base = (gen[0] & 1) * nthreads * SLOT
