@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from costfns.rows import cost_at, get_row, get_row_part
-from ._sync import _barrier
+from ._sync import barrier
 
 LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
@@ -319,10 +319,10 @@ def _joined_fill(s, i, buf):
         return s.row
     s.req[0] = i
     s.req[1] += 1
-    _barrier(s.sync, nthreads, s.req[1])   # helpers read the request
+    barrier(s.sync, nthreads, s.req[1])   # helpers read the request
     _fill_slice(s, 0, i)
     s.req[1] += 1
-    _barrier(s.sync, nthreads, s.req[1])   # every slice is in s.row
+    barrier(s.sync, nthreads, s.req[1])   # every slice is in s.row
     return s.row
 
 
@@ -336,14 +336,14 @@ def _serve(s, t):
     gen = 0
     while True:
         gen += 1
-        if not _barrier(s.sync, nthreads, gen):
+        if not barrier(s.sync, nthreads, gen):
             return
         i = s.req[0]
         if i < 0:
             return
         _fill_slice(s, t, i)
         gen += 1
-        if not _barrier(s.sync, nthreads, gen):
+        if not barrier(s.sync, nthreads, gen):
             return
 
 
@@ -351,7 +351,7 @@ def _serve(s, t):
 def _stop_serving(s):
     s.req[0] = -1
     s.req[1] += 1
-    _barrier(s.sync, len(s.caches), s.req[1])
+    barrier(s.sync, len(s.caches), s.req[1])
     s.req[2] = 0
 
 

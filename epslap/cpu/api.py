@@ -11,7 +11,7 @@ from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_p
 from .._validate import as_matrix, canonical_dense, int_cost_limit
 from ..cache import join_caches, make_cache, parse_memory, serve_rows
 from ..solution import Solution, empty_solve, finish
-from ._kernel import col_range
+from .passes import col_range
 from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
                      solve_rows)
 
