@@ -1,6 +1,6 @@
 """What ``memory=`` bounds, and what the process adds: peak RSS of on-demand solves.
 
-    python benchmarks/memory.py --n 30000 --memory 256MiB --json benchmarks/results/memory.json
+    python -m benchmarks memory --n 30000 --memory 256MiB 1GiB
 
 Each configuration runs in a fresh Python process, so peak RSS is that solve's alone. The process
 first solves a tiny problem of the same class through a row cache, which loads every compiled
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
-import time
+
+from ._common import ROOT, Output, markdown
 
 _CHILD = r"""
 import json, resource, sys
@@ -37,25 +37,22 @@ print(json.dumps({"runtime_bytes": runtime, "peak_bytes": rss(),
 """
 
 
-def _run(n: int, memory: str, kind: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(n), memory, kind], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--n", type=int, default=30000)
     ap.add_argument("--memory", nargs="+", default=["256MiB"])
     ap.add_argument("--classes", nargs="+", default=["geometric"])
     ap.add_argument("--per-row-bytes", type=int, default=4096)
-    ap.add_argument("--json")
-    args = ap.parse_args()
+
+
+def _run(n: int, memory: str, kind: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(n), memory, kind], check=True,
+                         capture_output=True, text=True, cwd=ROOT).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
     from epslap.cache import parse_memory
-    rows, ok = [], True
-    print("| class | n | memory | peak RSS MB | runtime MB | cache rows MB | rest bytes / row | "
-          "within bound |")
-    print("|---|---|---|---|---|---|---|---|")
+    ok = True
     for kind in args.classes:
         for memory in args.memory:
             budget = parse_memory(memory)
@@ -67,17 +64,16 @@ def main() -> None:
             ok = ok and within
             r.update(kind=kind, n=args.n, memory=memory, budget_bytes=budget,
                      cache_bytes=cache_bytes, rest_bytes_per_row=rest, within_bound=within)
-            rows.append(r)
-            print(f"| {kind} | {args.n} | {memory} | {r['peak_bytes'] / 1e6:.0f} | "
-                  f"{r['runtime_bytes'] / 1e6:.0f} | {cache_bytes / 1e6:.0f} | {rest:.0f} | "
-                  f"{'yes' if within else 'NO'} |", flush=True)
-    if args.json:
-        meta = {"date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
-                "processor": platform.processor(), "command": " ".join(sys.argv)}
-        with open(args.json, "w") as fh:
-            json.dump({"meta": meta, "runs": rows}, fh, indent=1)
-    sys.exit(0 if ok else 1)
+            out.add(r)
+            print(f"{kind} n={args.n} memory={memory}: peak {r['peak_bytes'] / 1e6:.0f} MB, "
+                  f"{'within' if within else 'BEYOND'} the bound", flush=True)
+    return 0 if ok else 1
 
 
-if __name__ == "__main__":
-    main()
+def render(meta: dict, rows: list[dict]) -> str:
+    body = [[r["kind"], r["n"], r["memory"], f"{r['peak_bytes'] / 1e6:.0f}",
+             f"{r['runtime_bytes'] / 1e6:.0f}", f"{r['cache_bytes'] / 1e6:.0f}",
+             f"{r['rest_bytes_per_row']:.0f}", "yes" if r["within_bound"] else "NO"]
+            for r in rows]
+    return markdown(["class", "n", "memory", "peak RSS MB", "runtime MB", "cache rows MB",
+                     "rest bytes / row", "within bound"], body)

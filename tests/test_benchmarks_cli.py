@@ -1,0 +1,65 @@
+"""The benchmark runner's front door: ``python -m benchmarks`` lists its tables, prints every result
+file the results page links as a Markdown table, and refuses the GPU tables in one line where
+CuPy is missing. Runs no benchmark (each call only parses arguments or reads JSON)."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_PAGE = ROOT / "benchmarks" / "README.md"
+TABLES = ["cpu", "fidelity", "ondemand", "memory", "gpu", "hungarian", "scale", "emd", "parallel",
+          "ab", "table"]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def _linked_results() -> list[str]:
+    """The result files benchmarks/README.md links, in page order."""
+    links = re.findall(r"\]\((results/[^)\s]+\.json)\)", RESULTS_PAGE.read_text())
+    return list(dict.fromkeys(links))
+
+
+def test_help_lists_every_table():
+    res = _run("--help")
+    assert res.returncode == 0, res.stderr
+    listed = set(re.findall(r"^ {4}(\w+)", res.stdout, flags=re.M))
+    assert set(TABLES) <= listed, f"missing from --help: {set(TABLES) - listed}"
+
+
+def test_results_page_links_every_result_file():
+    linked = set(_linked_results())
+    on_disk = {f"results/{p.name}" for p in (ROOT / "benchmarks" / "results").glob("*.json")}
+    assert linked, "benchmarks/README.md links no result file"
+    assert linked <= on_disk, f"linked but missing: {linked - on_disk}"
+    assert on_disk <= linked, f"result files no table on the page comes from: {on_disk - linked}"
+
+
+@pytest.mark.parametrize("result", _linked_results())
+def test_table_prints_markdown(result):
+    res = _run("table", f"benchmarks/{result}")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    assert re.fullmatch(r"\|(---\|)+", lines[head + 1]), lines[head + 1]
+    body = [line for line in lines[head + 2:] if line.startswith("| ")]
+    cols = lines[head].count("|")
+    assert body and all(line.count("|") == cols for line in body)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed")
+@pytest.mark.parametrize("table", ["gpu", "hungarian", "scale"])
+def test_gpu_tables_refuse_in_one_line_without_cupy(table):
+    args = [table, "32000"] if table == "scale" else [table]
+    res = _run(*args, "--out", "/nonexistent/never-written.json")
+    assert res.returncode != 0
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and "CuPy" in err[0] and "Traceback" not in res.stderr, res.stderr
