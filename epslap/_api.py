@@ -2,17 +2,21 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._validate import check_options
 from .solution import Solution
 
+if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is asked for
+    from .gpu.launch import LaunchConfig
+
 
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
           memory: int | str | None = None, cache: str = "auto", threads: int | None = None,
-          progress: bool = False, device: int = 0) -> Solution:
+          progress: bool = False, device: int = 0,
+          launch: LaunchConfig | None = None) -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
 
     Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
@@ -78,6 +82,13 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         Draw a progress bar on stderr during the passes (CPU backend).
     device : int
         CUDA device for ``backend="gpu"`` and ``"hungarian-gpu"``.
+    launch : epslap.gpu.LaunchConfig, optional
+        How the GPU backends launch their kernels (threads, blocks, shared-memory column state,
+        the phase-clock diagnostic build, Hungarian blocks); for diagnostics and tests, the
+        defaults are the tuned choices. ``None``: from the environment variables
+        ``EPSLAP_GPU_THREADS``, ``EPSLAP_GPU_BLOCKS``, ``EPSLAP_GPU_SMEM_STATE``,
+        ``EPSLAP_GPU_PHASE_CLOCKS`` and ``EPSLAP_HUNGARIAN_BLOCKS``
+        (:meth:`epslap.gpu.LaunchConfig.from_env`), read here once. Not for ``backend="cpu"``.
 
     Returns
     -------
@@ -95,13 +106,20 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
     t_start = time.perf_counter()
+    if backend in ("gpu", "hungarian-gpu"):
+        from .gpu.launch import resolve_launch
+        launch = resolve_launch(launch)
+    elif launch is not None:
+        raise ValueError(f"launch applies to backend='gpu' and 'hungarian-gpu', not "
+                         f"backend={backend!r}")
     if backend == "hungarian-gpu":
         from .gpu.hungarian import solve_hungarian
-        return solve_hungarian(cost, maximize=maximize, device=device, t_start=t_start)
+        return solve_hungarian(cost, maximize=maximize, device=device, t_start=t_start,
+                               launch=launch)
     if backend == "gpu":
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
-                         t_start=t_start, memory=memory, cache=cache)
+                         t_start=t_start, memory=memory, cache=cache, launch=launch)
     from .cpu.api import solve_cpu
     return solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                      threads=threads, progress=progress, t_start=t_start)

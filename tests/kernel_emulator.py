@@ -1,8 +1,9 @@
-"""Run ``epslap/gpu/hungarian.cu`` itself on the CPU: one OS thread per CUDA thread.
+"""Run ``epslap/gpu/hungarian/hungarian.cu`` itself on the CPU: one OS thread per CUDA thread.
 
 A test-only harness. The kernel source is compiled with g++ after a mechanical rewrite
 (``__shared__`` declarations become per-block shared storage; the include of cooperative groups
-is replaced) against a shim that emulates, with real threads:
+is dropped, the generated status header's is replaced by its text) against a shim that emulates,
+with real threads:
 
 * ``__syncthreads`` (a barrier per block), ``grid.sync()`` (a barrier over the whole grid);
 * ``__shfl_xor_sync`` / ``__shfl_sync`` / ``__ballot_sync`` (an exchange buffer and a barrier per
@@ -170,6 +171,7 @@ def _rewrite(src: str) -> str:
     """Make the CUDA source plain C++ against the shim (test harness only)."""
     src = src.replace("#include <cooperative_groups.h>", "")
     src = src.replace("namespace cg = cooperative_groups;", "")
+    src = src.replace('#include "epslap_status.cuh"', cuda_defines())
     # __shared__ T name[N];  ->  T* name = (T*)emu_shm(sizeof(T) * (N));
     src = re.sub(r"__shared__\s+([\w ]+?)\s+(\w+)\[([^\]]+)\];",
                  r"\1* \2 = (\1*)emu_shm(sizeof(\1) * (\3));", src)
@@ -180,10 +182,11 @@ def _rewrite(src: str) -> str:
 
 def _library(storage: np.dtype, defines: str = ""):
     storage = np.dtype(storage)
-    kernel = os.path.join(os.path.dirname(__file__), "..", "epslap", "gpu", "hungarian.cu")
+    kernel = os.path.join(os.path.dirname(__file__), "..", "epslap", "gpu", "hungarian",
+                          "hungarian.cu")
     with open(kernel) as fh:
         body = _rewrite(fh.read())
-    code = (cuda_defines() + f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n"
+    code = (f"#define COST_ST {_CTYPES[storage]}\n#define THREADS {THREADS}\n"
             f"{defines}\n" + _SHIM + body + _RUNNER)
     key = hashlib.sha1(code.encode()).hexdigest()[:16]
     if key in _LIBS:
@@ -222,8 +225,8 @@ def solve_emulated(m, integral, *, blocks=3, seed=0, timeout_s=60.0, gather=Fals
 
     Returns what ``_solve_canonical`` returns: ``(row_to_col, v, assigned, stats)``.
     """
-    from epslap.gpu._hungarian_plan import numeric_plan
-    from epslap.gpu.hungarian import run_kernels
+    from epslap.gpu.hungarian.plan import numeric_plan
+    from epslap.gpu.hungarian.solver import run_kernels
     plan = numeric_plan(np, m, integral)
     store = np.ascontiguousarray(m.astype(plan["storage"]))
     lib = _library(plan["storage"], "#define COL_DIV 1" if gather else "")

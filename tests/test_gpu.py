@@ -8,6 +8,7 @@ import pytest
 import costfns
 import epslap
 from conftest import GPU_REASON as _REASON, assert_optimal, gpu
+from epslap.gpu import LaunchConfig
 
 
 
@@ -84,9 +85,8 @@ def test_rectangular_source_on_device():
 def test_grid_barrier_selftest(blocks):
     """The cooperative grid barrier the solver relies on: every block sees every write."""
     import cupy
-    import costfns as cf
-    from epslap.gpu import solver as S
-    mod = S._module(cupy, cf.Geometric(5).cuda_source().code, False, 128)
+    from epslap.gpu.modules import diagnostics_module
+    mod = diagnostics_module(cupy, 128)
     counters = cupy.zeros(blocks, dtype=np.int64)
     errors = cupy.zeros(1, dtype=np.uint64)
     mod.get_function("barrier_selftest")((blocks,), (128,), (counters, errors, np.int32(500)))
@@ -101,11 +101,12 @@ def test_gather_costs_covers_rows_beyond_its_grid():
     past 270336 kept uninitialised memory). One block of 256 threads here, 3000 rows."""
     import cupy
     import costfns as cf
-    from epslap.gpu import solver as S
+    from epslap.gpu.modules import pass_module
+    from epslap.gpu.runtime import cost_args
     src = cf.Geometric(3000, seed=4)
     cc = src.cuda_source()
-    mod = S._module(cupy, cc.code, False)
-    args, _keep = S._cost_args(cupy, cc, 3000, 3000)
+    mod = pass_module(cupy, cc.code, False)
+    args, _keep = cost_args(cupy, cc, 3000, 3000)
     perm = np.random.default_rng(0).permutation(3000).astype(np.int64)
     out = cupy.full(3000, np.nan)
     mod.get_function("gather_costs")((1,), (256,), (*args, cupy.asarray(perm), out,
@@ -134,17 +135,17 @@ def test_full_grid_is_exact_at_larger_n(name):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["geometric", "random", "integer"])
-def test_large_grid_exchange_solves(monkeypatch, name):
+def test_large_grid_exchange_solves(name):
     """More than 32 blocks (40 x 64): the exchange polls only the slots' heads and fetches the
     winner's slot. Same optimum and rows evaluated as the CPU, dense, on demand, and through a
     device row cache (the kernel suspends and resumes, the exchange numbering with it)."""
-    monkeypatch.setenv("EPSLAP_GPU_BLOCKS", "40")
-    monkeypatch.setenv("EPSLAP_GPU_THREADS", "64")
+    launch = LaunchConfig(blocks=40, threads=64)
     src = costfns.problem(name, 1500, seed=6)
     c = src.dense()
     cpu = epslap.solve(c)
-    for cost, kw in ((c, {}), (src, {}), (src, dict(cache="lfu", memory=_rows_budget(1500, 1500, 200)))):
-        sol = epslap.solve(cost, backend="gpu", **kw)
+    budget = _rows_budget(1500, 1500, 200, launch)
+    for cost, kw in ((c, {}), (src, {}), (src, dict(cache="lfu", memory=budget))):
+        sol = epslap.solve(cost, backend="gpu", launch=launch, **kw)
         assert sol.stats["grid"] == 40 and sol.stats["threads_per_block"] == 64
         assert_optimal(c, sol)
         assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
@@ -154,18 +155,16 @@ def test_large_grid_exchange_solves(monkeypatch, name):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["geometric", "random", "integer"])
 @pytest.mark.parametrize("n,unroll", [(300, 2), (1000, 4), (700, 3)])
-def test_scan_with_several_columns_per_thread(monkeypatch, name, n, unroll):
+def test_scan_with_several_columns_per_thread(name, n, unroll):
     """A grid of 2 x 128 threads: each thread scans 2-4 columns with their loads batched
     (UNROLL), a partial last group included. Same optimum and rows evaluated as the CPU."""
-    from epslap.gpu.solver import unroll_for
+    from epslap.gpu.launch import unroll_for
     assert unroll_for(n, 2, 128) == unroll
-    monkeypatch.setenv("EPSLAP_GPU_BLOCKS", "2")
-    monkeypatch.setenv("EPSLAP_GPU_THREADS", "128")
     src = costfns.problem(name, n, seed=5)
     c = src.dense()
     cpu = epslap.solve(c)
     for cost in (c, src):
-        sol = epslap.solve(cost, backend="gpu")
+        sol = epslap.solve(cost, backend="gpu", launch=LaunchConfig(blocks=2, threads=128))
         assert sol.stats["grid"] == 2 and sol.stats["threads_per_block"] == 128
         assert_optimal(c, sol)
         assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
@@ -174,24 +173,23 @@ def test_scan_with_several_columns_per_thread(monkeypatch, name, n, unroll):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["geometric", "random", "integer"])
-def test_column_state_in_shared_or_global_memory_solves_alike(monkeypatch, name):
+def test_column_state_in_shared_or_global_memory_solves_alike(name):
     """The pass kernel keeps its column state in shared memory when it fits, else in global
-    memory (EPSLAP_GPU_SMEM_STATE=0 forces that): the same optimum and rows evaluated either
-    way, dense, on demand, and through a device row cache (whose suspensions write the shared
-    state back and load it again), on the short path, the large grid and 3 columns per thread."""
+    memory (LaunchConfig(smem_state="off") forces that): the same optimum and rows evaluated
+    either way, dense, on demand, and through a device row cache (whose suspensions write the
+    shared state back and load it again), on the short path, the large grid and 3 columns per
+    thread."""
     src = costfns.problem(name, 1500, seed=8)
     c = src.dense()
     cpu = epslap.solve(c)
     for blocks, threads in ((2, 256), (40, 64), (32, 512)):
-        monkeypatch.setenv("EPSLAP_GPU_BLOCKS", str(blocks))
-        monkeypatch.setenv("EPSLAP_GPU_THREADS", str(threads))
-        for cost, kw in ((c, {}), (src, {}),
-                         (src, dict(cache="slru", memory=_rows_budget(1500, 1500, 150)))):
+        budget = _rows_budget(1500, 1500, 150, LaunchConfig(blocks=blocks, threads=threads))
+        for cost, kw in ((c, {}), (src, {}), (src, dict(cache="slru", memory=budget))):
             sols = []
-            for mode in ("1", "0"):
-                monkeypatch.setenv("EPSLAP_GPU_SMEM_STATE", mode)
-                sol = epslap.solve(cost, backend="gpu", **kw)
-                assert (sol.stats["column_state_bytes_shared"] > 0) == (mode == "1")
+            for mode in ("on", "off"):
+                launch = LaunchConfig(blocks=blocks, threads=threads, smem_state=mode)
+                sol = epslap.solve(cost, backend="gpu", launch=launch, **kw)
+                assert (sol.stats["column_state_bytes_shared"] > 0) == (mode == "on")
                 assert_optimal(c, sol)
                 assert sol.stats["rows_evaluated"] == cpu.stats["rows_evaluated"]
                 sols.append(sol)
@@ -214,7 +212,7 @@ def test_estimate_on_row_lists_matches_the_cpu_estimate(monkeypatch, name):
     evaluated must equal the CPU estimate's: with one chunk of lists or many (chunks of 64
     rows), on the full pass grid or 2 blocks, with the blocks' bitmaps of taken columns in
     shared or global memory, dense and on demand."""
-    from epslap.gpu import solver as S
+    from epslap.gpu import device_estimate as E
     if name == "tied":
         c = _tied_rows(700)
         costs = (c,)
@@ -225,13 +223,12 @@ def test_estimate_on_row_lists_matches_the_cpu_estimate(monkeypatch, name):
     cpu = epslap.solve(c)
     for blocks, optin in ((None, None), (2, None), (2, 12000)):
         if blocks:
-            monkeypatch.setenv("EPSLAP_GPU_BLOCKS", str(blocks))
-            monkeypatch.setattr(S, "GREEDY_CHUNK_ROWS", 64)
+            monkeypatch.setattr(E, "GREEDY_CHUNK_ROWS", 64)
         if optin:  # too little shared memory for the bitmap: it goes to global memory
-            monkeypatch.setattr(S, "_smem_optin", lambda cupy, device=None: optin)
-            assert not S.greedy_smem(700, optin)[1]
+            monkeypatch.setattr(E, "smem_optin", lambda cupy, device=None: optin)
+            assert not E.greedy_smem(700, optin)[1]
         for cost in costs:
-            sol = epslap.solve(cost, backend="gpu")
+            sol = epslap.solve(cost, backend="gpu", launch=LaunchConfig(blocks=blocks))
             assert sol.stats["estimate_on"] == "device"
             assert_optimal(c, sol)
             assert sol.stats["epsilons"] == cpu.stats["epsilons"]
@@ -266,8 +263,8 @@ def test_estimate_reports_a_nan_after_an_infeasible_row_in_an_earlier_chunk(monk
     """As on the CPU, invalid entries are reported before infeasibility, also when the row
     without a finite entry is in an earlier chunk of row lists than the NaN."""
     import cupy
-    from epslap.gpu import solver as S
-    monkeypatch.setattr(S, "GREEDY_CHUNK_ROWS", 64)
+    from epslap.gpu import device_estimate as E
+    monkeypatch.setattr(E, "GREEDY_CHUNK_ROWS", 64)
     d = np.random.default_rng(4).random((300, 300))
     d[10, :] = np.inf
     d[250, 17] = np.nan
@@ -283,10 +280,10 @@ def test_greedy_sweep_launches_just_below_48_kib_of_dynamic_shared_memory(monkey
     """Static plus dynamic shared memory above 48 KiB needs the opt-in attribute even where the
     dynamic part alone is below it (the window n2 = 278,145-283,648 on an H100): the layout is
     padded into that window here (the kernel's own layout is smaller and unchanged)."""
-    from epslap.gpu import solver as S
+    from epslap.gpu import device_estimate as E
     n = 300
-    monkeypatch.setattr(S, "_GREEDY_SMEM", 48 * 1024 - 100 - 4 * (-(-n // 32)))
-    smem, in_smem = S.greedy_smem(n, 227 * 1024)
+    monkeypatch.setattr(E, "_GREEDY_SMEM", 48 * 1024 - 100 - 4 * (-(-n // 32)))
+    smem, in_smem = E.greedy_smem(n, 227 * 1024)
     assert in_smem and 48 * 1024 - 688 < smem <= 48 * 1024
     src = costfns.problem("random", n, seed=2)
     sol = epslap.solve(src, backend="gpu")
@@ -296,17 +293,63 @@ def test_greedy_sweep_launches_just_below_48_kib_of_dynamic_shared_memory(monkey
 
 @gpu
 @pytest.mark.gpu
-def test_phase_clock_build_gives_the_same_solve(monkeypatch):
-    """The diagnostic build (EPSLAP_GPU_PHASE_CLOCKS) reports cycles in every phase and solves
-    exactly as the normal one."""
+def test_phase_clock_build_gives_the_same_solve():
+    """The diagnostic build (LaunchConfig(phase_clocks=True)) reports cycles in every phase and
+    solves exactly as the normal one, which reports none."""
     src = costfns.problem("geometric", 1500, seed=4)
-    plain = epslap.solve(src, backend="gpu")
-    assert plain.stats["phase_cycles"] == [0.0, 0.0, 0.0, 0.0]
-    monkeypatch.setenv("EPSLAP_GPU_PHASE_CLOCKS", "1")
-    timed = epslap.solve(src, backend="gpu")
+    plain = epslap.solve(src, backend="gpu", launch=LaunchConfig())
+    assert "phase_cycles" not in plain.stats
+    timed = epslap.solve(src, backend="gpu", launch=LaunchConfig(phase_clocks=True))
     assert all(c > 0 for c in timed.stats["phase_cycles"])
     assert timed.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
     assert float(timed.cost) == float(plain.cost)
+
+
+# every CUDA source of the GPU backends and the kernels it defines
+_CUDA_SOURCES = {
+    "eps_ssp.cu": ("eps_pass", "gather_costs", "cost_range", "fill_row", "fill_dense",
+                   "check_duals"),
+    "estimate.cu": ("estimate_greedy", "estimate_colstats", "estimate_release"),
+    "diagnostics.cu": ("barrier_selftest", "exchange_selftest"),
+    "hungarian/hungarian.cu": ("hungarian_solve", "hungarian_check"),
+}
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("integral", [False, True])
+def test_each_cuda_source_compiles_on_its_own(tmp_path, integral):
+    """Each .cu file compiles alone, with the package's headers and sample generated headers
+    (the statuses, a cost source) on the include path and the compiler options' defaults: with
+    NVRTC through CuPy, and with ``nvcc -c`` where it is on the PATH."""
+    import shutil
+    import subprocess
+
+    import cupy
+    from epslap._status import cuda_defines
+    from epslap.gpu.modules import GPU_DIR
+    src = costfns.problem("integer" if integral else "geometric", 10, seed=1)
+    (tmp_path / "epslap_status.cuh").write_text(cuda_defines())
+    (tmp_path / "epslap_cost.cuh").write_text(src.cuda_source().code + "\n")
+    assert set(_CUDA_SOURCES) == {str(p.relative_to(GPU_DIR)) for p in GPU_DIR.rglob("*.cu")}
+    define = f"-DCOST_INTEGRAL={int(integral)}"
+    for name, kernels in _CUDA_SOURCES.items():
+        path = GPU_DIR / name
+        mod = cupy.RawModule(code=path.read_text(), options=(
+            "--std=c++17", f"-I{path.parent}", f"-I{tmp_path}", define),
+            enable_cooperative_groups=True)
+        for kernel in kernels:
+            mod.get_function(kernel)
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return
+    arch = f"-arch=sm_{cupy.cuda.Device().compute_capability}"
+    for name in _CUDA_SOURCES:
+        path = GPU_DIR / name
+        done = subprocess.run([nvcc, "-c", "-std=c++17", arch, "-rdc=true", f"-I{tmp_path}",
+                               define, str(path), "-o", str(tmp_path / f"{path.stem}.o")],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, (name, done.stderr[-4000:])
 
 
 def _exchange_reference(n_threads, iterations):
@@ -337,15 +380,69 @@ def test_pass_exchange_agrees_in_every_block(blocks, threads, iterations):
     slots' 16-bit head flags around twice, on the one-warp (<= 32 blocks) and the large-grid
     exchange."""
     import cupy
-    import costfns as cf
-    from epslap.gpu import solver as S
-    mod = S._module(cupy, cf.Geometric(5).cuda_source().code, False, threads)
-    slots = S.exchange_slots(cupy, blocks, threads)
+    from epslap.gpu.launch import exchange_slots
+    from epslap.gpu.modules import diagnostics_module
+    mod = diagnostics_module(cupy, threads)
+    slots = exchange_slots(cupy, blocks, threads)
     sums = cupy.zeros(blocks, dtype=np.uint64)
     mod.get_function("exchange_selftest")((blocks,), (threads,), (slots, sums, np.int32(iterations)))
     got = sums.get()
     assert len(set(got.tolist())) == 1
     assert int(got[0]) == _exchange_reference(blocks * threads, iterations)
+
+
+def test_launch_config_defaults_environment_and_errors():
+    """The launch configuration: the tuned defaults, the environment's variables (read by
+    ``from_env``), and clear errors for values no kernel can take."""
+    assert LaunchConfig() == LaunchConfig.from_env({}) == LaunchConfig(
+        threads=None, blocks=None, smem_state="auto", phase_clocks=False, hungarian_blocks=None)
+    env = {"EPSLAP_GPU_THREADS": "128", "EPSLAP_GPU_BLOCKS": "7", "EPSLAP_GPU_SMEM_STATE": "0",
+           "EPSLAP_GPU_PHASE_CLOCKS": "1", "EPSLAP_HUNGARIAN_BLOCKS": "3"}
+    assert LaunchConfig.from_env(env) == LaunchConfig(128, 7, "off", True, 3)
+    assert LaunchConfig.from_env({"EPSLAP_GPU_SMEM_STATE": "1"}).smem_state == "on"
+    assert LaunchConfig.from_env({"EPSLAP_GPU_SMEM_STATE": "x", "EPSLAP_GPU_THREADS": ""}) == \
+        LaunchConfig()
+    with pytest.raises(ValueError, match="EPSLAP_GPU_BLOCKS='many': expected an integer"):
+        LaunchConfig.from_env({"EPSLAP_GPU_BLOCKS": "many"})
+    for bad in (dict(threads=100), dict(threads=2048), dict(threads=True), dict(blocks=0),
+                dict(smem_state="yes"), dict(phase_clocks=1), dict(hungarian_blocks=2.0)):
+        with pytest.raises(ValueError, match=r"LaunchConfig\."):
+            LaunchConfig(**bad)
+    import dataclasses
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        LaunchConfig().threads = 64
+
+
+def test_launch_is_for_the_gpu_backends_only_and_read_at_the_edge(monkeypatch):
+    """``launch`` is refused for the CPU backend and must be a LaunchConfig; without one, the
+    environment is read once where ``solve`` dispatches, and no GPU module reads it itself."""
+    import re
+    from pathlib import Path
+
+    from epslap.gpu.launch import resolve_launch
+    with pytest.raises(ValueError, match=r"launch applies to backend='gpu' and 'hungarian-gpu', "
+                                         r"not backend='cpu'"):
+        epslap.solve(np.eye(3), launch=LaunchConfig())
+    with pytest.raises(TypeError, match=r"launch must be an epslap\.gpu\.LaunchConfig"):
+        epslap.solve(np.eye(3), backend="gpu", launch={"threads": 64})
+    monkeypatch.setenv("EPSLAP_GPU_BLOCKS", "5")
+    assert resolve_launch(None) == LaunchConfig(blocks=5)
+    config = LaunchConfig(threads=64)
+    assert resolve_launch(config) is config
+    gpu_dir = Path(epslap.__file__).parent / "gpu"
+    for path in gpu_dir.rglob("*.py"):
+        if path.name != "launch.py":
+            assert not re.search(r"os\.environ|getenv|EPSLAP_", path.read_text()), path
+
+
+def test_gpu_package_imports_without_cupy():
+    """``epslap.gpu.LaunchConfig`` needs no CuPy: importing the package loads none."""
+    import subprocess
+    import sys
+    code = "import sys, epslap.gpu; print(epslap.gpu.LaunchConfig.__name__, 'cupy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "LaunchConfig False"
 
 
 def test_gpu_bad_options_are_errors():
@@ -374,7 +471,7 @@ def test_device_cache_plan_rule_and_budget_errors():
 
 def test_gpu_budget_message_names_sizes():
     from epslap.gpu.api import _check_budget
-    from epslap.gpu.solver import device_bytes
+    from epslap.gpu.state import device_bytes
     need = device_bytes(1000, 1000, 132)
     assert need > 1000 * 8 * 8 + 132 * 3 * 1001 * 4   # at least the columns' state and the records
     _check_budget(need, need, 1000, 1000, 0)           # exactly enough passes
@@ -394,13 +491,14 @@ def test_gpu_budget_too_small_is_an_error():
 
 # ---- the device row cache: rows from the host, from a user's kernel, or cached device costs ----
 
-def _rows_budget(n1, n2, rows):
-    """A device-memory budget that leaves room for exactly ``rows`` cached rows."""
+def _rows_budget(n1, n2, rows, launch=None):
+    """A device-memory budget that leaves room for exactly ``rows`` cached rows (with the grid
+    of ``launch``)."""
     import cupy
     from epslap.gpu.rowcache import DeviceRowCache
-    from epslap.gpu.solver import search_bytes
+    from epslap.gpu.state import search_bytes
     lo, hi = sorted((n1, n2))
-    return search_bytes(cupy, lo, hi) + DeviceRowCache.device_bytes(rows, lo, hi)
+    return search_bytes(cupy, lo, hi, launch=launch) + DeviceRowCache.device_bytes(rows, lo, hi)
 
 
 def _check_cache_stats(sol, rows, policy=None):
@@ -549,19 +647,20 @@ def test_gpu_duals_pass_the_per_entry_certificate(shape, scale, big_m):
 @pytest.mark.parametrize("integral", [False, True])
 def test_gpu_certificate_rejects_a_tampered_result(integral):
     from epslap.gpu import solver as gs
+    from epslap.gpu.certificate import certified
     rng = np.random.default_rng(4)
     c = rng.integers(0, 10**9, (200, 260)) if integral else rng.random((200, 260)) * 1e6
     c[0, 0] = 10**12  # a big-M entry must not loosen the check elsewhere
     src = costfns.Dense(c)
     out = gs.solve_device(src.cuda_source(), 200, 260, integral=integral)
     row_to_col, v, stats, assigned = out
-    assert gs._certified(src.cuda_source(), 200, 260, integral, out, 0)
+    assert certified(src.cuda_source(), 200, 260, integral, out, 0)
     swapped = row_to_col.copy()
     swapped[[5, 6]] = swapped[[6, 5]]  # u is derived from the assignment: a swap breaks duality
     reduced = c[5, swapped[5]] - v[swapped[5]] - (c[5, row_to_col[5]] - v[row_to_col[5]])
     assert reduced > 0  # not a tie
     tampered = (swapped, v, dict(stats), c[np.arange(200), swapped].astype(assigned.dtype))
-    assert not gs._certified(src.cuda_source(), 200, 260, integral, tampered, 0)
+    assert not certified(src.cuda_source(), 200, 260, integral, tampered, 0)
 
 
 @gpu

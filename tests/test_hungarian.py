@@ -2,7 +2,7 @@
 
 Two layers:
 
-* CPU (always run): ``epslap.gpu._hungarian_ref`` executes exactly the kernel's steps with the
+* CPU (always run): ``epslap.gpu.hungarian.reference`` executes exactly the kernel's steps with the
   kernel's concurrency emulated adversarially (random list orders, stale cover reads, interleaved
   path walks); it is checked against scipy on many random problems of every kind, with the same
   numeric plan (exact / tolerance mode, storage dtype) and the same certificate as the driver.
@@ -20,8 +20,9 @@ from conftest import GPU_REASON as _REASON, assert_optimal, gpu, scipy_optimum
 from epslap._validate import canonical_dense
 from epslap._status import (STATUS_BROKEN_PATH, STATUS_INFEASIBLE, STATUS_ITERATION_LIMIT,
                             STATUS_OK)
-from epslap.gpu._hungarian_plan import certificate_violation, numeric_plan, raise_for_status
-from epslap.gpu._hungarian_ref import solve_reference
+from epslap.gpu import LaunchConfig
+from epslap.gpu.hungarian.plan import certificate_violation, numeric_plan, raise_for_status
+from epslap.gpu.hungarian.reference import solve_reference
 
 
 
@@ -195,7 +196,7 @@ def test_kernel_source_has_the_entry_points():
     """The kernel file ships next to the driver and defines what the driver launches."""
     import os
 
-    from epslap.gpu import hungarian
+    from epslap.gpu.hungarian import solver as hungarian
     src = open(hungarian._SRC).read()
     for name in ("hungarian_solve", "hungarian_check"):
         assert f"{name}(" in src
@@ -282,7 +283,7 @@ def test_cli_and_dispatch_with_the_emulated_kernel(tmp_path, capsys, monkeypatch
     from epslap.cli import main
     from epslap.gpu import hungarian
     monkeypatch.setattr(hungarian, "solve_hungarian",
-                        lambda cost, *, maximize, device, t_start:
+                        lambda cost, *, maximize, device, t_start, launch:
                         _emulated_solution(cost, maximize, blocks=2))
     c = make_problem("int10", 12, 12, 1)
     path = tmp_path / "c.npy"
@@ -378,12 +379,12 @@ def test_gpu_cupy_input_dtypes_and_empty():
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("blocks", ["1", "3", "7"])
-def test_gpu_grid_sizes(blocks, monkeypatch):
+def test_gpu_grid_sizes(blocks):
     """The result must not depend on the grid (fewer blocks: more rows and zeros per block)."""
-    monkeypatch.setenv("EPSLAP_HUNGARIAN_BLOCKS", blocks)
+    launch = LaunchConfig(hungarian_blocks=int(blocks))
     for kind in ("int1", "float64", "ties"):
         cost = make_problem(kind, 333, 333, int(blocks))
-        sol = _gpu_solve(cost)
+        sol = _gpu_solve(cost, launch=launch)
         assert_optimal(cost, sol)
         assert sol.stats["grid"] == int(blocks)
 

@@ -17,17 +17,19 @@ import numpy as np
 
 import costfns
 import epslap
-from epslap.gpu import solver as S
+from epslap.gpu.device_costs import materialise
+from epslap.gpu.launch import exchange_slots
+from epslap.gpu.modules import diagnostics_module
 
 
 def exchange_at_once(groups, blocks=32, threads=512, iterations=20000):
     """µs per step of ``exchange_selftest`` with ``groups`` grids running at once."""
-    mod = S._module(cupy, costfns.Geometric(5).cuda_source().code, False, threads)
+    mod = diagnostics_module(cupy, threads)
     fn = mod.get_function("exchange_selftest")
     smem = 120 * 1024                     # one block per multiprocessor
     fn.max_dynamic_shared_size_bytes = smem
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(groups)]
-    slots = [S.exchange_slots(cupy, blocks, threads) for _ in range(groups)]
+    slots = [exchange_slots(cupy, blocks, threads) for _ in range(groups)]
     sums = [cupy.zeros(blocks, dtype=np.uint64) for _ in range(groups)]
     for _ in range(2):                    # the second run is timed
         for s in slots:
@@ -68,7 +70,7 @@ def main():
         print(f"| {groups} groups of 32x512 at once | {us:.2f} µs per step (agree: {agree}) |",
               flush=True)
     n = 16000
-    mat = S.materialise(costfns.problem("random", n, seed=1))
+    mat = materialise(costfns.problem("random", n, seed=1))
     for count in (1, 1, 2, 4):
         wall, stats = solves_at_once(mat, count)
         print(f"| {count} solves at once, random dense n = {n} | wall {wall:.2f} s | " + " | ".join(

@@ -1,10 +1,15 @@
 """``solve(..., backend="gpu")``: input handling on the device, then the device solver."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._validate import canonical_dense, check_int_range
-from .solver import import_cupy, search_bytes, solve_device
+from .launch import LaunchConfig
+from .runtime import import_cupy
+from .solver import CacheSpec, HostRowsSpec, solve_device
+from .state import search_bytes
 
 
 def _negated(cuda_cost):
@@ -68,7 +73,8 @@ def _check_budget(budget: int, need: int, n1: int, n2: int, upload: int) -> None
     """A clear error when the device-memory budget cannot hold the solve (before any allocation)."""
     if need <= budget:
         return
-    what = "the search state" + (f" and the uploaded matrix ({upload / 2**20:.1f} MiB)" if upload else "")
+    what = "the search state" + (f" and the uploaded matrix ({upload / 2**20:.1f} MiB)"
+                                 if upload else "")
     raise ValueError(f"memory budget {budget / 2**20:.1f} MiB is too small for backend='gpu' at "
                      f"{n1}x{n2}: {what} need at least {need / 2**20:.1f} MiB of device memory")
 
@@ -91,31 +97,55 @@ def _cache_plan(budget, n1, n2, cache, state_bytes, what):
     return int(capacity), policy
 
 
-def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="auto"):
+class _Budget(NamedTuple):
+    """Device memory: ``memory`` the budget (None: none given), ``state`` what the search state
+    takes, and a row cache's budget ``rows`` of which ``rows_state`` goes to that state."""
+    memory: int | None
+    state: int
+    rows: int
+    rows_state: int
+
+
+class _Route(NamedTuple):
+    """A canonical problem (``n1 <= n2``, minimised) and where the passes read its costs: the
+    device form ``cuda_cost``, a device row cache (``cache``) and rows on the host (``host``).
+    ``range_check``: the one-row cache that holds integer rows from the host to the range rule."""
+    n1: int
+    n2: int
+    transposed: bool
+    integral: bool
+    cuda_cost: object = None
+    cache: CacheSpec | None = None
+    host: HostRowsSpec | None = None
+    range_check: object = None
+
+
+def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: float,
+              memory=None, cache: str = "auto", launch: LaunchConfig | None = None):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays.
 
-    Where the costs come from decides how the passes read them:
+    Where the costs come from decides how the passes read them (one route each):
 
-    - a cost source with a device form: computed inside the kernels (``cache`` "lfu"/"slru":
-      rows computed once per miss into a device row cache instead — for expensive costs);
-    - a CuPy matrix: read where it is; a NumPy matrix: uploaded when it fits ``memory`` (or the
-      device), else — or with ``cache`` "lfu"/"slru" — streamed row by row into a device row
-      cache through pinned memory;
+    - a cost source with a device form (:func:`_device_cost_route`): computed inside the kernels
+      (``cache`` "lfu"/"slru": rows computed once per miss into a device row cache instead — for
+      expensive costs);
     - a cost source without a device form (a Python/Numba function, a file) or a
-      ``costfns.RowKernel``: rows into a device row cache, from the host or the user's kernel.
+      ``costfns.RowKernel`` (:func:`_host_rows_route`): rows into a device row cache, from the
+      host or the user's kernel;
+    - a matrix (:func:`_dense_route`): a CuPy matrix is read where it is; a NumPy matrix is
+      uploaded when it fits ``memory`` (or the device), else — or with ``cache`` "lfu"/"slru" —
+      streamed row by row into a device row cache through pinned memory.
 
     ``memory``: the budget of device memory (search state, uploaded matrix, row cache), checked
-    before anything is allocated; default for a row cache: 2 GiB of rows.
+    before anything is allocated; default for a row cache: 2 GiB of rows. ``launch``: the launch
+    configuration (default: the tuned one).
     """
-    from costfns import CostSource, RowKernel
-    from costfns.sources import dense_cuda_source
+    from costfns import CostSource
+    from .._sources import raise_out_of_range, raise_pending
+    from ..cache import parse_memory
     from ..solution import empty_solve, finish
-    from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
-    from .._validate import int_cost_limit
-    from ..cache import make_cache, parse_memory
-    from .rowcache import HostRows, KernelRows
-    from .solver import CacheSpec, HostRowsSpec
-    budget = None if memory is None else parse_memory(memory)
+    launch = launch or LaunchConfig()
+    memory = None if memory is None else parse_memory(memory)
     cupy = import_cupy()
     if cache != "auto" and isinstance(cost, cupy.ndarray):
         raise ValueError(f"cache={cache!r}: a CuPy matrix is read where it is on the device; a "
@@ -124,80 +154,133 @@ def solve_gpu(cost, *, maximize, epsilon, device, t_start, memory=None, cache="a
         shape = cost.shape if isinstance(cost, CostSource) else np.shape(cost)
         if len(shape) != 2:
             raise ValueError(f"expected a matrix (2-D array), got a {len(shape)}-D array")
-        lo_n, hi_n = sorted(int(x) for x in shape)
-        state_bytes = search_bytes(cupy, lo_n, hi_n, device)
-        # a row cache gets the budget less the search state; without a budget, 2 GiB of rows
-        rows_budget, rows_state = ((budget, state_bytes) if budget is not None
-                                   else (parse_memory(DEFAULT_MEMORY), 0))
-        cuda_cost = spec = host = range_check = None
-        source = None
-        if isinstance(cost, CostSource):
-            source = cost
-            n1, n2 = cost.shape
-            transposed = n1 > n2
-            src = cost.transpose() if transposed else cost
-            n1, n2 = src.shape
-            integral = np.dtype(src.dtype).kind == "i"
-            try:
-                cuda_cost = None if isinstance(src, RowKernel) else src.cuda_source()
-            except NotImplementedError:
-                cuda_cost = None
-            if cuda_cost is not None:
-                if maximize:
-                    cuda_cost = _negated(cuda_cost)
-                if cache != "auto":
-                    cap, policy = _cache_plan(rows_budget, n1, n2, cache, rows_state,
-                                              f"cache={cache!r}")
-                    spec = CacheSpec(cap, policy, None)
-                elif budget is not None:
-                    _check_budget(budget, state_bytes, n1, n2, 0)
-            else:  # rows from the host (or the user's kernel) into a device row cache
-                hstate = src.state()
-                if integral:  # rows pass a one-row cache that holds them to the range rule
-                    range_check = make_cache(hstate, n1, n2, 1, "lfu", src.dtype,
-                                             int_cost_limit((n1, n2)))
-                    hstate = range_check
-                if maximize:
-                    hstate = NegatedState(hstate)
-                host = HostRowsSpec(hstate, np.dtype(src.dtype))
-                cap, policy = _cache_plan(rows_budget, n1, n2, cache, rows_state,
-                                          f"a {type(src).__name__} source")
-                work = np.int64 if integral else np.float64
-                rows = (KernelRows(src, maximize) if isinstance(src, RowKernel)
-                        else HostRows(cupy, hstate, n2, src.dtype, work))
-                spec = CacheSpec(cap, policy, rows)
-        elif isinstance(cost, cupy.ndarray) or not _streamed(cost, cache, budget, state_bytes,
-                                                               cupy):
-            if budget is not None:
-                upload = 0 if isinstance(cost, cupy.ndarray) else \
-                    lo_n * hi_n * max(np.asarray(cost).dtype.itemsize, 4)
-                _check_budget(budget, state_bytes + upload, shape[0], shape[1], upload)
-            m, transposed, integral = device_matrix(cupy, cost, maximize)
-            n1, n2 = m.shape
-            cuda_cost = dense_cuda_source(m)
-        else:  # a NumPy matrix larger than the budget (or the device): streamed through a cache
-            canon = canonical_dense(cost, maximize)
-            m, transposed, integral = canon.matrix, canon.transposed, canon.integral
-            n1, n2 = m.shape
-            host = HostRowsSpec(m, m.dtype)
-            avail = budget if budget is not None else int(0.8 * cupy.cuda.runtime.memGetInfo()[0])
-            cap, policy = _cache_plan(avail, n1, n2, cache, state_bytes, "a NumPy matrix")
-            spec = CacheSpec(cap, policy, HostRows(cupy, m, n2, m.dtype,
-                                                   np.int64 if integral else np.float64))
+        budget = _budget(cupy, shape, memory, device, launch)
+        source = cost if isinstance(cost, CostSource) else None
+        if source is None:
+            route = _dense_route(cupy, cost, shape, maximize, cache, budget)
+        else:
+            src, transposed = _oriented(source)
+            cuda_cost = _device_form(src)
+            route = (_host_rows_route(cupy, src, transposed, maximize, cache, budget)
+                     if cuda_cost is None else
+                     _device_cost_route(src, transposed, cuda_cost, maximize, cache, budget))
+        n1, n2, integral = route.n1, route.n2, route.integral
         if n1 == 0:
             row_to_col, v, assigned, stats = empty_solve(n2, integral, "gpu")
         else:
             try:
                 row_to_col, v, stats, assigned = solve_device(
-                    cuda_cost, n1, n2, integral=integral, epsilon=epsilon, device=device,
-                    cache=spec, host=host, check_range=source is not None)
+                    route.cuda_cost, n1, n2, integral=integral, epsilon=epsilon, device=device,
+                    cache=route.cache, host=route.host, check_range=source is not None,
+                    launch=launch)
             finally:
                 if source is not None:
                     raise_pending(source)
-                    if range_check is not None:
-                        raise_out_of_range(source, [range_check], (n1, n2))
-    return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,
+                    if route.range_check is not None:
+                        raise_out_of_range(source, [route.range_check], (n1, n2))
+    return finish((n1, n2), route.transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)
+
+
+def _budget(cupy, shape, memory: int | None, device: int, launch: LaunchConfig) -> _Budget:
+    """The device-memory budget of a solve of ``shape``: a row cache gets the budget less the
+    search state; without a budget, 2 GiB of rows."""
+    from .._sources import DEFAULT_MEMORY
+    from ..cache import parse_memory
+    lo_n, hi_n = sorted(int(x) for x in shape)
+    state = search_bytes(cupy, lo_n, hi_n, device, launch)
+    if memory is not None:
+        return _Budget(memory, state, memory, state)
+    return _Budget(None, state, parse_memory(DEFAULT_MEMORY), 0)
+
+
+def _oriented(source) -> tuple:
+    """``(source, transposed)``, the source transposed where it has more rows than columns."""
+    n1, n2 = source.shape
+    transposed = n1 > n2
+    return (source.transpose() if transposed else source), transposed
+
+
+def _device_form(src):
+    """The source's device form (a ``costfns.CudaCost``), None where it has none."""
+    from costfns import RowKernel
+    if isinstance(src, RowKernel):
+        return None
+    try:
+        return src.cuda_source()
+    except NotImplementedError:
+        return None
+
+
+def _device_cost_route(src, transposed: bool, cuda_cost, maximize: bool, cache: str,
+                       budget: _Budget) -> _Route:
+    """A source with a device form: its costs computed inside the kernels, or with ``cache``
+    "lfu"/"slru", rows computed once per miss into a device row cache."""
+    n1, n2 = src.shape
+    integral = np.dtype(src.dtype).kind == "i"
+    if maximize:
+        cuda_cost = _negated(cuda_cost)
+    spec = None
+    if cache != "auto":
+        cap, policy = _cache_plan(budget.rows, n1, n2, cache, budget.rows_state,
+                                  f"cache={cache!r}")
+        spec = CacheSpec(cap, policy, None)
+    elif budget.memory is not None:
+        _check_budget(budget.memory, budget.state, n1, n2, 0)
+    return _Route(n1, n2, transposed, integral, cuda_cost=cuda_cost, cache=spec)
+
+
+def _host_rows_route(cupy, src, transposed: bool, maximize: bool, cache: str,
+                     budget: _Budget) -> _Route:
+    """A source without a device form (or a user's ``RowKernel``): rows from the host (or the
+    user's kernel) into a device row cache; integer rows pass a one-row cache that holds them to
+    the range rule."""
+    from costfns import RowKernel
+    from .._sources import NegatedState
+    from .._validate import int_cost_limit
+    from ..cache import make_cache
+    from .rowcache import HostRows, KernelRows
+    n1, n2 = src.shape
+    integral = np.dtype(src.dtype).kind == "i"
+    hstate, range_check = src.state(), None
+    if integral:
+        range_check = make_cache(hstate, n1, n2, 1, "lfu", src.dtype, int_cost_limit((n1, n2)))
+        hstate = range_check
+    if maximize:
+        hstate = NegatedState(hstate)
+    cap, policy = _cache_plan(budget.rows, n1, n2, cache, budget.rows_state,
+                              f"a {type(src).__name__} source")
+    work = np.int64 if integral else np.float64
+    rows = (KernelRows(src, maximize) if isinstance(src, RowKernel)
+            else HostRows(cupy, hstate, n2, src.dtype, work))
+    return _Route(n1, n2, transposed, integral, cache=CacheSpec(cap, policy, rows),
+                  host=HostRowsSpec(hstate, np.dtype(src.dtype)), range_check=range_check)
+
+
+def _dense_route(cupy, cost, shape, maximize: bool, cache: str, budget: _Budget) -> _Route:
+    """A matrix: a CuPy matrix read where it is, a NumPy matrix uploaded; a NumPy matrix larger
+    than the budget (or the device), or with ``cache`` "lfu"/"slru", streamed through a device
+    row cache."""
+    from costfns.sources import dense_cuda_source
+    from .rowcache import HostRows
+    on_device = isinstance(cost, cupy.ndarray)
+    if on_device or not _streamed(cost, cache, budget.memory, budget.state, cupy):
+        if budget.memory is not None:
+            lo_n, hi_n = sorted(int(x) for x in shape)
+            upload = 0 if on_device else lo_n * hi_n * max(np.asarray(cost).dtype.itemsize, 4)
+            _check_budget(budget.memory, budget.state + upload, shape[0], shape[1], upload)
+        m, transposed, integral = device_matrix(cupy, cost, maximize)
+        n1, n2 = m.shape
+        return _Route(n1, n2, transposed, integral, cuda_cost=dense_cuda_source(m))
+    canon = canonical_dense(cost, maximize)
+    m, transposed, integral = canon.matrix, canon.transposed, canon.integral
+    n1, n2 = m.shape
+    avail = (budget.memory if budget.memory is not None
+             else int(0.8 * cupy.cuda.runtime.memGetInfo()[0]))
+    cap, policy = _cache_plan(avail, n1, n2, cache, budget.state, "a NumPy matrix")
+    rows = HostRows(cupy, m, n2, m.dtype, np.int64 if integral else np.float64)
+    return _Route(n1, n2, transposed, integral, cache=CacheSpec(cap, policy, rows),
+                  host=HostRowsSpec(m, m.dtype))
 
 
 def _streamed(cost, cache, budget, state_bytes, cupy) -> bool:

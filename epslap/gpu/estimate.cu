@@ -1,5 +1,6 @@
 // ---- estimation (docs/algorithm.md §2) on the device, all statistics in double ------------------
-// Appended by the host after eps_ssp.cu (cost_at, warp_best, COST_PARAMS come from there).
+// Compiler options set by the host: COST_INTEGRAL, THREADS (common.cuh), LIST_K, SUB_ROWS (below);
+// the cost source comes through cost.cuh.
 //
 // Stages A, B, C and E are greedy sweeps over the rows: each row takes the column of its
 // smallest t not yet taken by an earlier row (ties: lowest index), where t = c (stage A) or
@@ -25,6 +26,10 @@
 // sums[0..2]: mode 0: LB_A, UB_id, G_A; mode 1: LB_B, UB_B; mode 2: UB, LB.
 // out_i64[0]: STATUS_OK, STATUS_INFEASIBLE (a row with no finite entry or no column left) or
 // STATUS_INVALID (NaN or -inf), the largest one seen (atomicMax: NaN is reported first).
+#include "common.cuh"
+#include "cost.cuh"
+#include "reduce.cuh"
+
 struct Pair { double v1; double v2; long long idx; double pv; long long pidx; };
 
 __device__ __forceinline__ void pair_merge(Pair& a, const Pair& b) {
@@ -84,7 +89,13 @@ __device__ Pair grid_pair(cg::grid_group& grid, Pair p, Pair* sh, volatile Pair*
 
 // LIST_K (entries of a row's list: at most one per lane of the warp that walks it) and SUB_ROWS
 // (rows whose lists a block copies to shared memory at once, at most 32) are set by the host,
-// which sizes the dynamic shared memory from them (solver.py, _GREEDY_SMEM).
+// which sizes the dynamic shared memory from them (device_estimate.py, _GREEDY_SMEM).
+#ifndef LIST_K
+#define LIST_K 32
+#endif
+#ifndef SUB_ROWS
+#define SUB_ROWS 32
+#endif
 #ifndef LANE_KEEP   // candidates a lane keeps of its columns while a warp lists a row
 #define LANE_KEEP 8
 #endif

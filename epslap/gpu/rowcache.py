@@ -91,7 +91,7 @@ class DeviceRowCache:
         capacity = int(max(1, min(capacity, n1)))
         self.slots = cupy.empty((capacity, n2), dtype=work)
         self.slot_of = cupy.full(n1, -1, dtype=np.int64)
-        # (the access log is not here: it follows the resume record, see solver._DeviceState)
+        # (the access log is not here: it follows the resume record, state.DeviceState)
         self.state = make_cache(np.zeros((1, 1)), n1, 0, capacity, policy, work)
         self.slot_row = np.full(capacity, -1, dtype=np.int64)
         self.mismatches = 0

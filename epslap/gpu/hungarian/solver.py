@@ -17,57 +17,52 @@ a matching on the zero slacks :math:`s_{ij} = c_{ij} - u_i - v_j = 0` until it i
 A rectangular problem (``n1 < n2`` after orientation) is padded with ``n2 - n1`` virtual rows of
 cost 0, which the kernel never stores. Numerics (exact for integers, a deliberate tolerance plus
 a final certificate for floats, then one exact shortest-path pass from the Hungarian duals that
-makes a float result exact): see :mod:`epslap.gpu._hungarian_plan`. The logic is specified
-and tested on the CPU by :mod:`epslap.gpu._hungarian_ref`.
+makes a float result exact): see :mod:`epslap.gpu.hungarian.plan`. The logic is specified
+and tested on the CPU by :mod:`epslap.gpu.hungarian.reference`.
 """
 from __future__ import annotations
 
-import os
 import time
+from pathlib import Path
 
 import numpy as np
 
-from .._status import cuda_defines
-from ._hungarian_plan import numeric_plan, raise_for_status
-from .solver import import_cupy
+from ..launch import LaunchConfig
+from ..modules import build_module, status_header
+from ..runtime import import_cupy, multiprocessors
+from .plan import numeric_plan, raise_for_status
 
 THREADS = 256          # threads per block; hungarian.cu is built with __launch_bounds__(256, 2)
 BLOCKS_PER_SM = 2      # co-resident by the launch bounds, as the cooperative launch requires
 _CTL_LEN = 16
-_SRC = os.path.join(os.path.dirname(__file__), "hungarian.cu")
+_SRC = Path(__file__).resolve().parent / "hungarian.cu"
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int",
            np.dtype(np.float64): "double"}
-_MODULES: dict = {}    # (device, storage dtype) -> RawModule, compiled once per process
 
 
 def _module(cupy, storage: np.dtype):
     """``hungarian.cu`` compiled for the cost storage type on the current device (memoised)."""
-    key = (cupy.cuda.Device().id, storage.str)
-    mod = _MODULES.get(key)
-    if mod is None:
-        with open(_SRC) as fh:
-            body = fh.read()
-        header = cuda_defines() + f"typedef {_CTYPES[storage]} cost_st;\n#define THREADS {THREADS}\n"
-        mod = cupy.RawModule(code=header + body, options=("--std=c++17",),
-                             enable_cooperative_groups=True)
-        _MODULES[key] = mod
-    return mod
+    return build_module(cupy, _SRC, status_header(),
+                        {"COST_ST": _CTYPES[storage], "THREADS": THREADS}, ("--std=c++17",))
 
 
-def solve_hungarian(cost, *, maximize: bool, device: int, t_start: float):
+def solve_hungarian(cost, *, maximize: bool, device: int, t_start: float,
+                    launch: LaunchConfig | None = None):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays.
 
     ``cost`` is a dense NumPy or CuPy matrix (a CuPy matrix never leaves the device) or a
-    ``costfns.CostSource``, which is first materialised on the device.
+    ``costfns.CostSource``, which is first materialised on the device. ``launch``: the launch
+    configuration (its ``hungarian_blocks``; the exact pass of tolerance mode takes the rest).
     """
     from costfns import CostSource
 
-    from ..solution import empty_solve, finish
-    from .api import _canonical_cupy, device_matrix
+    from ...solution import empty_solve, finish
+    from ..api import _canonical_cupy, device_matrix
+    launch = launch or LaunchConfig()
     cupy = import_cupy()
     with cupy.cuda.Device(device):
         if isinstance(cost, CostSource):
-            from .solver import materialise
+            from ..device_costs import materialise
             m, transposed, integral = _canonical_cupy(cupy, materialise(cost, device), maximize)
         else:
             m, transposed, integral = device_matrix(cupy, cost, maximize, "hungarian-gpu")
@@ -75,12 +70,12 @@ def solve_hungarian(cost, *, maximize: bool, device: int, t_start: float):
         if n1 == 0:
             row_to_col, v, assigned, stats = empty_solve(n2, integral, "hungarian-gpu")
         else:
-            row_to_col, v, assigned, stats = _solve_canonical(cupy, m, integral)
+            row_to_col, v, assigned, stats = _solve_canonical(cupy, m, integral, launch)
     return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)
 
 
-def _solve_canonical(cupy, m, integral: bool):
+def _solve_canonical(cupy, m, integral: bool, launch: LaunchConfig):
     """Solve the canonical problem (CuPy matrix, ``n1 <= n2``, minimised) on the current device.
 
     Returns ``(row_to_col, v, assigned, stats)`` as NumPy arrays in the work dtype (int64 for
@@ -95,12 +90,11 @@ def _solve_canonical(cupy, m, integral: bool):
     check_k = mod.get_function("hungarian_check")
     compile_s = time.perf_counter() - t1
     dev = cupy.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
+    sms = multiprocessors(cupy)
     # At least one block per multiprocessor (two fit by the launch bounds); each block owns
-    # R = ceil(n / blocks) consecutive rows and their zero list. EPSLAP_HUNGARIAN_BLOCKS
+    # R = ceil(n / blocks) consecutive rows and their zero list. launch.hungarian_blocks
     # overrides (diagnostics; clamped to what is co-resident).
-    blocks = int(os.environ.get("EPSLAP_HUNGARIAN_BLOCKS", BLOCKS_PER_SM * sms))
-    blocks = max(1, min(blocks, BLOCKS_PER_SM * sms))
+    blocks = max(1, min(launch.hungarian_blocks or BLOCKS_PER_SM * sms, BLOCKS_PER_SM * sms))
 
     def launch_solve(args):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
@@ -125,11 +119,11 @@ def _solve_canonical(cupy, m, integral: bool):
         # result exact, with the certificate of every other backend.
         from costfns.sources import dense_cuda_source
 
-        from .solver import solve_device
+        from ..solver import solve_device
         t2 = time.perf_counter()
         row_to_col, v, exact_stats, assigned = solve_device(
             dense_cuda_source(m), m.shape[0], m.shape[1], integral=False, device=dev.id,
-            start_v=v)
+            start_v=v, launch=launch)
         stats.update(exact_pass_rows=exact_stats["rows_evaluated"],
                      exact_pass_s=time.perf_counter() - t2,
                      certificate_max_violation=exact_stats["certificate_max_violation"])

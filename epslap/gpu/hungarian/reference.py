@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._status import STATUS_BROKEN_PATH, STATUS_INFEASIBLE, STATUS_ITERATION_LIMIT, STATUS_OK
-from ._hungarian_plan import numeric_plan
+from ..._status import STATUS_BROKEN_PATH, STATUS_INFEASIBLE, STATUS_ITERATION_LIMIT, STATUS_OK
+from .plan import numeric_plan
 
 
 class _State:
@@ -85,7 +85,7 @@ def solve_reference(c, *, n_blocks: int = 3, seed: int = 0, stale: float = 0.3,
     Returns
     -------
     status : int
-        ``STATUS_*`` of ``_hungarian_plan``.
+        ``STATUS_*`` of ``epslap._status``.
     row_to_col : ndarray of int64, shape (n1,)
     v : ndarray of float64, shape (n2,)
         Column duals; :math:`c_{ij} - u_i - v_j \ge 0` (up to the tolerance).

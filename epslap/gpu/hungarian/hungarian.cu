@@ -1,7 +1,9 @@
 // Classical (Munkres) Hungarian algorithm on the GPU: one cooperative persistent kernel.
 //
-// The host (hungarian.py) prepends:   typedef <float|int|double> cost_st;   #define THREADS <n>
-// CPU reference of exactly these steps: _hungarian_ref.py (same names, same comparisons).
+// Compiler options set by the host (solver.py): COST_ST, the storage type of the costs (float, int
+// or double), and THREADS; the statuses come from the generated header epslap_status.cuh
+// (``epslap._status.cuda_defines()``), which the host writes into a directory on the include path.
+// CPU reference of exactly these steps: reference.py (same names, same comparisons).
 //
 // Papers: Lopes et al., JPDC 130 (2019) (block-distributed alternating-path search, conditions
 // S1-S5, several augmenting paths per round, steps 5a/5b); Kawtikwar et al., "Improvements to the
@@ -26,7 +28,7 @@
 //  * step 6 reads the matrix once (minimum and zero candidates in one pass) and gathers only the
 //    uncovered columns when few of them are left.
 //
-// Phases of the kernel (names shared with _hungarian_ref.py):
+// Phases of the kernel (names shared with reference.py):
 //   step 1 row then column reduction -> compress (per-block zero lists) -> step 2 greedy stars
 //   loop: step 3 (reset, cover starred columns, compact lists, count stars; stop at n)
 //         { step 4 search round | grid.sync } until no column was uncovered in a round;
@@ -41,6 +43,15 @@
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
+#include "epslap_status.cuh"
+
+#ifndef COST_ST
+#define COST_ST float
+#endif
+typedef COST_ST cost_st;
+#ifndef THREADS
+#define THREADS 256
+#endif
 #define WARPS (THREADS / 32)
 #ifndef COLCAP
 #define COLCAP 4096   // uncovered columns gathered from shared memory in step 6 (16 KiB)
@@ -50,8 +61,6 @@ namespace cg = cooperative_groups;
 #endif
 #define FULL_MASK 0xffffffffu
 #define DINF (__longlong_as_double(0x7ff0000000000000LL))
-
-// status codes: STATUS_* of epslap/_status.py, defined by the host's header
 
 // ctl[] slots (int64): outputs, then stamps/flags written during the solve
 #define CTL_STATUS 0
@@ -346,7 +355,7 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             // covered, fenced, then the star's column uncovered (S3); covers are volatile global
             // memory read by every block (S4); rounds repeat after a grid barrier (S5). The
             // compare-and-swap keeps the FIRST prime of a row: a primed row never changes its
-            // prime, which makes every alternating path finite (see _hungarian_ref._step4).
+            // prime, which makes every alternating path finite (see reference._step4).
             // Unlike Lopes et al. the search does not stop at the first row without a star: it
             // runs until nothing more is reachable, so one phase applies every disjoint path.
             for (;;) {

@@ -1,7 +1,7 @@
 """Numerics shared by the GPU Hungarian kernel's host driver and its CPU reference.
 
 Nothing here imports CuPy: the functions take the array module ``xp`` (NumPy or CuPy), so the
-CPU reference (``_hungarian_ref``) and the device driver (``hungarian``) decide tolerances,
+CPU reference (``reference``) and the device driver (``solver``) decide tolerances,
 storage dtype and status codes in exactly the same way.
 
 Tolerance design
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._status import raise_for_status as _raise_for_status
+from ..._status import raise_for_status as _raise_for_status
 
 ZERO_TOL_EXP = -40     # tolerance mode: zero slack <=> s <= 2**-40 * S
 CERT_TOL_EXP = -36     # tolerance mode: certificate accepts violations <= 2**-36 * S

@@ -1,0 +1,73 @@
+"""The dual certificate of a GPU result, by the rule of :func:`epslap.verify`: on the device
+(``check_duals``) for costs computed there, on the host for rows that come from there."""
+from __future__ import annotations
+
+import numpy as np
+
+from costfns.rows import fill_rows
+
+from ..certificate import RTOL, verify
+from .launch import LaunchConfig, pass_geometry
+from .modules import pass_module
+from .runtime import cost_args, import_cupy, wide_grid
+
+
+class StateRows:
+    """``rows(start, stop)`` of a host state, for :func:`epslap.verify`."""
+
+    def __init__(self, state, shape, dtype):
+        self.state, self.shape, self.dtype = state, shape, dtype
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        out = np.empty((stop - start, self.shape[1]), dtype=self.dtype)
+        fill_rows(self.state, np.int64(start), out)
+        return out
+
+
+def certified(cuda_cost, n1: int, n2: int, integral: bool, out, device: int, host=None,
+              launch: LaunchConfig | None = None) -> bool:
+    """The dual certificate of the result ``out`` (``row_to_col, v, stats, assigned`` of the
+    solve), by the rule of :func:`epslap.verify` (exact for integers; a tolerance per entry from
+    its own terms for floats): u is derived from the assignment, so the assigned pairs have no
+    slack and dual feasibility plus the longer side's duals decide. On the device, with the
+    solve's own module (``launch`` and ``stats["grid"]`` give it), or on the host for rows that
+    come from there (``host``: one more read of every row). Sets
+    ``stats["certificate_max_violation"]``."""
+    row_to_col, v, stats, assigned = out
+    if host is not None:
+        u = assigned - v[row_to_col]
+        shift = v.max()
+        rep = verify(StateRows(host.state, (n1, n2), host.row_dtype), np.arange(n1), row_to_col,
+                     u + shift, v - shift)
+        stats["certificate_max_violation"] = rep["max_violation"]
+        return bool(rep["optimal"])
+    launch = launch or LaunchConfig()
+    cupy = import_cupy()
+    rtol = 0.0 if integral else RTOL
+    with cupy.cuda.Device(device):
+        geo = pass_geometry(cupy, n2, launch, blocks=stats["grid"])  # the solve's module
+        mod = pass_module(cupy, cuda_cost.code, integral, geo.threads, geo.unroll, bool(geo.smem),
+                          launch.phase_clocks)
+        args, keep = cost_args(cupy, cuda_cost, n1, n2)
+        worst = cupy.zeros(2, dtype=np.float64)
+        mod.get_function("check_duals")(wide_grid(cupy), (256,), (*args, cupy.asarray(row_to_col),
+                                                         cupy.asarray(v), np.float64(rtol),
+                                                         worst))
+        violation, excess = (float(x) for x in worst.get())
+        del keep
+    ok = excess <= 0.0
+    if n1 < n2:  # columns left to virtual rows carry the largest price (their dual is 0): what
+        # they miss of it is duality gap, held to the gap's tolerance in ``verify``
+        free = np.ones(n2, bool)
+        free[row_to_col] = False
+        top = v.max()
+        missing = top - v[free]
+        violation = max(violation, float(missing.max()))
+        if integral:
+            ok = ok and not missing.any()
+        else:
+            u = assigned - v[row_to_col] + top
+            terms = np.abs(assigned).sum() + np.abs(v - top).sum() + np.abs(u).sum()
+            ok = ok and float(missing.sum()) <= RTOL * float(terms)
+    stats["certificate_max_violation"] = violation
+    return ok
