@@ -8,6 +8,8 @@ import os
 # NUMBA_NUM_THREADS in the environment wins). Must precede the first import of numba.
 os.environ.setdefault("NUMBA_NUM_THREADS", "4")
 
+from contextlib import contextmanager  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from scipy.optimize import linear_sum_assignment as scipy_lsa  # noqa: E402
@@ -41,6 +43,26 @@ def assert_optimal(cost, sol, maximize=False, rel=1e-9):
     cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
     assert cert["optimal"], cert
     assert cert["max_violation"] <= tol and abs(cert["gap"]) <= tol, cert
+
+
+#: the CPU backend's two paths for a matrix in memory (docs/algorithm.md §9)
+PATHS = ["small", "eps"]
+
+
+@contextmanager
+def cpu_path(name: str):
+    """Solve dense matrices through one path: "small" leaves the automatic choice (the
+    Jonker–Volgenant path for small and rectangular problems), "eps" forces the ε-passes."""
+    from epslap.cpu import jv
+    if name == "small":
+        yield
+        return
+    saved = jv.applies
+    jv.applies = lambda n1, n2: False
+    try:
+        yield
+    finally:
+        jv.applies = saved
 
 
 def _gpu_reason():

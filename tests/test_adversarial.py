@@ -369,5 +369,6 @@ def test_fsum_gap_is_exact_for_the_solvers_duals():
     sol = epslap.solve(c)
     rep = verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)
     assert rep["optimal"], rep
-    assert sol.stats["polish_rows"] >= 300
+    if sol.stats.get("method") != "jv":  # the ε path's virtual rows lower every price: polished
+        assert sol.stats["polish_rows"] >= 300
     assert math.isclose(rep["primal"], float(sol.cost), rel_tol=1e-12)

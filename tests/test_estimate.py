@@ -7,7 +7,7 @@ import pytest
 
 import costfns
 import epslap
-from conftest import assert_optimal
+from conftest import assert_optimal, cpu_path
 from epslap._estimate_driver import needs_cde
 from epslap._status import STATUS_CERTIFIED, STATUS_OK
 from epslap._sync import new_sync
@@ -15,6 +15,13 @@ from epslap.cpu import passes as ker
 from epslap.cpu import estimate as est
 from epslap.cpu.estimate import certify as cert
 
+
+
+@pytest.fixture(autouse=True)
+def _epsilon_path():
+    """The estimate runs on the ε path only: small matrices would take the small path."""
+    with cpu_path("eps"):
+        yield
 
 def _estimate(c):
     n1, n2 = c.shape

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import costfns
 import epslap
-from conftest import assert_optimal
+from conftest import assert_optimal, cpu_path
 from epslap.cache import access, make_cache, parse_memory
 from costfns.rows import cost_at, get_row_part, random_access
 
@@ -23,6 +23,14 @@ SOURCES = {
     "rank2": lambda: costfns.LowRank(50, 2, seed=3),
     "integer": lambda: costfns.RandomInt(50, 500, seed=3),
 }
+
+
+@pytest.fixture(autouse=True)
+def _epsilon_path():
+    """Costs on demand run the ε-passes; the dense solves they are compared with must too
+    (small matrices would otherwise take the small path, docs/algorithm.md §9)."""
+    with cpu_path("eps"):
+        yield
 
 
 @pytest.mark.parametrize("name", SOURCES)

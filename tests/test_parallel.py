@@ -18,9 +18,17 @@ from epslap import _sync
 from epslap.cpu.solver import AUTO_MIN_COLS, resolve_threads
 from epslap.errors import InfeasibleError
 
-from conftest import assert_optimal
+from conftest import assert_optimal, cpu_path
 
 CLASSES = ["random", "geometric", "disjoint", "sanity", "rank1", "rank2", "rank8", "integer"]
+
+
+@pytest.fixture(autouse=True)
+def _epsilon_path():
+    """These tests compare the ε-passes on several threads with one thread: small matrices
+    would otherwise take the one-thread small path (docs/algorithm.md §9)."""
+    with cpu_path("eps"):
+        yield
 
 
 def _same(a, b):

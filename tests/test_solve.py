@@ -9,7 +9,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import costfns
 import epslap
-from conftest import assert_optimal, scipy_optimum
+from conftest import PATHS, assert_optimal, cpu_path, scipy_optimum
 
 DTYPES = [np.float64, np.float32, np.int64, np.int32, np.int16, np.uint8]
 
@@ -35,16 +35,17 @@ def cost_matrices(draw):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(c=cost_matrices(), maximize=st.booleans())
-def test_matches_scipy(c, maximize):
+@given(c=cost_matrices(), maximize=st.booleans(), path=st.sampled_from(PATHS))
+def test_matches_scipy(c, maximize, path):
     if maximize and np.issubdtype(c.dtype, np.floating):
         c = np.where(np.isinf(c), -np.inf, c)  # forbidden pairs are -inf when maximising
     ref = scipy_optimum(c, maximize)
     if ref is None:
-        with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        with pytest.raises(ValueError, match="cost matrix is infeasible"), cpu_path(path):
             epslap.solve(c, maximize=maximize)
         return
-    sol = epslap.solve(c, maximize=maximize)
+    with cpu_path(path):
+        sol = epslap.solve(c, maximize=maximize)
     assert_optimal(c, sol, maximize)
     if np.issubdtype(c.dtype, np.integer):
         assert isinstance(sol.cost, int) and sol.cost == int(round(ref))
@@ -53,9 +54,11 @@ def test_matches_scipy(c, maximize):
 @pytest.mark.parametrize("epsilon", [True, False])
 @pytest.mark.parametrize("name", ["random", "geometric", "disjoint", "sanity", "rank1", "rank2",
                                   "rank4", "rank8", "integer", "integer0.1n", "integer1n"])
-def test_paper_classes_against_scipy(name, epsilon):
+@pytest.mark.parametrize("path", PATHS)
+def test_paper_classes_against_scipy(name, epsilon, path):
     c = costfns.generate(name, 300, seed=7)
-    sol = epslap.solve(c, epsilon=epsilon)
+    with cpu_path(path):
+        sol = epslap.solve(c, epsilon=epsilon)
     assert_optimal(c, sol)
     assert sol.stats["passes"] >= 1 and sol.stats["rows_evaluated"] >= 300
 
@@ -77,9 +80,11 @@ def test_sanity_class_returns_identity_in_n_rows():
 
 @pytest.mark.parametrize("shape", [(40, 90), (90, 40), (1, 50), (50, 1), (1, 1)])
 @pytest.mark.parametrize("dtype", [np.float64, np.int64])
-def test_rectangular_both_ways(shape, dtype, rng):
+@pytest.mark.parametrize("path", PATHS)
+def test_rectangular_both_ways(shape, dtype, path, rng):
     c = (rng.random(shape) * 1000).astype(dtype)
-    sol = epslap.solve(c)
+    with cpu_path(path):
+        sol = epslap.solve(c)
     assert_optimal(c, sol)
     r, k = scipy_lsa(c)
     np.testing.assert_array_equal(sol.row_ind, r)  # same rows (scipy's convention) ...
@@ -176,8 +181,10 @@ def test_plain_ssp_evaluates_more_rows_than_epsilon_on_rank1():
     assert with_eps * 10 < without  # docs/algorithm.md §5: 3,503 vs 500,500 at n = 1000
 
 
-def test_stats_fields():
-    sol = epslap.solve(costfns.generate("geometric", 200, 0))
+@pytest.mark.parametrize("path", PATHS)
+def test_stats_fields(path):
+    with cpu_path(path):
+        sol = epslap.solve(costfns.generate("geometric", 200, 0))
     for key in ("rows_evaluated", "passes", "epsilons", "time_estimate_s", "time_solve_s",
                 "compile_s"):
         assert key in sol.stats

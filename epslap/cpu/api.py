@@ -11,6 +11,7 @@ from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_p
 from .._validate import as_matrix, canonical_dense, int_cost_limit
 from ..cache import join_caches, make_cache, parse_memory, serve_rows
 from ..solution import Solution, empty_solve, finish
+from . import jv
 from .passes import col_range
 from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
                      solve_rows)
@@ -39,17 +40,25 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
         return _solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                              threads=threads, progress=progress, t_start=t_start)
     arr = as_matrix(cost)
+    # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes
+    small = epsilon and threads in (None, 1) and jv.applies(min(arr.shape), max(arr.shape))
     min_cols = AUTO_MIN_COLS if arr.dtype.kind in "biu" else AUTO_MIN_COLS_FLOAT
-    nthreads = resolve_threads(threads, max(arr.shape), min_cols) if arr.size else 1
-    # the estimate checks float values; integers are checked (and narrowed) on the threads
+    nthreads = 1 if small or not arr.size else resolve_threads(threads, max(arr.shape), min_cols)
+    # the solvers check float values; integers are checked (and narrowed) on the threads
     canon = canonical_dense(arr, maximize, check_values=False, threads=nthreads)
     m = canon.matrix
     n1, n2 = m.shape
+    result = None
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
     else:
-        row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
-                                          epsilon=epsilon, progress=progress, threads=nthreads)
+        if small:
+            result = jv.solve_jv(m, canon.integral)
+        if result is None:
+            nthreads = resolve_threads(threads, n2, min_cols) if small else nthreads
+            result = solve_rows(m, n1, n2, m.dtype, integral=canon.integral, epsilon=epsilon,
+                                progress=progress, threads=nthreads)
+        row_to_col, v, stats = result
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)

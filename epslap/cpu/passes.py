@@ -36,7 +36,7 @@ from costfns.rows import cost_at, get_row, get_row_part, random_access
 
 from .._schedule import next_eps
 from .._status import STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK
-from .._sync import barrier, load_acquire, aborted
+from .._sync import SYNC_SIZE, aborted, barrier, load_acquire
 
 MAX_PASSES = 64
 
@@ -499,6 +499,51 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
         result[1] = n_pass
         result[2] = rows_evaluated
     return status
+
+
+@njit(cache=True, nogil=True)
+def augment_rows(src, n1, n2, v, row_to_col, col_row, rows, integral):
+    """Augment every row of ``rows`` (int64) exactly (ε = 0) from the prices ``v`` and the partial
+    assignment ``row_to_col`` / ``col_row`` (-1: free), on the calling thread: the Dijkstra of
+    the passes without a pass around it (the small path starts it from Jonker–Volgenant's
+    prices, ``jv.py``). Only real rows are augmented: the columns left free keep their price.
+    ``src`` is a dense matrix. Returns (status, rows evaluated); ``row_to_col``, ``col_row`` and
+    ``v`` are updated."""
+    m = n2
+    d = np.empty(m, v.dtype)
+    pcost = np.empty(m, v.dtype)
+    acost = np.zeros(m, v.dtype)
+    free_mask = np.empty(m, np.int64)
+    owner = np.empty(m, np.int64)
+    n_blocks = (m + BLOCK - 1) // BLOCK
+    row_col = np.full(n2, -1, np.int64)
+    for i in range(n1):
+        row_col[i] = row_to_col[i]
+    for j in range(n2):
+        owner[j] = col_row[j]
+        free_mask[j] = _KEY_MIN if col_row[j] < 0 else _KEY_MAX
+        if col_row[j] >= 0:
+            acost[j] = cost_at(src, col_row[j], j)
+    cols = Columns(np.empty(n2, src.dtype), np.zeros(m, src.dtype), d, d.view(np.int64), np.empty(m, np.int64), pcost,
+                   acost, free_mask, owner, np.empty(m, np.int64), np.empty(m, v.dtype),
+                   np.empty(n_blocks, np.int64), np.empty(n_blocks, np.int64))
+    path = Path(row_col, np.empty(n2, np.int64), np.empty(n2, v.dtype), np.zeros(3),
+                np.zeros(1, np.int64))
+    slots = np.zeros(2 * SLOT, np.int64)
+    meet = Meeting(np.zeros(SYNC_SIZE, np.int64), slots, slots.view(v.dtype),
+                   np.zeros(8, np.int64))
+    inf_val = v.dtype.type(2**62) if integral else v.dtype.type(np.inf)
+    zero = v.dtype.type(0)
+    status = STATUS_OK
+    for k in range(rows.shape[0]):
+        status = _augment(0, 1, src, rows[k], n1, 0, v, zero, inf_val, integral, cols, path, meet)
+        if status != STATUS_OK:
+            break
+    for i in range(n1):
+        row_to_col[i] = row_col[i]
+    for j in range(n2):
+        col_row[j] = owner[j]
+    return status, np.int64(path.acc[0])
 
 
 @njit(cache=True, nogil=True)
