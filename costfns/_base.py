@@ -2,8 +2,8 @@
 produce any row from compiled code.
 
 A source holds its problem definition (points, seed, …) and exposes ``state()``: a
-``typing.NamedTuple`` of arrays and scalars whose class carries ``_fill_row``, a Numba function
-``(state, i, buf) -> buf`` writing row ``i``. The solver's single compiled loop calls it through
+``typing.NamedTuple`` of arrays and scalars whose class is registered with
+``costfns.rows.cost_forms`` (an entry, row or row-slice form, compiled by Numba). The solver's single compiled loop calls it through
 ``costfns.rows.get_row``; ``dense()`` materialises the matrix with the very same function, so
 the streamed and the materialised paths cannot disagree.
 """

@@ -13,21 +13,7 @@ from numba import njit, objmode
 from numba.core.registry import CPUDispatcher
 
 from ._base import CostSource, check_shape
-from .rows import fill_rows
-
-
-class _JitElementState(NamedTuple):
-    fn: Any
-
-
-@njit(nogil=True, inline="always")
-def _jit_element_fill(s, i, buf):
-    for j in range(buf.shape[0]):
-        buf[j] = s.fn(i, j)
-    return buf
-
-
-_JitElementState._fill_row = _jit_element_fill
+from .rows import cost_forms, fill_rows
 
 
 @njit(nogil=True, inline="always")
@@ -35,10 +21,8 @@ def _jit_element_at(s, i, j):
     return s.fn(i, j)
 
 
-_JitElementState._cost_at = _jit_element_at
-
-
-class _JitRowState(NamedTuple):
+@cost_forms(entry=_jit_element_at)
+class _JitElementState(NamedTuple):
     fn: Any
 
 
@@ -48,7 +32,9 @@ def _jit_row_fill(s, i, buf):
     return buf
 
 
-_JitRowState._fill_row = _jit_row_fill
+@cost_forms(row=_jit_row_fill)
+class _JitRowState(NamedTuple):
+    fn: Any
 
 
 # Python callables are looked up by key from object mode (a NamedTuple cannot hold a PyObject).
@@ -69,10 +55,6 @@ def _py_fill(key, i, buf):
         buf[:] = np.nan if buf.dtype.kind == "f" else 0  # the host raises after the estimate
 
 
-class _PyState(NamedTuple):
-    key: np.int64
-
-
 @njit
 def _py_row_fill(s, i, buf):
     with objmode():
@@ -80,7 +62,9 @@ def _py_row_fill(s, i, buf):
     return buf
 
 
-_PyState._fill_row = _py_row_fill
+@cost_forms(row=_py_row_fill)
+class _PyState(NamedTuple):
+    key: np.int64
 
 
 class FunctionSource(CostSource):

@@ -7,6 +7,7 @@ import numpy as np
 from numba import njit
 
 from ._base import CostSource, CudaCost
+from .rows import cost_forms
 
 _CUDA_ELEM = {np.dtype(np.float64): "double", np.dtype(np.float32): "float",
               np.dtype(np.int64): "long long", np.dtype(np.int32): "int"}
@@ -22,35 +23,21 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
     return CudaCost(code, [matrix], [matrix.shape[1]], [])
 
 
-class _DenseState(NamedTuple):
-    matrix: np.ndarray  # (n1, n2), C-contiguous
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _dense_fill(s, i, buf):
-    m = s.matrix
-    for j in range(buf.shape[0]):
-        buf[j] = m[i, j]
-    return buf
-
-
-_DenseState._fill_row = _dense_fill
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _dense_part(s, i, lo, hi, buf):
-    return s.matrix[i, lo:hi]
-
-
-_DenseState._fill_part = _dense_part
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _dense_at(s, i, j):
     return s.matrix[i, j]
 
 
-_DenseState._cost_at = _dense_at
+@njit(cache=True, nogil=True, inline="always")
+def _dense_part(s, i, lo, hi, buf):
+    """A view, no copy: a thread's column slice through a row cache is copied once, not twice
+    (measured: 4000 misses of half rows 6.0 ms, 6.6 ms with the part derived from the entries)."""
+    return s.matrix[i, lo:hi]
+
+
+@cost_forms(entry=_dense_at, part=_dense_part)
+class _DenseState(NamedTuple):
+    matrix: np.ndarray  # (n1, n2), C-contiguous
 
 
 class Dense(CostSource):
@@ -77,32 +64,25 @@ class Dense(CostSource):
         return self.matrix
 
 
-class _SqEuclideanState(NamedTuple):
-    x: np.ndarray   # (n1, d) float64, row points
-    yt: np.ndarray  # (d, n2) float64, column points, transposed for unit-stride rows
+@njit(cache=True, nogil=True, inline="always")
+def _add_sq(acc, u, v):
+    """``acc + (u - v)²``: the formula, shared by the entry and the part form (bit-identical)."""
+    t = u - v
+    return acc + t * t
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _sqeuclidean_fill(s, i, buf):
-    x = s.x
-    yt = s.yt
-    n2 = buf.shape[0]
-    for j in range(n2):
-        buf[j] = 0.0
-    for k in range(x.shape[1]):
-        xi = x[i, k]
-        for j in range(n2):
-            t = xi - yt[k, j]
-            buf[j] += t * t
-    return buf
-
-
-_SqEuclideanState._fill_row = _sqeuclidean_fill
+def _sqeuclidean_at(s, i, j):
+    acc = 0.0
+    for k in range(s.x.shape[1]):
+        acc = _add_sq(acc, s.x[i, k], s.yt[k, j])
+    return acc
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _sqeuclidean_part(s, i, lo, hi, buf):
-    """Columns [lo, hi) of row i (the same arithmetic, in the same order, as the whole row)."""
+    """Columns [lo, hi) of row i, dimension by dimension: the loop over columns vectorises (the
+    entries' loop over dimensions does not: a row derived from them is 3-6x slower)."""
     x = s.x
     out = buf[lo:hi]  # loops over slices from 0: an index that may be negative (j from lo)
     m = hi - lo       # keeps Numba's wraparound check in the loop and defeats vectorisation
@@ -112,25 +92,14 @@ def _sqeuclidean_part(s, i, lo, hi, buf):
         xi = x[i, k]
         ytk = s.yt[k, lo:hi]
         for j in range(m):
-            t = xi - ytk[j]
-            out[j] += t * t
+            out[j] = _add_sq(out[j], xi, ytk[j])
     return out
 
 
-_SqEuclideanState._fill_part = _sqeuclidean_part
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _sqeuclidean_at(s, i, j):
-    """Entry (i, j), in the row function's order of operations (bit-identical)."""
-    acc = 0.0
-    for k in range(s.x.shape[1]):
-        t = s.x[i, k] - s.yt[k, j]
-        acc += t * t
-    return acc
-
-
-_SqEuclideanState._cost_at = _sqeuclidean_at
+@cost_forms(entry=_sqeuclidean_at, part=_sqeuclidean_part)
+class _SqEuclideanState(NamedTuple):
+    x: np.ndarray   # (n1, d) float64, row points
+    yt: np.ndarray  # (d, n2) float64, column points, transposed for unit-stride rows
 
 
 class SqEuclidean(CostSource):

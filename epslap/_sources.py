@@ -7,18 +7,12 @@ from typing import NamedTuple
 
 from numba import njit
 
-from costfns.rows import cost_at, get_row, get_row_part
+from costfns.rows import cost_at, cost_forms, get_row, get_row_part
 
 from ._validate import check_int_range
 from .cache import out_of_range
 
 DEFAULT_MEMORY = "2GiB"
-
-
-class NegatedState(NamedTuple):
-    """The costs of ``inner`` negated (a maximisation solved as a minimisation)."""
-
-    inner: object
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -27,9 +21,6 @@ def _negated_fill(s, i, buf):
     for j in range(buf.shape[0]):
         buf[j] = -row[j]
     return buf
-
-
-NegatedState._fill_row = _negated_fill
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -41,16 +32,16 @@ def _negated_part(s, i, lo, hi, buf):
     return out
 
 
-NegatedState._fill_part = _negated_part
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _negated_at(s, i, j):
     return -cost_at(s.inner, i, j)
 
 
-NegatedState._cost_at = _negated_at
-NegatedState._wraps_inner = True
+@cost_forms(entry=_negated_at, row=_negated_fill, part=_negated_part, wraps_inner=True)
+class NegatedState(NamedTuple):
+    """The costs of ``inner`` negated (a maximisation solved as a minimisation)."""
+
+    inner: object
 
 
 def raise_pending(source) -> None:

@@ -1,8 +1,8 @@
 """Row caches under a memory budget: LFU and SLRU over fixed row slots (docs/algorithm.md §7).
 
 Guthe & Thuerck 2021, §4: the solver only ever needs one cost row at a time; rows that do not fit
-are recomputed on demand. A cache is itself a cost source (a ``NamedTuple`` with ``_fill_row``)
-wrapping another one, so the one compiled solver loop is unchanged.
+are recomputed on demand. A cache is itself a cost source (a ``NamedTuple`` registered with
+``costfns.rows.cost_forms``) wrapping another one, so the one compiled solver loop is unchanged.
 
 - **LFU**: access counts per row id for the whole solve (an evicted row keeps its count); the
   victim is the slot whose row has the lowest count (ties: higher row id); empty slots first.
@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from costfns.rows import cost_at, get_row, get_row_part
+from costfns.rows import cost_at, cost_forms, get_row, get_row_part
 from ._sync import barrier
 
 LFU, SLRU = 0, 1
@@ -273,10 +273,6 @@ def _cached_part(s, i, lo, hi, buf):
     return slot
 
 
-CachedState._fill_row = _cached_fill
-CachedState._fill_part = _cached_part
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _cached_at(s, i, j):
     """One entry straight from the inner source (no cache access: hits and misses unchanged);
@@ -284,8 +280,7 @@ def _cached_at(s, i, j):
     return cost_at(s.inner, i, j)
 
 
-CachedState._cost_at = _cached_at
-CachedState._wraps_inner = True
+cost_forms(entry=_cached_at, row=_cached_fill, part=_cached_part, wraps_inner=True)(CachedState)
 
 
 class JoinedCaches(NamedTuple):
@@ -326,7 +321,7 @@ def _joined_fill(s, i, buf):
     return s.row
 
 
-JoinedCaches._fill_row = _joined_fill
+cost_forms(row=_joined_fill)(JoinedCaches)
 
 
 @njit(cache=True, nogil=True)

@@ -7,8 +7,16 @@ import pytest
 
 import costfns
 import epslap
-from conftest import GPU_REASON as _REASON, assert_optimal, gpu
+from conftest import GPU_REASON as _REASON, assert_optimal, cpu_path, gpu
 from epslap.gpu import LaunchConfig
+
+
+@pytest.fixture(autouse=True)
+def _epsilon_path():
+    """The GPU runs the ε-passes; the CPU solves it is compared with (rows evaluated, polish)
+    must too: small matrices would otherwise take the CPU's small path (docs/algorithm.md §9)."""
+    with cpu_path("eps"):
+        yield
 
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from costfns import CostSource
+from costfns.functions import FunctionSource
+from costfns.rows import has_part_form
 
 from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
 from .._validate import as_matrix, canonical_dense, int_cost_limit
@@ -80,8 +82,11 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
     cache_info: dict = {}
     table = n1 * row_bytes <= budget
     raw = None if table else source.state()
-    if threads is None and raw is not None and not hasattr(type(raw), "_fill_part"):
-        threads = 1  # no partial rows: every thread would compute whole rows (no gain)
+    if threads is None and raw is not None and (not has_part_form(type(raw))
+                                                or isinstance(source, FunctionSource)):
+        # no partial rows: every thread would compute whole rows (no gain); a user's function
+        # stays on the calling thread unless threads= asks (its errors are caught there)
+        threads = 1
     nthreads = resolve_threads(threads, n2)
     thread_srcs = None
     joined = None

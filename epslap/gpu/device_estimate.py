@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._schedule import eps_bounds
+from .._estimate_driver import BoundsCDE, GapsAB, drive
 from .._status import raise_for_status
 from .runtime import smem_optin, wide_grid
 
@@ -64,42 +64,61 @@ def _shift(cupy, x):
         x -= m
 
 
-def _estimate_device(cupy, mod, block, args, st, n1, n2, integral, epsilon):
-    """Stages A–E of docs/algorithm.md §2 (same order and arithmetic as the CPU's ``_estimate``)."""
-    st.flag.fill(0)
-    lb_a, ub_id, g_a = _sweep(cupy, mod, block, args, st, 0)
-    vf = cupy.where(cupy.isfinite(st.best2), st.best2,
-                    cupy.where(cupy.isfinite(st.best1), st.best1, 0.0))
-    st.vf[:] = vf
-    _shift(cupy, st.vf)
-    g_a = min(g_a, ub_id)
-    gap_i = ub_id - lb_a
-    g0 = g_a - lb_a
-    st.flag.fill(0)
-    lb_b, ub_b, _ = _sweep(cupy, mod, block, args, st, 1)
-    gap = min(ub_b, g_a) - lb_b
-    if gap_i < 4.0 * gap:
-        v_old = st.vf.copy()
-        idx = cupy.arange(n1)
+class DeviceStages:
+    """The sweeps of the estimate on the device (``estimate.cu``), for the driver that both
+    backends share (``epslap._estimate_driver``): the same stages, sums and decisions as the
+    CPU's ``CpuStages``. A sweep that finds an invalid or infeasible matrix raises."""
+
+    def __init__(self, cupy, mod, block, args, st, n1: int, integral: bool):
+        self.cupy, self.mod, self.block, self.args, self.st = cupy, mod, block, args, st
+        self.n1, self.integral = n1, integral
+        self.v_old = None
+
+    def _sweep(self, mode):
+        return _sweep(self.cupy, self.mod, self.block, self.args, self.st, mode)
+
+    def stages_ab(self) -> GapsAB:
+        cupy, st = self.cupy, self.st
+        st.flag.fill(0)
+        lb_a, ub_id, g_a = self._sweep(0)
+        st.vf[:] = cupy.where(cupy.isfinite(st.best2), st.best2,
+                              cupy.where(cupy.isfinite(st.best1), st.best1, 0.0))
+        _shift(cupy, st.vf)
+        g_a = min(g_a, ub_id)
+        st.flag.fill(0)
+        lb_b, ub_b, _ = self._sweep(1)
+        return GapsAB(ub_id - lb_a, min(ub_b, g_a) - lb_b, g_a - lb_a)
+
+    def stages_cde(self) -> BoundsCDE:
+        cupy, st = self.cupy, self.st
+        self.v_old = st.vf.copy()
+        idx = cupy.arange(self.n1)
         order = cupy.lexsort(cupy.stack([idx, st.regret]))  # ascending regret, then index
         st.perm[:] = order[::-1]
         st.flag.fill(0)
-        ub_c, lb_c, _ = _sweep(cupy, mod, block, args, st, 2)
-        _sweep(cupy, mod, block, args, st, 3)       # flag = held columns from stage C
+        ub_c, lb_c, _ = self._sweep(2)
+        self._sweep(3)       # flag = held columns from stage C
         _shift(cupy, st.vf)
         st.flag.fill(0)
-        ub_e, lb_e, _ = _sweep(cupy, mod, block, args, st, 2)
-        gap = min(ub_e, ub_c) - max(lb_e, lb_c)
-        if g0 > 0.0 and np.isfinite(gap):
-            rho = gap / g0
-            if rho > 1e-9:
-                st.vf[:] = rho * v_old + (1.0 - rho) * st.vf
+        ub_e, lb_e, _ = self._sweep(2)
+        return BoundsCDE(ub_c, lb_c, ub_e, lb_e)
+
+    def blend(self, rho: float) -> None:
+        self.st.vf[:] = rho * self.v_old + (1.0 - rho) * self.st.vf
+
+    def finish(self, natural_order: bool) -> None:
+        st = self.st
+        st.v[:] = self.cupy.rint(st.vf).astype(st.v.dtype) if self.integral else st.vf
+        if natural_order:
+            st.perm[:] = self.cupy.arange(self.n1)
+
+
+def _estimate_device(cupy, mod, block, args, st, n1, n2, integral, epsilon):
+    """Stages A–E of docs/algorithm.md §2 through the driver shared with the CPU. Returns
+    (ε_upper, ε_lower); ``epsilon=False``: v = 0, natural row order, bounds 0."""
+    result = drive(DeviceStages(cupy, mod, block, args, st, n1, integral), n1, n2, integral)
     if not epsilon:
         st.v.fill(0)
         st.perm[:] = cupy.arange(n1)
         return 0.0, 0.0
-    st.v[:] = cupy.rint(st.vf).astype(st.v.dtype) if integral else st.vf
-    eps_upper, eps_lower = eps_bounds(gap_i, gap, n1, n2, integral)
-    if eps_upper > 0.0:  # ε-passes take the rows in natural order (the CPU estimate's rule)
-        st.perm[:] = cupy.arange(n1)
-    return eps_upper, eps_lower
+    return result.eps_upper, result.eps_lower

@@ -1,0 +1,229 @@
+"""The cost-form registry of ``costfns.rows``: every source's row, row slice and entries agree
+exactly (given or derived forms alike); a class without forms is refused; an edited form is not
+served from a stale disk cache."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import numba
+import numpy as np
+import pytest
+from numba.core.errors import TypingError
+
+import costfns
+from costfns.functions import _JitRowState, _PyState
+from costfns.rows import (cost_at, cost_forms, forms_of, get_row, get_row_part, has_part_form,
+                          random_access)
+from epslap._sources import NegatedState
+from epslap.cache import CachedState, JoinedCaches, make_cache
+
+
+@numba.njit
+def _elem(i, j):
+    return np.sin(0.1 * i) * (j + 1.5) - 0.25 * i
+
+
+@numba.njit
+def _row_fill(i, out):
+    for j in range(out.shape[0]):
+        out[j] = np.sin(0.1 * i) * (j + 1.5) - 0.25 * i
+
+
+def _sources():
+    rng = np.random.default_rng(7)
+    return {
+        "random": costfns.Random(23, seed=4, n2=41),
+        "random_int": costfns.RandomInt(23, 90, seed=4, n2=41),
+        "geometric": costfns.Geometric(37, seed=4),
+        "disjoint": costfns.Disjoint(37, seed=4),
+        "sanity": costfns.Sanity(37, seed=4),
+        "low_rank": costfns.LowRank(37, 3, seed=4),
+        "sq_euclidean": costfns.SqEuclidean(rng.random((23, 5)), rng.random((41, 5))),
+        "jit_element": costfns.from_function(_elem, (23, 41)),
+        "dense_f64": costfns.Dense(rng.random((23, 41))),
+        "dense_i32": costfns.Dense(rng.integers(-50, 50, (23, 41)).astype(np.int32)),
+        "jit_row": costfns.from_function(_row_fill, (23, 41), kind="row"),
+        "python_row": costfns.from_function(lambda i: np.arange(41.0) * i, (23, 41), kind="row"),
+    }
+
+
+SOURCES = _sources()
+ROW_ONLY = {"jit_row", "python_row"}  # sources without an entry form
+
+
+@numba.njit
+def _rows(state, out):
+    buf = np.empty(out.shape[1], out.dtype)
+    for i in range(out.shape[0]):
+        row = get_row(state, i, buf)
+        for j in range(out.shape[1]):
+            out[i, j] = row[j]
+
+
+@numba.njit
+def _parts(state, out, lo, hi):
+    """Columns [lo, hi) of every row through ``get_row_part``, the rest of ``out`` untouched."""
+    buf = np.empty(out.shape[1], out.dtype)
+    for i in range(out.shape[0]):
+        part = get_row_part(state, i, lo, hi, buf)
+        for t in range(hi - lo):
+            out[i, lo + t] = part[t]
+
+
+@numba.njit
+def _entries(state, out):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = cost_at(state, i, j)
+
+
+@numba.njit
+def _random_access(state):
+    return random_access(state)
+
+
+def _bits(a):
+    """The matrix's bytes: equal arrays and equal signs of zero (bit-identical entries)."""
+    return np.ascontiguousarray(a).view(np.uint8)
+
+
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_rows_slices_and_entries_agree_with_dense(name):
+    src = SOURCES[name]
+    state = src.state()
+    dense = src.dense()
+    assert dense.shape == src.shape and dense.dtype == src.dtype
+    rows = np.empty_like(dense)
+    _rows(state, rows)
+    np.testing.assert_array_equal(_bits(rows), _bits(dense))
+    n2 = src.shape[1]
+    for lo, hi in [(0, n2), (0, 1), (3, 17), (n2 - 5, n2), (9, 9)]:
+        parts = np.zeros_like(dense)
+        _parts(state, parts, lo, hi)
+        np.testing.assert_array_equal(_bits(parts[:, lo:hi]), _bits(dense[:, lo:hi]))
+    assert _random_access(state) == (name not in ROW_ONLY)
+    if name not in ROW_ONLY:
+        entries = np.empty_like(dense)
+        _entries(state, entries)
+        np.testing.assert_array_equal(_bits(entries), _bits(dense))
+
+
+@pytest.mark.parametrize("name", ["sanity", "sq_euclidean", "jit_element", "jit_row"])
+def test_wrappers_keep_the_forms_of_their_source(name):
+    """A row cache and a negation give the inner source's rows, slices and (where it has them)
+    entries."""
+    src = SOURCES[name]
+    dense = src.dense()
+    n1, n2 = dense.shape
+    cached = make_cache(src.state(), n1, n2, 4, "lfu", dense.dtype)
+    for state, sign in ((cached, 1), (NegatedState(src.state()), -1)):
+        out = np.empty_like(dense)
+        _rows(state, out)
+        np.testing.assert_array_equal(out, sign * dense)
+        assert _random_access(state) == (name not in ROW_ONLY)
+        if name not in ROW_ONLY:
+            _entries(state, out)
+            np.testing.assert_array_equal(out, sign * dense)
+    sliced = make_cache(src.state(), n1, 10, 4, "slru", dense.dtype)  # one thread's columns
+    out = np.zeros_like(dense)
+    _parts(sliced, out, 5, 15)
+    np.testing.assert_array_equal(out[:, 5:15], dense[:, 5:15])
+
+
+def test_part_form_predicate():
+    assert has_part_form(type(SOURCES["random"].state()))       # derived from the entries
+    assert has_part_form(type(SOURCES["sq_euclidean"].state()))  # hand-written
+    assert has_part_form(type(SOURCES["jit_element"].state()))
+    assert has_part_form(CachedState)
+    assert has_part_form(NegatedState)
+    assert not has_part_form(_JitRowState)   # whole rows only
+    assert not has_part_form(_PyState)
+    assert not has_part_form(JoinedCaches)
+    assert not has_part_form(np.ndarray)     # not a registered state class
+    assert forms_of(np.ndarray) is None
+    assert forms_of(NegatedState).wraps_inner
+
+
+class _Unregistered(NamedTuple):
+    a: np.ndarray
+
+
+def test_a_class_without_forms_is_refused():
+    with pytest.raises(TypeError, match="at least one form"):
+        cost_forms()(_Unregistered)
+    with pytest.raises(TypeError, match="at least one form"):
+        cost_forms(wraps_inner=True)
+    with pytest.raises(TypeError, match="typing.NamedTuple state classes"):
+        cost_forms(entry=_elem)(dict)
+    with pytest.raises(TypeError, match="field 'inner'"):
+        cost_forms(entry=_elem, wraps_inner=True)(_Unregistered)
+    with pytest.raises(TypeError, match="jitted function"):
+        cost_forms(row=3)
+    assert forms_of(_Unregistered) is None
+    with pytest.raises(TypingError, match="_Unregistered is not a registered cost source"):
+        _rows(_Unregistered(np.zeros(3)), np.empty((1, 3)))
+
+
+def test_a_class_is_registered_once():
+    """Numba types the values of a class once per process: forms registered anew could not
+    reach kernels compiled already, so a second registration is refused."""
+    class Once(NamedTuple):
+        a: float
+
+    cost_forms(entry=_elem)(Once)
+    with pytest.raises(TypeError, match="registered already"):
+        cost_forms(entry=_elem)(Once)
+
+
+_FORMS_MODULE = """
+from typing import NamedTuple
+from numba import njit
+from costfns.rows import cost_forms
+
+@njit(inline="always")
+def _at(s, i, j):
+    return s.a * i + j
+
+@cost_forms(entry=_at)
+class State(NamedTuple):
+    a: float
+"""
+
+_KERNEL_MODULE = """
+import numpy as np
+from numba import njit
+from costfns.rows import get_row
+
+@njit(cache=True)
+def first_row(state):
+    return get_row(state, 2, np.empty(3)).copy()
+"""
+
+_RUN = """
+import kernel, forms
+print(kernel.first_row(forms.State(10.0)).tolist(), sum(kernel.first_row.stats.cache_hits.values()))
+"""
+
+
+def test_an_edited_form_is_not_served_from_a_stale_disk_cache(tmp_path):
+    """A kernel cached to disk in one file, its source's forms edited in another: the next process
+    recompiles it (Numba alone keys the kernel on its own file and would load the old code)."""
+    (tmp_path / "forms.py").write_text(_FORMS_MODULE)
+    (tmp_path / "kernel.py").write_text(_KERNEL_MODULE)
+    root = Path(__file__).resolve().parents[1]
+    # no .pyc files: Python would not see an edit of the same size within the same second
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(root)]))
+
+    def run() -> str:
+        return subprocess.run([sys.executable, "-c", _RUN], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    assert run() == "[20.0, 21.0, 22.0] 0"
+    assert run() == "[20.0, 21.0, 22.0] 1"  # from the disk cache
+    (tmp_path / "forms.py").write_text(_FORMS_MODULE.replace("s.a * i + j", "s.a * i - j"))
+    assert run() == "[20.0, 19.0, 18.0] 0"  # recompiled, not the cached kernel
