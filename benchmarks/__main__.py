@@ -17,6 +17,7 @@ from ._common import Output, default_path, gpu_name, load, metadata_for, require
 TABLES = {
     "cpu": ("cpu", "CPU speed: epslap vs every CPU peer installed, per class and size"),
     "small": ("small", "CPU per-call time at n = 5 … 2000: epslap vs every CPU peer installed"),
+    "batch": ("batch", "CPU batches of small problems: solve_batch vs lapcpp's lapjv_batch"),
     "fidelity": ("fidelity", "rows evaluated vs the paper's Table 1"),
     "ondemand": ("ondemand", "costs on demand under a memory budget vs the dense solve"),
     "memory": ("memory", "peak RSS under memory=: what the budget bounds, what the process adds"),

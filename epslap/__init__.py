@@ -1,9 +1,11 @@
 """epslap: exact, fast, larger-than-memory linear assignment by ε-pricing shortest paths.
 
 Public API: :func:`solve`, :func:`linear_sum_assignment` (a scipy drop-in), :func:`verify`,
-:class:`Solution`, :func:`precompile`, and image EMD: :func:`emd`, :func:`emd_matrix`.
+:class:`Solution`, batches (:func:`solve_batch`, :func:`linear_sum_assignment_batch`,
+:class:`BatchSolution`), :func:`precompile`, and image EMD: :func:`emd`, :func:`emd_matrix`.
 """
 from ._api import linear_sum_assignment, solve
+from .batch import BatchSolution, linear_sum_assignment_batch, solve_batch
 from .certificate import verify
 from .emd import EMDResult, emd, emd_matrix
 from .errors import GPUUnavailableError, InfeasibleError
@@ -11,7 +13,8 @@ from .solution import Solution
 
 __version__ = "0.1.0"
 
-__all__ = ["solve", "linear_sum_assignment", "verify", "Solution", "InfeasibleError", "emd",
+__all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignment_batch",
+           "BatchSolution", "verify", "Solution", "InfeasibleError", "emd",
            "emd_matrix", "EMDResult",
            "GPUUnavailableError", "precompile", "__version__"]
 
@@ -23,5 +26,7 @@ def precompile() -> float:
     import numpy as np
     t0 = time.perf_counter()
     for dtype in (np.float64, np.float32, np.int64, np.int32):
-        solve(np.arange(9, dtype=dtype).reshape(3, 3))
+        m = np.arange(9, dtype=dtype).reshape(3, 3)
+        solve(m)                 # the small path
+        solve(m, epsilon=False)  # the estimate and the passes
     return time.perf_counter() - t0

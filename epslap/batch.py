@@ -1,0 +1,231 @@
+"""Many independent problems in one call: :func:`solve_batch` and
+:func:`linear_sum_assignment_batch` (CPU).
+
+The problems are spread over threads, a contiguous share of them per thread and no barrier: each
+thread runs the small path's compiled solver (``cpu/jv.py``) over its share without returning to
+Python. A 3-D array (B, n1, n2) is solved in place of B calls; a list of matrices of different
+shapes or dtypes is grouped by (shape, dtype) into such stacks. Problems that the small path
+does not take (square ones above ``jv.MAX_SQUARE`` columns) are solved one after the other by
+:func:`epslap.solve`, each on every thread.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+
+from ._status import STATUS_OK, raise_for_status
+from ._validate import _float_kind, check_int_range, check_options
+from .cpu import jv
+from .solution import Solution
+
+
+@dataclass(frozen=True)
+class BatchSolution:
+    """The optimal assignments of a batch, problem ``k`` at index ``k`` of every field.
+
+    For a 3-D input the fields are arrays: ``row_ind``, ``col_ind`` (B, min(n1, n2)) int64,
+    ``cost`` (B,), ``u`` (B, n1), ``v`` (B, n2); for a list input, lists of arrays (``cost``
+    stays an array). Each problem's duals certify it as :class:`Solution`'s do.
+    ``solution(k)`` builds problem k's :class:`Solution`.
+    """
+
+    row_ind: Any
+    col_ind: Any
+    cost: np.ndarray
+    u: Any
+    v: Any
+    stats: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.cost)
+
+    def __iter__(self):
+        """Unpack like :func:`linear_sum_assignment_batch`: ``r, k = solve_batch(c)``."""
+        return iter((self.row_ind, self.col_ind))
+
+    def solution(self, k: int) -> Solution:
+        cost = self.cost[k]
+        return Solution(row_ind=self.row_ind[k], col_ind=self.col_ind[k],
+                        cost=int(cost) if self.cost.dtype.kind == "i" else float(cost),
+                        u=self.u[k], v=self.v[k], stats={"backend": "cpu", "batch_index": k})
+
+
+def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
+                threads: int | None = None) -> BatchSolution:
+    """Solve every problem of ``costs`` exactly.
+
+    Parameters
+    ----------
+    costs : array_like (B, n1, n2), or a sequence of matrices
+        Every dtype :func:`epslap.solve` takes; +inf marks a forbidden pair (-inf when
+        maximising); rectangular both ways; shapes and dtypes may differ in a sequence.
+    maximize : bool
+        Maximise instead of minimise, every problem.
+    backend : "cpu"
+        The batch runs on the CPU backend.
+    threads : int, optional
+        Threads that share the problems (default: every thread Numba may use, at most one per
+        problem).
+
+    Raises
+    ------
+    ValueError, InfeasibleError, TypeError
+        As :func:`epslap.solve`, for the first bad problem, with its index in the message.
+    """
+    t_start = time.perf_counter()
+    check_options(backend=backend, maximize=maximize, epsilon=True, memory=None, cache="auto",
+                  threads=threads, progress=False, device=0)
+    if backend != "cpu":
+        raise ValueError(f"solve_batch runs on backend='cpu'; backend={backend!r} is not "
+                         "available for batches")
+    maximize = bool(maximize)
+    nthreads = numba.get_num_threads() if threads is None else int(threads)
+    if isinstance(costs, np.ndarray) and costs.ndim == 3 or (
+            not isinstance(costs, (list, tuple)) and np.ndim(costs) == 3):
+        stack = _as_stack(np.asarray(costs), 0)
+        out = _solve_stack(stack, maximize, nthreads, np.arange(stack.shape[0]))
+        out.stats["time_total_s"] = time.perf_counter() - t_start
+        return out
+    if not isinstance(costs, (list, tuple)):
+        raise ValueError(f"costs must be a 3-D array (B, n1, n2) or a sequence of matrices, got "
+                         f"{np.ndim(costs)} dimensions")
+    mats = [_as_matrix(c, k) for k, c in enumerate(costs)]
+    groups: dict = {}
+    for k, m in enumerate(mats):
+        groups.setdefault((m.shape, m.dtype.str), []).append(k)
+    n = len(mats)
+    row_ind, col_ind, u, v = [None] * n, [None] * n, [None] * n, [None] * n
+    integral = any(m.dtype.kind in "biu" for m in mats) and all(m.dtype.kind in "biu"
+                                                                for m in mats)
+    cost = np.zeros(n, np.int64 if integral else np.float64)
+    rows = np.zeros(n, np.int64)
+    for idx in groups.values():
+        idx = np.asarray(idx)
+        part = _solve_stack(np.stack([mats[k] for k in idx]), maximize, nthreads, idx)
+        for t, k in enumerate(idx):
+            row_ind[k], col_ind[k] = part.row_ind[t], part.col_ind[t]
+            u[k], v[k] = part.u[t], part.v[t]
+            cost[k] = part.cost[t]
+            rows[k] = part.stats["rows_evaluated"][t]
+    stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows,
+             "time_total_s": time.perf_counter() - t_start}
+    return BatchSolution(row_ind, col_ind, cost, u, v, stats)
+
+
+def linear_sum_assignment_batch(costs: Any, maximize: bool = False):
+    """:func:`solve_batch`'s ``(row_ind, col_ind)``: arrays (B, k) for a 3-D input, lists of
+    arrays for a sequence (scipy's convention per problem: ``row_ind[k]`` sorted)."""
+    sol = solve_batch(costs, maximize=bool(maximize))
+    return sol.row_ind, sol.col_ind
+
+
+def _as_matrix(c, k: int) -> np.ndarray:
+    a = np.asarray(c)
+    if a.ndim != 2:
+        raise ValueError(f"problem {k}: expected a matrix (2-D array), got a {a.ndim}-D array")
+    return _as_stack(a[None], k)[0]
+
+
+def _as_stack(a: np.ndarray, first: int) -> np.ndarray:
+    """Check a (B, n1, n2) stack's dtype like ``solve`` does (``first``: the index of its first
+    problem, for the messages)."""
+    if hasattr(a, "__cuda_array_interface__") and not isinstance(a, np.ndarray):
+        raise TypeError("a GPU array was given to the CPU batch: copy it to the host first")
+    if a.ndim != 3:
+        raise ValueError(f"costs must be a 3-D array (B, n1, n2), got {a.ndim} dimensions")
+    if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and _float_kind(a.dtype) is None):
+        raise TypeError(f"problem {first}: cannot cast array data from {a.dtype!r} to "
+                        "dtype('float64') according to the rule 'safe'")
+    return a
+
+
+def _canonical(stack: np.ndarray, maximize: bool):
+    """(C-contiguous canonical stack: n1 <= n2 and minimised, transposed, integral)."""
+    integral = stack.dtype.kind in "biu"
+    if integral:
+        if stack.size:
+            lo, hi = int(stack.min()), int(stack.max())
+            if maximize:
+                lo, hi = -hi, -lo
+            check_int_range(lo, hi, stack.shape[1:])
+        stack = stack.astype(np.int64)
+    else:
+        stack = stack.astype(_float_kind(stack.dtype), copy=False)
+    if maximize:
+        stack = -stack
+    transposed = stack.shape[1] > stack.shape[2]
+    if transposed:
+        stack = stack.transpose(0, 2, 1)
+    return np.ascontiguousarray(stack), transposed, integral
+
+
+def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index) -> BatchSolution:
+    """Solve a (B, n1, n2) stack; ``index``: each problem's index in the caller's batch."""
+    c, transposed, integral = _canonical(stack, maximize)
+    b, n1, n2 = c.shape
+    work = np.int64 if integral else np.float64
+    x = np.zeros((b, n1), np.int64)
+    v = np.zeros((b, n2), work)
+    status = np.zeros(b, np.int64)
+    rows = np.zeros(b, np.int64)
+    if b and n1:
+        if jv.applies(n1, n2):
+            _run_threads(c, integral, x, v, status, rows, max(1, min(nthreads, b)))
+        else:
+            status[:] = jv.NEEDS_EPSILON
+    for k in range(b):  # errors name the first bad problem; rare leftovers take the ε path
+        if status[k] == jv.NEEDS_EPSILON:
+            from ._api import solve
+            sol = solve(c[k], threads=nthreads)
+            x[k] = sol.col_ind
+            v[k] = sol.v
+            rows[k] = sol.stats["rows_evaluated"]
+        elif status[k] != STATUS_OK:
+            try:
+                raise_for_status(int(status[k]), "cpu")
+            except (ValueError, ArithmeticError) as exc:
+                raise type(exc)(f"problem {int(index[k])}: {exc}") from None
+    return _assemble(c, x, v, transposed, integral, maximize, rows, nthreads)
+
+
+def _run_threads(c, integral, x, v, status, rows, nthreads: int) -> None:
+    """``jv.solve_many`` over contiguous shares of the problems, one share per thread."""
+    b = c.shape[0]
+    bounds = [(b * t) // nthreads for t in range(nthreads + 1)]
+    if nthreads == 1:
+        jv.solve_many(c, integral, 0, b, x, v, status, rows)
+        return
+    workers = [threading.Thread(target=jv.solve_many,
+                                args=(c, integral, bounds[t], bounds[t + 1], x, v, status, rows),
+                                name="epslap-batch", daemon=True) for t in range(nthreads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+def _assemble(c, x, v, transposed, integral, maximize, rows, nthreads) -> BatchSolution:
+    """Every problem's result in the caller's orientation and sign (as ``solution.finish``)."""
+    b, n1, n2 = c.shape
+    if n2:
+        v = v - v.max(axis=1, keepdims=True)
+    assigned = np.take_along_axis(c, x[:, :, None], axis=2)[:, :, 0].astype(v.dtype)
+    u = assigned - np.take_along_axis(v, x, axis=1)
+    total = assigned.sum(axis=1)
+    if maximize:
+        u, v, total = -u, -v, -total
+    rows_k = np.broadcast_to(np.arange(n1, dtype=np.int64), (b, n1))
+    if transposed:
+        order = np.argsort(x, axis=1, kind="stable")
+        row_ind, col_ind = np.take_along_axis(x, order, axis=1), np.ascontiguousarray(order)
+        u, v = v, u
+    else:
+        row_ind, col_ind = np.ascontiguousarray(rows_k), x
+    stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}
+    return BatchSolution(row_ind, col_ind, total, u, v, stats)
+

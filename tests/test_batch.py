@@ -1,0 +1,102 @@
+"""Batches (epslap/batch.py) against a loop of scipy calls: 3-D stacks and lists of mixed shapes
+and dtypes, rectangular both ways, +inf, maximisation, threads, errors naming the problem, and
+every problem's dual certificate."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+import epslap
+from epslap.cpu import jv
+
+
+def _scipy_costs(mats, maximize=False):
+    out = []
+    for m in mats:
+        r, k = linear_sum_assignment(m, maximize=maximize)
+        out.append(m[r, k].astype(np.float64).sum())
+    return np.array(out)
+
+
+def _certified(mats, sol, maximize=False):
+    for k, m in enumerate(mats):
+        s = sol.solution(k)
+        rep = epslap.verify(m, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize)
+        assert rep["optimal"], (k, rep)
+        assert np.all(np.diff(s.row_ind) > 0)
+
+
+@pytest.mark.parametrize("shape", [(50, 7, 7), (20, 4, 9), (20, 9, 4), (3, 1, 1), (8, 30, 30)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_stack_matches_a_scipy_loop(shape, dtype, maximize):
+    rng = np.random.default_rng(sum(shape))
+    c = (rng.random(shape) * 100).astype(dtype)
+    sol = epslap.solve_batch(c, maximize=maximize)
+    np.testing.assert_allclose(sol.cost, _scipy_costs(c, maximize), rtol=1e-12)
+    assert sol.row_ind.shape == sol.col_ind.shape == (shape[0], min(shape[1:]))
+    assert sol.cost.dtype.kind == ("i" if np.dtype(dtype).kind == "i" else "f")
+    _certified(c, sol, maximize)
+    r, k = epslap.linear_sum_assignment_batch(c, maximize=maximize)
+    np.testing.assert_array_equal(r, sol.row_ind)
+    np.testing.assert_array_equal(k, sol.col_ind)
+
+
+def test_list_of_mixed_shapes_and_dtypes():
+    rng = np.random.default_rng(3)
+    mats = []
+    for k in range(60):
+        n1, n2 = (int(x) for x in rng.integers(1, 12, 2))
+        m = rng.random((n1, n2)) * 10
+        if k % 3 == 0:
+            m = np.round(m).astype(np.int64)
+        elif k % 3 == 1:
+            m[rng.random(m.shape) < 0.3] = np.inf
+            m[np.arange(min(n1, n2)), np.arange(min(n1, n2))] = 1.0  # feasible
+        mats.append(m)
+    sol = epslap.solve_batch(mats)
+    np.testing.assert_allclose(sol.cost, _scipy_costs(mats), rtol=1e-12)
+    _certified(mats, sol)
+    for k, m in enumerate(mats):
+        assert sol.row_ind[k].shape == (min(m.shape),)
+
+
+def test_threads_give_the_same_answers():
+    c = np.random.default_rng(5).random((101, 25, 25))
+    one = epslap.solve_batch(c, threads=1)
+    two = epslap.solve_batch(c, threads=2)
+    np.testing.assert_array_equal(one.col_ind, two.col_ind)
+    np.testing.assert_array_equal(one.v, two.v)
+    np.testing.assert_array_equal(one.stats["rows_evaluated"], two.stats["rows_evaluated"])
+
+
+def test_a_bad_problem_is_named_by_its_index():
+    c = np.random.default_rng(1).random((6, 4, 4))
+    c[3, 2, :] = np.inf
+    with pytest.raises(epslap.InfeasibleError, match="problem 3: cost matrix is infeasible"):
+        epslap.solve_batch(c)
+    c[3, 2, 1] = np.nan
+    with pytest.raises(ValueError, match="problem 3: matrix contains invalid numeric entries"):
+        epslap.solve_batch(c)
+    with pytest.raises(ValueError, match="problem 1: expected a matrix"):
+        epslap.solve_batch([np.ones((2, 2)), np.ones(3)])
+    with pytest.raises(TypeError, match="problem 0"):
+        epslap.solve_batch([np.array([["a"]])])
+    with pytest.raises(ValueError, match="backend='cpu'"):
+        epslap.solve_batch(c, backend="gpu")
+
+
+def test_large_members_take_the_epsilon_path():
+    n = jv.MAX_SQUARE + 8
+    c = np.random.default_rng(2).random((2, n, n))
+    sol = epslap.solve_batch(c)
+    np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12)
+    _certified(c, sol)
+
+
+def test_empty_batches_and_problems():
+    sol = epslap.solve_batch(np.zeros((0, 3, 3)))
+    assert len(sol) == 0
+    sol = epslap.solve_batch(np.zeros((2, 0, 3)))
+    assert sol.cost.tolist() == [0.0, 0.0]
