@@ -280,7 +280,7 @@ def solve_jv(m: np.ndarray, integral: bool):
     v = np.empty(n2, work)
     row_to_col = np.empty(n1, np.int64)
     compile_s = 0.0
-    key = (m.dtype, m.flags.c_contiguous, integral)
+    key = (m.dtype.num, integral)  # m is C-contiguous (canonical_dense)
     if key not in _COMPILED:
         t0 = time.perf_counter()
         solve_dense.compile((numba.typeof(m), numba.typeof(integral), numba.typeof(v),

@@ -524,9 +524,10 @@ def augment_rows(src, n1, n2, v, row_to_col, col_row, rows, integral):
         free_mask[j] = _KEY_MIN if col_row[j] < 0 else _KEY_MAX
         if col_row[j] >= 0:
             acost[j] = cost_at(src, col_row[j], j)
-    cols = Columns(np.empty(n2, src.dtype), np.zeros(m, src.dtype), d, d.view(np.int64), np.empty(m, np.int64), pcost,
-                   acost, free_mask, owner, np.empty(m, np.int64), np.empty(m, v.dtype),
-                   np.empty(n_blocks, np.int64), np.empty(n_blocks, np.int64))
+    cols = Columns(np.empty(n2, src.dtype), np.zeros(m, src.dtype), d, d.view(np.int64),
+                   np.empty(m, np.int64), pcost, acost, free_mask, owner, np.empty(m, np.int64),
+                   np.empty(m, v.dtype), np.empty(n_blocks, np.int64),
+                   np.empty(n_blocks, np.int64))
     path = Path(row_col, np.empty(n2, np.int64), np.empty(n2, v.dtype), np.zeros(3),
                 np.zeros(1, np.int64))
     slots = np.zeros(2 * SLOT, np.int64)
