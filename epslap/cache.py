@@ -314,10 +314,17 @@ def _joined_fill(s, i, buf):
         return s.row
     s.req[0] = i
     s.req[1] += 1
-    barrier(s.sync, nthreads, s.req[1])   # helpers read the request
+    # A helper that failed (a user's function raised there) aborts the barrier: this thread then
+    # computes the slices itself, so the same error is raised here (or the row comes out right)
+    if not barrier(s.sync, nthreads, s.req[1]):   # helpers read the request
+        for t in range(nthreads):
+            _fill_slice(s, t, i)
+        return s.row
     _fill_slice(s, 0, i)
     s.req[1] += 1
-    barrier(s.sync, nthreads, s.req[1])   # every slice is in s.row
+    if not barrier(s.sync, nthreads, s.req[1]):   # every slice is in s.row
+        for t in range(1, nthreads):
+            _fill_slice(s, t, i)
     return s.row
 
 
@@ -367,11 +374,20 @@ def serve_rows(joined: JoinedCaches):
     if nthreads == 1:
         yield
         return
-    from ._sync import new_sync
+    from ._sync import new_sync, request_abort
     joined.sync[:] = new_sync()  # barrier counts restart with the helpers' own
     joined.req[:] = (0, 0, 1)
-    helpers = [threading.Thread(target=_serve, args=(joined, t), daemon=True,
-                                name=f"epslap-rows-{t}") for t in range(1, nthreads)]
+    errors: list[BaseException] = []
+
+    def serve(t):
+        try:
+            _serve(joined, t)
+        except BaseException as exc:  # a user's function raised in this helper
+            errors.append(exc)
+            request_abort(joined.sync)  # no thread waits for this one any longer
+
+    helpers = [threading.Thread(target=serve, args=(t,), daemon=True, name=f"epslap-rows-{t}")
+               for t in range(1, nthreads)]
     for h in helpers:
         h.start()
     try:
@@ -380,6 +396,8 @@ def serve_rows(joined: JoinedCaches):
         _stop_serving(joined)
         for h in helpers:
             h.join()
+    if errors:
+        raise errors[0]
 
 
 def make_cache(inner_state, n_rows: int, n_cols: int, capacity: int, policy: str, dtype,

@@ -243,6 +243,32 @@ def test_a_raising_compiled_cost_surfaces_the_users_exception(memory):
         epslap.solve(src, memory=memory)
 
 
+@numba.njit
+def _raising_late(i, j):
+    if i == 41 and j == 50:
+        raise ValueError("cost function failed at (41, 50)")
+    return float((i * 7 + j * 3) % 11)
+
+
+def test_a_raising_compiled_cost_on_two_threads_raises_instead_of_hanging():
+    """The row that raises is computed by a helper thread (its slice of the columns): the helper
+    aborts the barrier, the solver's thread computes the row itself and raises the same error."""
+    src = costfns.from_function(_raising_late, (64, 64))
+    box = {}
+
+    def run():
+        try:
+            epslap.solve(src, memory=8 * 64 * 8, threads=2)
+        except ValueError as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "the solve hung"
+    assert "failed at (41, 50)" in str(box.get("error"))
+
+
 def test_a_raising_python_cost_surfaces_the_users_exception_for_integers():
     def cost(i, j):
         if i == 4:
