@@ -30,7 +30,8 @@ class BatchSolution:
 
     For a 3-D input the fields are arrays: ``row_ind``, ``col_ind`` (B, min(n1, n2)) int64,
     ``cost`` (B,), ``u`` (B, n1), ``v`` (B, n2); for a list input, lists of arrays (``cost``
-    stays an array). Each problem's duals certify it as :class:`Solution`'s do.
+    stays an array: int64 when every problem is an integer matrix, else float64). Each
+    problem's duals certify it as :class:`Solution`'s do.
     ``solution(k)`` builds problem k's :class:`Solution`.
     """
 
@@ -181,7 +182,10 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index) -> Bat
     for k in range(b):  # errors name the first bad problem; rare leftovers take the ε path
         if status[k] == jv.NEEDS_EPSILON:
             from ._api import solve
-            sol = solve(c[k], threads=nthreads)
+            try:
+                sol = solve(c[k], threads=nthreads)
+            except (ValueError, ArithmeticError) as exc:
+                raise type(exc)(f"problem {int(index[k])}: {exc}") from None
             x[k] = sol.col_ind
             v[k] = sol.v
             rows[k] = sol.stats["rows_evaluated"]
@@ -219,13 +223,13 @@ def _assemble(c, x, v, transposed, integral, maximize, rows, nthreads) -> BatchS
     total = assigned.sum(axis=1)
     if maximize:
         u, v, total = -u, -v, -total
-    rows_k = np.broadcast_to(np.arange(n1, dtype=np.int64), (b, n1))
+    rows_k = np.tile(np.arange(n1, dtype=np.int64), (b, 1))
     if transposed:
         order = np.argsort(x, axis=1, kind="stable")
         row_ind, col_ind = np.take_along_axis(x, order, axis=1), np.ascontiguousarray(order)
         u, v = v, u
     else:
-        row_ind, col_ind = np.ascontiguousarray(rows_k), x
+        row_ind, col_ind = rows_k, x
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}
     return BatchSolution(row_ind, col_ind, total, u, v, stats)
 

@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from costfns.rows import cost_at, cost_forms, get_row, get_row_part
-from ._sync import barrier
+from ._sync import barrier, load_acquire
 
 LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
@@ -292,7 +292,8 @@ class JoinedCaches(NamedTuple):
     bounds: np.ndarray  # (T + 1,) int64 column bounds
     row: np.ndarray     # (n2,) the assembled row
     sync: np.ndarray    # barrier state shared with the helpers (epslap._sync)
-    req: np.ndarray     # int64[3]: [row requested (-1: stop), caller's barrier count, serving?]
+    req: np.ndarray     # int64[3 + T]: [row requested (-1: stop), caller's barrier count,
+    #                     serving?, then per helper t: req[3 + t] = 1 while it runs]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -314,18 +315,29 @@ def _joined_fill(s, i, buf):
         return s.row
     s.req[0] = i
     s.req[1] += 1
-    # A helper that failed (a user's function raised there) aborts the barrier: this thread then
-    # computes the slices itself, so the same error is raised here (or the row comes out right)
+    # A helper that failed (a user's function raised there) aborts the barrier: once every
+    # helper has left (none still writes its cache), this thread computes the slices itself, so
+    # the same error is raised here (or the row comes out right)
     if not barrier(s.sync, nthreads, s.req[1]):   # helpers read the request
+        _await_helpers_gone(s)
         for t in range(nthreads):
             _fill_slice(s, t, i)
         return s.row
     _fill_slice(s, 0, i)
     s.req[1] += 1
     if not barrier(s.sync, nthreads, s.req[1]):   # every slice is in s.row
+        _await_helpers_gone(s)
         for t in range(1, nthreads):
             _fill_slice(s, t, i)
     return s.row
+
+
+@njit(cache=True, nogil=True)
+def _await_helpers_gone(s):
+    """Wait until every helper thread has left ``_serve`` (``s.req[3 + t]``: helper t runs)."""
+    for t in range(1, len(s.caches)):
+        while load_acquire(s.req, 3 + t) != 0:
+            pass
 
 
 cost_forms(row=_joined_fill)(JoinedCaches)
@@ -362,7 +374,7 @@ def join_caches(caches, bounds) -> JoinedCaches:
     n2 = int(bounds[-1])
     return JoinedCaches(tuple(caches), np.asarray(bounds, np.int64),
                         np.empty(n2, caches[0].slots.dtype), new_sync(),
-                        np.zeros(3, np.int64))
+                        np.zeros(3 + len(caches), np.int64))
 
 
 @contextmanager
@@ -376,7 +388,7 @@ def serve_rows(joined: JoinedCaches):
         return
     from ._sync import new_sync, request_abort
     joined.sync[:] = new_sync()  # barrier counts restart with the helpers' own
-    joined.req[:] = (0, 0, 1)
+    joined.req[:3] = (0, 0, 1)
     errors: list[BaseException] = []
 
     def serve(t):
@@ -385,13 +397,20 @@ def serve_rows(joined: JoinedCaches):
         except BaseException as exc:  # a user's function raised in this helper
             errors.append(exc)
             request_abort(joined.sync)  # no thread waits for this one any longer
+        finally:
+            joined.req[3 + t] = 0  # gone: the solver's thread may now fill slice t itself
 
+    joined.req[3:] = 0
+    joined.req[4:] = 1  # helpers 1 … T-1 run
     helpers = [threading.Thread(target=serve, args=(t,), daemon=True, name=f"epslap-rows-{t}")
                for t in range(1, nthreads)]
     for h in helpers:
         h.start()
     try:
         yield
+    except BaseException:
+        request_abort(joined.sync)  # the block stopped between a row's barriers: release all
+        raise
     finally:
         _stop_serving(joined)
         for h in helpers:

@@ -244,16 +244,26 @@ def test_a_raising_compiled_cost_surfaces_the_users_exception(memory):
 
 
 @numba.njit
-def _raising_late(i, j):
+def _raising_in_helper(i, j):
     if i == 41 and j == 50:
         raise ValueError("cost function failed at (41, 50)")
     return float((i * 7 + j * 3) % 11)
 
 
-def test_a_raising_compiled_cost_on_two_threads_raises_instead_of_hanging():
-    """The row that raises is computed by a helper thread (its slice of the columns): the helper
-    aborts the barrier, the solver's thread computes the row itself and raises the same error."""
-    src = costfns.from_function(_raising_late, (64, 64))
+@numba.njit
+def _raising_in_solver(i, j):
+    if i == 41 and j == 10:
+        raise ValueError("cost function failed at (41, 10)")
+    return float((i * 7 + j * 3) % 11)
+
+
+@pytest.mark.parametrize("fn, where", [(_raising_in_helper, "(41, 50)"),
+                                       (_raising_in_solver, "(41, 10)")])
+def test_a_raising_compiled_cost_on_two_threads_raises_instead_of_hanging(fn, where):
+    """Column 50 lies in the helper thread's slice: it aborts the row barrier and the solver's
+    thread computes the row itself, raising the same error. Column 10 lies in the solver's own
+    slice: it raises between the row's barriers, and the helper is released by an abort."""
+    src = costfns.from_function(fn, (64, 64))
     box = {}
 
     def run():
@@ -266,7 +276,7 @@ def test_a_raising_compiled_cost_on_two_threads_raises_instead_of_hanging():
     worker.start()
     worker.join(120)
     assert not worker.is_alive(), "the solve hung"
-    assert "failed at (41, 50)" in str(box.get("error"))
+    assert f"failed at {where}" in str(box.get("error"))
 
 
 def test_a_raising_python_cost_surfaces_the_users_exception_for_integers():

@@ -262,9 +262,12 @@ MAX_SQUARE = 384
 
 
 def applies(n1: int, n2: int) -> bool:
-    """Whether a dense canonical problem takes this path: every rectangular one (the ε-passes
-    would pad it with n2 - n1 virtual rows) and small square ones."""
-    return n1 < n2 or n2 <= MAX_SQUARE
+    """Whether a dense canonical problem (n1 <= n2) takes this path: small square ones, and
+    rectangular ones with at least n2/16 more columns than rows, which the ε-passes would pad
+    with that many virtual rows. Nearly square ones stay with the ε-passes (2 vCPU, 2000 rows,
+    geometric costs: 2050 columns 0.27 s here against 0.08 s there, 2200 columns 0.045 s against
+    0.070 s, 3000 columns 0.023 s against 2.0 s)."""
+    return n2 <= MAX_SQUARE or (n1 < n2 and 16 * (n2 - n1) >= n2)
 
 
 _COMPILED: set = set()
