@@ -166,6 +166,14 @@ def _augmenting_row_reduction(c, v, x, y, free, n_free):
 
 
 @njit(cache=True, nogil=True)
+def _shift_to_max_zero(v):
+    """v -= max(v): every price at most 0, the largest exactly 0 (work dtype, all finite)."""
+    top = v.max()
+    for j in range(v.shape[0]):
+        v[j] -= top
+
+
+@njit(cache=True, nogil=True)
 def solve_dense(c, integral, v, row_to_col):
     """Solve the canonical dense problem ``c`` (n1 <= n2): fills ``v`` (work dtype) and
     ``row_to_col``. Returns (status, rows evaluated)."""
@@ -183,11 +191,9 @@ def solve_dense(c, integral, v, row_to_col):
         matches = np.zeros(n1, np.int64)
         _column_reduction(c, v, x, y, matches)
         reads += n1
-        top = v[0]
-        for j in range(n2):
-            top = max(top, v[j])
-        for j in range(n2):  # prices at most 0 from here on: reduced costs are computed at the
-            v[j] -= top      # magnitude of the duals reported (finish shifts them so anyway)
+        # prices at most 0 from here on: reduced costs are computed at the magnitude of the
+        # duals reported (finish shifts them so anyway)
+        _shift_to_max_zero(v)
         n_free, r = _reduction_transfer(c, v, x, matches, free)
         reads += r
         n_free, r = _augmenting_row_reduction(c, v, x, y, free, n_free)
@@ -207,11 +213,7 @@ def polish(c, v, x):
     maximisation, a rank-one matrix) held reduced costs at a magnitude far above the duals
     reported; this pass recomputes them at the duals' own magnitude. Returns (status, rows)."""
     n1, n2 = c.shape
-    top = v[0]
-    for j in range(n2):
-        top = max(top, v[j])
-    for j in range(n2):
-        v[j] -= top
+    _shift_to_max_zero(v)
     x[:] = -1
     return augment_rows(c, n1, n2, v, x, np.full(n2, -1, np.int64), np.arange(n1), False)
 
@@ -222,9 +224,7 @@ def duals_hold(c, v, x):
     assigned pairs) meet ``epslap.verify``'s per-entry rule: u_i + v_j - c_ij <= RTOL·(|c_ij| +
     |u_i| + |v_j|) on every finite entry."""
     n1, n2 = c.shape
-    top = v[0]
-    for j in range(n2):
-        top = max(top, v[j])
+    top = v.max()
     for i in range(n1):
         ui = np.float64(c[i, x[i]]) - (v[x[i]] - top)
         for j in range(n2):
