@@ -47,3 +47,11 @@ def next_eps(eps, eps_lower, total_d, total_eps, first, second, n2, integral):
         if eps < eps_lower:
             eps = eps_lower if integral else 0.0
     return eps
+
+
+def rectangular_from_zero(n1: int, n2: int) -> bool:
+    """Whether the canonical problem (n1 <= n2) is solved as a rectangular one: one exact pass
+    from v = 0 over the real rows only (docs/algorithm.md §10), for at least n2/16 more columns
+    than rows. Padding it with n2 - n1 virtual rows would cost as much as a square problem of n2;
+    nearly square ones keep the ε-passes, whose virtual rows are few."""
+    return n1 < n2 and 16 * (n2 - n1) >= n2

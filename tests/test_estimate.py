@@ -90,12 +90,14 @@ def test_sanity_class_is_certified_by_the_estimate(n):
 
 
 def test_sanity_maximize_and_transposed_are_certified_and_optimal():
-    c = -_sanity_like(120, 160, seed=2)  # maximise -c: the same problem
+    # nearly square (fewer than n2/16 extra columns): the ε-passes and their estimate
+    # (docs/algorithm.md §10)
+    c = -_sanity_like(152, 160, seed=2)  # maximise -c: the same problem
     sol = epslap.solve(c, maximize=True)
     assert_optimal(c, sol, maximize=True)
-    sol = epslap.solve(_sanity_like(120, 160, seed=2).T)
+    sol = epslap.solve(_sanity_like(152, 160, seed=2).T)
     assert sol.stats["certified_by_estimate"]
-    assert_optimal(_sanity_like(120, 160, seed=2).T, sol)
+    assert_optimal(_sanity_like(152, 160, seed=2).T, sol)
 
 
 @pytest.mark.parametrize("name", ["random", "geometric", "rank2", "integer"])

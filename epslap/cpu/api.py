@@ -129,8 +129,13 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         raise_pending(source)
         raise_out_of_range(source, caches, (n1, n2))
 
+    small = None
+    if n1 and table and epsilon and threads in (None, 1) and jv.applies(n1, n2):
+        small = jv.solve_jv(inner, integral)  # the table is a dense canonical matrix
     if n1 == 0:
         row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")
+    elif small is not None:
+        row_to_col, v, stats = small
     else:
         extra = None if table else _hit_rate_text(first)
         try:

@@ -288,6 +288,9 @@ class PassIO(NamedTuple):
     row_to_col: np.ndarray
     eps_log: np.ndarray
     result: np.ndarray
+    #: rows each pass augments: -1 every row, the virtual ones after the real ones; n1 only the
+    #: real rows (a rectangular problem solved from v = 0, docs/algorithm.md §10)
+    rows_per_pass: int = -1
 
 
 @njit(cache=True, nogil=True)
@@ -400,7 +403,8 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
     Thread 0 writes ``row_to_col``, ``eps_log``, ``ctl[1:4]`` and ``result`` = [status, passes,
     rows evaluated]. Returns the status (the same in every thread).
     """
-    v, perm, row_to_col, eps_log, result = io
+    v, perm, row_to_col, eps_log, result, rows_per_pass = io
+    n_aug = n2 if rows_per_pass < 0 else rows_per_pass
     sync, slots, slots_w, ctl = meet
     lo, hi = _col_range(n2, nthreads, tid)
     m = hi - lo
@@ -449,7 +453,7 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
         free_mask[:] = _KEY_MIN
         row_col[:] = -1
         acc[:] = 0.0
-        for k in range(n2):
+        for k in range(n_aug):
             if k < n1:
                 f = perm[n1 - 1 - k] if reverse else perm[k]
             else:

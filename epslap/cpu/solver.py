@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _sync as sync_mod
 from .._progress import ProgressBar
+from .._schedule import rectangular_from_zero
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
                        raise_for_status)
 from ..certificate import prices_need_polish
@@ -31,6 +32,7 @@ INT_INF = np.int64(2**62)
 # tie at 3000; costs on demand keep the general rule.
 AUTO_MIN_COLS = 4000
 AUTO_MIN_COLS_FLOAT = 2000
+
 
 
 def _compile(dispatcher, args) -> float:
@@ -134,7 +136,7 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
                     for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
     stop = sync_mod.new_sync()  # the estimate's barriers: a stop request aborts them
     stages = CpuStages(src, bufs, n1, n2, v, perm, pick, integral, stop)
-    speculate = not integral and n1 > cert.CERT_SAMPLE
+    speculate = epsilon and not integral and n1 > cert.CERT_SAMPLE
     compile_s = _compile_all(stages.kernels()
                              + (cert.kernels(src, buf, n1, n2) if speculate else []))
 
@@ -189,9 +191,12 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     row_to_col = np.full(n1, -1, dtype=np.int64)
     ctl = np.zeros(8, dtype=np.int64)
     eps_log = np.zeros(ker.MAX_PASSES)
+    rectangular = rectangular_from_zero(n1, n2)
+    # a rectangular problem: the estimate only validates the rows; v = 0, real rows only
+    plain = not epsilon or rectangular
 
     v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate = estimate_rows(
-        src, n1, n2, row_dtype, integral=integral, epsilon=epsilon, ctl=ctl,
+        src, n1, n2, row_dtype, integral=integral, epsilon=not plain, ctl=ctl,
         estimate_context=estimate_context, threads=nthreads, check_rows=check_rows)
 
     slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)
@@ -200,7 +205,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     result = np.zeros(3)
 
     def worker_args(eps_hi, eps_lo, log, sync):
-        io = ker.PassIO(v, perm, row_to_col, log, result)
+        io = ker.PassIO(v, perm, row_to_col, log, result, n1 if rectangular else -1)
         meet = ker.Meeting(sync, slots, slots_w, ctl)
         return lambda tid: (np.int64(tid), np.int64(nthreads), srcs[tid], bufs[tid], n1, n2,
                             float(eps_hi), float(eps_lo), integral, inf_val, io, meet)
@@ -214,7 +219,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
 
     compile_s += _compile(ker.pass_worker,
                           worker_args(eps_upper, eps_lower, eps_log, sync_mod.new_sync())(0))
-    bar = ProgressBar(n2, ctl, extra=progress_extra) if progress else None
+    bar = ProgressBar(n1 if rectangular else n2, ctl, extra=progress_extra) if progress else None
     t0 = time.perf_counter()
     polish_rows = 0
     if certified:  # the exact pass would return stage B's assignment unchanged: skip it
@@ -224,7 +229,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         start_absmax = float(np.abs(v).max()) if n2 else 0.0
         passes(eps_upper, eps_lower, eps_log, bar.update if bar else None)
         if not integral and result[0] == STATUS_OK and (
-                not epsilon or prices_need_polish(start_absmax, v)):
+                plain or prices_need_polish(start_absmax, v)):
             first = result.copy()
             v -= v.max()
             passes(0.0, 0.0, np.zeros(1))
@@ -237,6 +242,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     raise_for_status(status, "cpu")
     stats = {
         "backend": "cpu",
+        "method": "rectangular" if rectangular else ("eps" if epsilon else "ssp"),
         "rows_evaluated": int(rows_evaluated),
         "passes": int(n_pass),
         "epsilons": [float(e) for e in eps_log[:min(n_pass, ker.MAX_PASSES)]],

@@ -26,7 +26,8 @@
 #endif
 
 // ---- one pass (docs/algorithm.md §1, §4): every real row in perm order (reversed when `reverse`),
-// ---- then every virtual row.
+// ---- then every virtual row: n_aug = n2 rows; n_aug = n1 augments the real rows only (a
+// ---- rectangular problem solved from v = 0, docs/algorithm.md §10).
 //
 // Column j belongs to thread j % S of the grid (S = gridDim.x · blockDim.x): its d, pred, open
 // flag, owner, v, cpred and cmatch are read and written by that thread alone during the pass
@@ -80,8 +81,8 @@ enum { R_PHASE, R_NEED, R_K, R_NCLOSED, R_JMIN, R_MN, R_VAL, R_KEY, R_OWN, R_VJ,
 // (PHASE_CLOCKS builds: scan, exchange, between two steps, price update + flip)]; out_i64[0]: status
 // (STATUS_OK, _INFEASIBLE, _INTERRUPTED for a stop, _SUSPENDED for a row: see above).
 extern "C" __global__ void PASS_LAUNCH_BOUNDS
-eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v, cost_t* d,
-         long long* pred, unsigned char* col_open, long long* owner, cost_t* cpred,
+eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_t eps, cost_t* v,
+         cost_t* d, long long* pred, unsigned char* col_open, long long* owner, cost_t* cpred,
          cost_t* cmatch, int* rec, Slot* slots,
          double* out_f64, long long* out_i64, volatile long long* progress,
          long long* resume, double* susp_d, long long* alog, long long alog_cap)
@@ -193,7 +194,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, cost_t eps, cost_t* v,
         }
     };
 #endif
-    for (long long k = k_start; k < n2; ++k) {
+    for (long long k = k_start; k < n_aug; ++k) {
         const long long f = k < n1 ? perm[reverse ? n1 - 1 - k : k] : k;
         Cand r, best;
         long long jmin, n_closed;

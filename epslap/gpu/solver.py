@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._schedule import next_eps
+from .._schedule import next_eps, rectangular_from_zero
 from .._status import STATUS_SUSPENDED, raise_for_status
 from ..certificate import prices_need_polish
 from .certificate import certified
@@ -129,19 +129,22 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         compile_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        # a rectangular problem: v = 0, one exact pass over the real rows (docs/algorithm.md §10)
+        rectangular = start_v is None and rectangular_from_zero(n1, n2)
+        plain = not epsilon or rectangular
         eps_upper, eps_lower, certified_pick, host_compile_s = _initial_prices(
-            run, start_v, host, epsilon)
+            run, start_v, host, not plain)
         compile_s += host_compile_s
         cupy.cuda.Device().synchronize()
         time_estimate = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        passes = _Passes(run)
+        passes = _Passes(run, n1 if rectangular else n2)
         start_absmax = float(cupy.abs(run.state.v).max()) if n2 else 0.0
         polish_rows = 0
         if certified_pick is None:
             _eps_passes(run, passes, eps_upper, eps_lower)
-            polish_rows = _polish(run, passes, epsilon, start_absmax)
+            polish_rows = _polish(run, passes, not plain, start_absmax)
             row_to_col = run.state.row_to_col().get()
         else:  # stage B's assignment is optimal (see the estimate)
             row_to_col = certified_pick
@@ -150,6 +153,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         time_solve = time.perf_counter() - t0
     stats = {
         "backend": "gpu",
+        "method": "rectangular" if rectangular else ("eps" if epsilon else "ssp"),
         "device": cupy.cuda.runtime.getDeviceProperties(device)["name"].decode(),
         "rows_evaluated": passes.rows_evaluated,
         "passes": passes.count,
@@ -159,7 +163,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         "time_estimate_s": time_estimate,
         "time_solve_s": time_solve,
         "compile_s": compile_s,
-        "host_syncs_per_augmentation": passes.syncs / max(passes.count * n2, 1),
+        "host_syncs_per_augmentation": passes.syncs / max(passes.count * passes.n_aug, 1),
         "grid": run.geo.blocks,
         "threads_per_block": run.geo.threads,
         "column_state_bytes_shared": run.geo.smem,  # 0: the column state is in global memory
@@ -255,8 +259,9 @@ class _Passes:
     the clock cycles per phase (summed over the passes' last launches: a launch that suspends
     for a cache miss does not report its cycles)."""
 
-    def __init__(self, run: _Run):
+    def __init__(self, run: _Run, n_aug: int):
         self.r = run
+        self.n_aug = n_aug  # rows per pass: n2 (virtual rows too) or n1 (real rows only)
         self.count, self.epsilons, self.rows_evaluated = 0, [], 0
         self.syncs = self.suspensions = 0
         self.phase_cycles = np.zeros(4)
@@ -268,8 +273,9 @@ class _Passes:
         st.reset_pass()
         while True:
             r.pass_kernel((r.geo.blocks,), (r.geo.threads,), (
-                *r.pass_args, st.perm, np.int32(reverse), eps_w, st.v, st.d, st.pred,
-                st.col_open, st.owner, st.cpred, st.cmatch, st.rec, st.xslots, st.out_f64,
+                *r.pass_args, st.perm, np.int32(reverse), np.int64(self.n_aug), eps_w, st.v,
+                st.d, st.pred, st.col_open, st.owner, st.cpred, st.cmatch, st.rec, st.xslots,
+                st.out_f64,
                 st.out_i64, st.progress, st.resume, st.susp_d, st.alog,
                 np.int64(st.log_cap)), shared_mem=r.geo.smem)
             out_i = st.out_i64.get()  # one host sync per pass (or per miss)

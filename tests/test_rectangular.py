@@ -1,0 +1,74 @@
+"""Rectangular problems solved as such (docs/algorithm.md §10): one exact pass from v = 0 over the
+real rows, no virtual rows, for matrices in memory on the pass kernel and for cost sources
+through a table or a row cache. Checked against scipy and the dual certificate."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costfns
+import epslap
+from conftest import assert_optimal, cpu_path
+from epslap._schedule import rectangular_from_zero
+
+SHAPES = [(1, 40), (3, 500), (20, 400), (100, 300), (300, 100), (60, 64)]
+
+
+@pytest.mark.parametrize("n1,n2", [(1, 2), (2, 4000), (150, 160), (15, 16), (16, 17), (16, 16),
+                                   (3000, 3200), (3001, 3200)])
+def test_rule(n1, n2):
+    assert rectangular_from_zero(n1, n2) == (n1 < n2 and 16 * (n2 - n1) >= n2)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_pass_kernel_dense(shape, dtype, maximize):
+    """threads=2 takes the pass kernel (not the small path) for a matrix in memory."""
+    rng = np.random.default_rng(sum(shape))
+    c = (rng.random(shape) * 1000).astype(dtype)
+    sol = epslap.solve(c, maximize=maximize, threads=2)
+    assert_optimal(c, sol, maximize=maximize)
+    n1, n2 = sorted(shape)
+    assert sol.stats["method"] == ("rectangular" if rectangular_from_zero(n1, n2) else "eps")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_forbidden_pairs_and_infeasible(threads):
+    rng = np.random.default_rng(1)
+    c = rng.random((30, 200))
+    c[rng.random(c.shape) < 0.7] = np.inf
+    with cpu_path("eps"):
+        assert_optimal(c, epslap.solve(c, threads=threads))
+        c[4, :] = np.inf
+        with pytest.raises(epslap.InfeasibleError):
+            epslap.solve(c, threads=threads)
+
+
+@pytest.mark.parametrize("memory", [None, "64KiB"])  # a table, then a row cache of a few rows
+@pytest.mark.parametrize("threads", [None, 2])
+def test_sources(memory, threads):
+    rng = np.random.default_rng(7)
+    for src in (costfns.Random(40, seed=2, n2=1500),
+                costfns.SqEuclidean(rng.random((1500, 2)), rng.random((200, 2))),
+                costfns.RandomInt(25, 1000, seed=3, n2=900)):
+        sol = epslap.solve(src, memory=memory, threads=threads)
+        assert_optimal(src.dense(), sol)
+        if memory is not None:
+            assert sol.stats["method"] == "rectangular"
+            assert sol.stats["cache_policy"] in ("lfu", "slru")
+
+
+def test_few_rows_do_not_cost_the_square():
+    """2 rows of 100,000 columns through a row cache: a handful of rows evaluated (the padded
+    square read every one of 100,000 virtual rows' columns in every pass)."""
+    src = costfns.Random(2, seed=5, n2=100_000)
+    sol = epslap.solve(src, memory="1MiB")  # one row fits: a row cache
+    assert sol.stats["method"] == "rectangular"
+    assert sol.stats["rows_evaluated"] <= 8
+    c = src.dense()
+    assert_optimal(c, sol)
+    # the optimum of two rows: each row's minimum unless they share its column
+    r0, r1 = np.argmin(c[0]), np.argmin(c[1])
+    if r0 != r1:
+        assert sol.cost == pytest.approx(c[0, r0] + c[1, r1])
