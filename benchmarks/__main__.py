@@ -18,6 +18,7 @@ TABLES = {
     "cpu": ("cpu", "CPU speed: epslap vs every CPU peer installed, per class and size"),
     "small": ("small", "CPU per-call time at n = 5 … 2000: epslap vs every CPU peer installed"),
     "batch": ("batch", "CPU batches of small problems: solve_batch vs lapcpp's lapjv_batch"),
+    "rectangular": ("rectangular", "n1 x n2 with few rows to n2/2: epslap vs scipy and lapcpp"),
     "fidelity": ("fidelity", "rows evaluated vs the paper's Table 1"),
     "ondemand": ("ondemand", "costs on demand under a memory budget vs the dense solve"),
     "memory": ("memory", "peak RSS under memory=: what the budget bounds, what the process adds"),

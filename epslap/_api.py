@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._validate import check_options
+from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 
 if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is asked for
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is aske
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
           memory: int | str | None = None, cache: str = "auto", threads: int | None = None,
           progress: bool = False, device: int = 0,
-          launch: LaunchConfig | None = None) -> Solution:
+          launch: LaunchConfig | None = None, cost_limit: float | None = None) -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
 
     Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
@@ -82,6 +83,16 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         Draw a progress bar on stderr during the passes (CPU backend).
     device : int
         CUDA device for ``backend="gpu"`` and ``"hungarian-gpu"``.
+    cost_limit : float, optional
+        Let rows and columns stay unmatched, each at the price ``cost_limit / 2`` (lap's and
+        lapcpp's convention): a pair is matched only where that pays, a cost below the limit
+        (above it when maximising). ``row_ind``/``col_ind`` then hold the matched pairs only,
+        ``cost`` is their sum (without the penalties), the duals certify the problem with the
+        limit (``epslap.verify(..., cost_limit=)``) and ``stats`` counts ``matched``,
+        ``unmatched_rows`` and ``unmatched_cols``. For a matrix (NumPy, or CuPy on
+        ``backend="gpu"``); ``None`` or ``inf`` (``-inf`` when maximising): every line of the
+        shorter side is matched. Solved exactly as a rectangular problem with one slack
+        column per row (``epslap/limit.py``).
     launch : epslap.gpu.LaunchConfig, optional
         How the GPU backends launch their kernels (threads, blocks, shared-memory column state,
         the phase-clock diagnostic build, Hungarian blocks); for diagnostics and tests, the
@@ -105,6 +116,13 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     """
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
+    limit = check_cost_limit(cost_limit, maximize)
+    if limit is not None:
+        def solve_extended(e):
+            return solve(e, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,
+                         cache=cache, threads=threads, progress=progress, device=device,
+                         launch=launch)
+        return solve_with_limit(cost, limit, solve_extended)
     t_start = time.perf_counter()
     if backend in ("gpu", "hungarian-gpu"):
         from .gpu.launch import resolve_launch

@@ -77,7 +77,8 @@ def _as_exact_ints(a: np.ndarray):
     return a.astype(np.int64)
 
 
-def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False) -> dict:
+def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
+           cost_limit: float | None = None) -> dict:
     """Check an assignment and its duals against the cost matrix.
 
     Parameters
@@ -89,6 +90,11 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False) -> dict:
         Row and column duals, as :class:`epslap.Solution` reports them.
     maximize : bool
         The assignment maximises ``cost`` (the duals then bound it from above).
+    cost_limit : float, optional
+        The limit the assignment was solved with (``epslap.solve(..., cost_limit=L)``): any
+        number of pairs may be assigned, every unassigned row and column costs ``L / 2``, and
+        every dual must be at most ``L / 2`` (at least, when maximising) instead of the longer
+        side's duals at most 0; ``primal`` then includes those penalties.
 
     Returns
     -------
@@ -125,19 +131,25 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False) -> dict:
                          f"{k.size}")
     u = _duals("u", u, n1)
     v = _duals("v", v, n2)
+    if cost_limit is not None:
+        from .limit import check_cost_limit
+        cost_limit = check_cost_limit(cost_limit, maximize)
     incomplete = []  # why the pairs are not an assignment of the shorter side
-    if r.size != min(n1, n2):
+    if r.size != min(n1, n2) and cost_limit is None:
         incomplete.append(f"{r.size} pairs assigned, {min(n1, n2)} needed")
     if len(np.unique(r)) != r.size:
         incomplete.append("a row is assigned twice")
     if len(np.unique(k)) != k.size:
         incomplete.append("a column is assigned twice")
     iu, iv = _as_exact_ints(u), _as_exact_ints(v)
-    exact = cdtype.kind in "biu" and iu is not None and iv is not None
+    exact = (cdtype.kind in "biu" and iu is not None and iv is not None
+             and (cost_limit is None or float(cost_limit / 2).is_integer()))
     if exact:
-        rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize)
+        half = None if cost_limit is None else int(cost_limit) // 2
+        rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize, half)
     else:
-        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize)
+        half = None if cost_limit is None else float(cost_limit) / 2
+        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize, half)
     if not rep.pop("finite"):
         incomplete.append("an assigned pair has an infinite cost")
     reasons = incomplete + rep.pop("reasons")
@@ -161,9 +173,9 @@ def _long_side(n1: int, n2: int, u, v):
     return (v, "v") if n1 < n2 else (u, "u")
 
 
-def _check_int(block_of, n1, n2, r, k, u, v, maximize) -> dict:
+def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     """Exact check for integer costs and integer duals (Python integers where int64 could
-    overflow)."""
+    overflow); ``half``: half the cost limit (an integer), None without one."""
     sign = -1 if maximize else 1
     picked = np.zeros(r.size, dtype=object)
     worst = None
@@ -184,9 +196,14 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize) -> dict:
     ui, vi = [int(x) for x in u], [int(x) for x in v]
     dual = sum(ui) + sum(vi)
     slack = max((abs(int(picked[t]) - ui[r[t]] - vi[k[t]]) for t in range(r.size)), default=0)
-    longer, name = _long_side(n1, n2, ui, vi)
     worst = 0 if worst is None else worst
-    long_worst = max((sign * x for x in longer), default=0)
+    if half is None:
+        longer, name = _long_side(n1, n2, ui, vi)
+        long_worst = max((sign * x for x in longer), default=0)
+    else:  # every dual at most L/2: its line may stay unassigned at that price
+        picked_sum += (n1 + n2 - 2 * r.size) * half
+        name = "u or v, against cost_limit / 2"
+        long_worst = max((sign * (x - half) for x in ui + vi), default=0)
     gap = sign * (picked_sum - dual)
     reasons = _reasons(worst > 0, worst, long_worst, name, slack != 0, gap, gap != 0)
     return {"primal": picked_sum, "dual": dual, "gap": gap,
@@ -194,8 +211,9 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize) -> dict:
             "finite": True, "reasons": reasons}
 
 
-def _check_float(block_of, n1, n2, r, k, u, v, maximize) -> dict:
-    """Float check with a tolerance per entry (module docstring)."""
+def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
+    """Float check with a tolerance per entry (module docstring); ``half``: half the cost
+    limit, None without one."""
     sign = -1.0 if maximize else 1.0
     u = sign * u.astype(np.float64)
     v = sign * v.astype(np.float64)
@@ -220,9 +238,14 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize) -> dict:
                     worst = max(worst, float(red.max()))
                     excess = max(excess, float((red - tol).max()))
     finite = bool(np.isfinite(picked).all())
-    slack_terms = picked - u[r] - v[k]
+    if half is not None:  # the unassigned lines' price, a term of the primal like a pair's cost
+        picked = np.append(picked, (n1 + n2 - 2 * r.size) * (sign * half))
+        picked_pairs = picked[:-1]
+    else:
+        picked_pairs = picked
+    slack_terms = picked_pairs - u[r] - v[k]
     slack = float(np.abs(slack_terms).max()) if r.size else 0.0
-    slack_tol = RTOL * (np.abs(picked) + au[r] + av[k])
+    slack_tol = RTOL * (np.abs(picked_pairs) + au[r] + av[k])
     slack_excess = float((np.abs(slack_terms) - slack_tol).max()) if r.size else -1.0
     primal = math.fsum(picked) if finite else math.inf
     dual = math.fsum(u) + math.fsum(v) if not bad_duals else math.nan
@@ -231,8 +254,18 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize) -> dict:
         gap_tol = RTOL * math.fsum(np.concatenate([np.abs(picked), au, av]))
     else:
         gap, gap_tol = primal - dual, 0.0
-    longer, name = _long_side(n1, n2, u, v)
-    long_worst = float(longer.max()) if longer.size and not bad_duals else 0.0
+    if half is None:
+        longer, name = _long_side(n1, n2, u, v)
+        long_worst = float(longer.max()) if longer.size and not bad_duals else 0.0
+    else:  # every dual at most L/2 (signed), within the tolerance of its own terms
+        name = "u or v, against cost_limit / 2"
+        both = np.concatenate([u, v])
+        h = sign * half
+        over = both - h
+        long_worst = float(over.max()) if both.size and not bad_duals else 0.0
+        if both.size and not bad_duals and float(
+                (over - RTOL * (np.abs(both) + abs(h))).max()) <= 0:
+            long_worst = min(long_worst, 0.0)  # above L/2 by rounding only
     reasons = ["a dual is NaN or infinite"] if bad_duals else []
     reasons += _reasons(excess > 0, worst, long_worst, name, slack_excess > 0, gap,
                         not abs(gap) <= gap_tol)  # a NaN gap fails too

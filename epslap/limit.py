@@ -1,0 +1,136 @@
+"""Assignments that may leave rows and columns unmatched at a price: ``cost_limit``.
+
+With a finite limit ``L`` a row or a column may stay unmatched, each at the price ``L / 2``
+(lap's and lapcpp's convention): the solve minimises
+
+    Σ over matched pairs c_ij  +  (unmatched rows + unmatched columns) · L / 2,
+
+so a pair is worth matching when its cost is below ``L`` (above it when maximising). The
+reported ``cost`` is the matched pairs' sum alone, as those libraries report it.
+
+How it is solved: with the shorter side as rows (n1 <= n2), each row gets a second choice,
+any of n1 *slack* columns at cost ``L``:
+
+    E = [ c | L L … L ]     (n1 × (n2 + n1))
+
+Every row of E is matched once, so E's objective is the matched pairs' cost plus ``L`` per row
+sent to a slack column; with K real matches that is the objective above minus the constant
+(n2 − n1) · L / 2. E is a rectangular problem, solved exactly by every backend (docs/algorithm.md
+§10; no entry is rounded: E holds the costs as given and ``L``).
+
+Duals: E's certificate (``u'``, ``v'``; v' <= 0, 0 on free columns) gives the duals of the limit
+problem's linear program, ``u_i + v_j <= c_ij`` with every ``u_i, v_j <= L/2`` and ``= L/2`` on
+unmatched lines: ``v_j = v'_j + L/2`` on real columns, ``u_i = u'_i − L/2`` on matched rows and
+``L/2`` on unmatched ones (their u'_i is at least L, which keeps them feasible). While one row is
+matched a slack column is free, so every u'_i <= L. :func:`epslap.verify` checks them with
+``cost_limit=L``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .solution import Solution
+
+
+def check_cost_limit(cost_limit, maximize: bool):
+    """The limit as a finite number, or None for none (None, or +inf — -inf when maximising —
+    means every line of the shorter side is matched)."""
+    if cost_limit is None:
+        return None
+    if isinstance(cost_limit, (bool, np.bool_)) or not isinstance(cost_limit, numbers.Real):
+        raise TypeError(f"cost_limit must be a real number or None, got {cost_limit!r}")
+    value = cost_limit
+    if isinstance(value, np.generic):
+        value = value.item()
+    if math.isnan(value):
+        raise ValueError("cost_limit is NaN")
+    if math.isinf(value):
+        if (value > 0) != bool(maximize):
+            return None
+        raise ValueError(f"cost_limit={value} would leave every pair unmatched; give a finite "
+                         f"limit, or {'-' if maximize else '+'}inf (or None) for none")
+    return value
+
+
+def _is_gpu_array(cost) -> bool:
+    return hasattr(cost, "__cuda_array_interface__") and not isinstance(cost, np.ndarray)
+
+
+def _slack_dtype(dtype: np.dtype, limit):
+    """E's dtype: the matrix's for an integer matrix and an integral limit, else float64 (holds
+    every float32 and float64 cost and the limit exactly)."""
+    if dtype.kind in "biu" and float(limit).is_integer():
+        return np.dtype(np.int64)
+    return np.dtype(np.float64)
+
+
+def extended(cost, limit):
+    """``(E, transposed)`` for the matrix ``cost`` (NumPy or CuPy)."""
+    xp = np
+    if _is_gpu_array(cost):
+        import cupy as xp  # the input stays on the device
+    c = cost if xp is not np else np.asarray(cost)
+    if c.ndim != 2:
+        raise ValueError(f"expected a matrix (2-D array), got a {c.ndim} array")
+    if c.dtype.kind not in "biuf":
+        raise TypeError(f"Cannot cast array data from {c.dtype!r} to dtype('float64') "
+                        "according to the rule 'safe'")
+    transposed = c.shape[0] > c.shape[1]
+    if transposed:
+        c = c.T
+    n1, n2 = c.shape
+    dtype = _slack_dtype(np.dtype(c.dtype), limit)
+    e = xp.empty((n1, n2 + n1), dtype=dtype)
+    e[:, :n2] = c
+    e[:, n2:] = limit
+    return e, transposed
+
+
+def from_extended(sol: Solution, shape, transposed: bool, limit, cost) -> Solution:
+    """The limit problem's solution (see the module docstring) from E's ``sol``."""
+    n1, n2 = (shape[1], shape[0]) if transposed else shape  # oriented: n1 <= n2
+    cols = np.asarray(sol.col_ind)
+    rows = np.asarray(sol.row_ind)
+    real = cols < n2
+    half = limit / 2
+    integral_duals = sol.u.dtype.kind == "i" and float(half).is_integer()
+    work = np.int64 if integral_duals else np.float64
+    half = work(half)
+    u = np.full(n1, half, dtype=work)
+    u[rows[real]] = np.asarray(sol.u, dtype=work)[rows[real]] - half
+    v = np.asarray(sol.v[:n2], dtype=work) + half
+    r, k = rows[real], cols[real]
+    if transposed:
+        order = np.argsort(k, kind="stable")
+        r, k = k[order], r[order]
+        u, v = v, u
+    c = np.asarray(cost) if not _is_gpu_array(cost) else None
+    if c is None:
+        picked = np.asarray(cost[r, k].get())
+    else:
+        picked = c[r, k]
+    total = picked.sum(dtype=np.int64 if picked.dtype.kind in "biu" else np.float64)
+    value = int(total) if picked.dtype.kind in "biu" else float(total)
+    stats = dict(sol.stats)
+    rows_total, cols_total = shape
+    stats.update(cost_limit=limit, matched=int(r.size), unmatched_rows=int(rows_total - r.size),
+                 unmatched_cols=int(cols_total - r.size), n_rows=int(rows_total),
+                 n_cols=int(cols_total), transposed=transposed)
+    return Solution(row_ind=r.astype(np.int64), col_ind=k.astype(np.int64), cost=value, u=u, v=v,
+                    stats=stats)
+
+
+def solve_with_limit(cost, limit, solve_extended) -> Solution:
+    """Solve the matrix ``cost`` with the finite ``limit``; ``solve_extended(E)`` solves E (the
+    caller's backend and options)."""
+    if not hasattr(cost, "shape") or not hasattr(cost, "dtype") or hasattr(cost, "rows"):
+        if hasattr(cost, "rows"):  # a costfns.CostSource
+            raise ValueError("cost_limit applies to a matrix (NumPy or CuPy), not to a cost "
+                             "source")
+        cost = np.asarray(cost)
+    e, transposed = extended(cost, limit)
+    sol = solve_extended(e)
+    return from_extended(sol, tuple(cost.shape), transposed, limit, cost)

@@ -1,0 +1,141 @@
+"""``cost_limit``: rows and columns may stay unmatched at cost_limit / 2 each (epslap/limit.py).
+
+The reference is independent of epslap's formulation (one slack column per row): scipy on lap's
+(n1 + n2)-square extension, whose added blocks cost L/2 and whose corner costs 0."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import costfns
+import epslap
+
+
+def reference(c, limit, maximize):
+    """The optimal penalised objective: Σ matched costs + (unmatched lines) · L/2."""
+    c = np.asarray(c, dtype=np.float64)
+    n1, n2 = c.shape
+    big = np.full((n1 + n2, n1 + n2), limit / 2)
+    big[:n1, :n2] = c
+    big[n1:, n2:] = 0.0
+    r, k = scipy_lsa(big, maximize=maximize)
+    return big[r, k].sum()
+
+
+def penalised(c, sol, limit):
+    n1, n2 = np.shape(c)
+    matched = np.asarray(c, dtype=np.float64)[sol.row_ind, sol.col_ind].sum()
+    return matched + (n1 + n2 - 2 * len(sol.row_ind)) * limit / 2
+
+
+def check(c, limit, maximize, sol):
+    assert np.all(np.diff(sol.row_ind) > 0)
+    assert len(np.unique(sol.col_ind)) == len(sol.col_ind)
+    got = penalised(c, sol, limit)
+    ref = reference(c, limit, maximize)
+    assert got == pytest.approx(ref, rel=1e-12, abs=1e-9)
+    assert float(sol.cost) == pytest.approx(
+        np.asarray(c, dtype=np.float64)[sol.row_ind, sol.col_ind].sum(), abs=1e-9)
+    finite = np.isfinite(np.asarray(c, dtype=np.float64)[sol.row_ind, sol.col_ind])
+    assert finite.all()
+    cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize,
+                         cost_limit=limit)
+    assert cert["optimal"], cert
+    assert cert["primal"] == pytest.approx(ref, rel=1e-12, abs=1e-9)
+    assert sol.stats["matched"] == len(sol.row_ind)
+    assert sol.stats["unmatched_rows"] == c.shape[0] - len(sol.row_ind)
+
+
+@st.composite
+def problems(draw):
+    n1 = draw(st.integers(0, 6))
+    n2 = draw(st.integers(0, 6))
+    kind = draw(st.sampled_from(["float64", "float32", "int64", "int32"]))
+    maximize = draw(st.booleans())
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if kind.startswith("int"):
+        c = rng.integers(-20, 20, (n1, n2)).astype(kind)
+        limit = draw(st.integers(-30, 40))
+    else:
+        c = (rng.random((n1, n2)) * 10).astype(kind)
+        if draw(st.booleans()):
+            c[rng.random(c.shape) < 0.3] = -np.inf if maximize else np.inf
+        limit = draw(st.floats(-5, 25, allow_nan=False, width=32))
+    return c, limit, maximize
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems())
+def test_against_the_square_extension(problem):
+    c, limit, maximize = problem
+    check(c, limit, maximize, epslap.solve(c, maximize=maximize, cost_limit=limit))
+
+
+@pytest.mark.parametrize("shape", [(40, 40), (30, 90), (90, 30), (200, 150)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_larger_and_threads(shape, threads):
+    rng = np.random.default_rng(shape[0])
+    c = rng.random(shape)
+    for limit in (0.05, 0.3, 2.0):
+        check(c, limit, False, epslap.solve(c, cost_limit=limit, threads=threads))
+
+
+def test_against_lapcpp():
+    lapcpp = pytest.importorskip("lapcpp")
+    rng = np.random.default_rng(3)
+    for shape in [(50, 50), (20, 70), (70, 20)]:
+        c = rng.random(shape)
+        total, r, k = lapcpp.lapjv(c, cost_limit=0.2)
+        sol = epslap.solve(c, cost_limit=0.2)
+        assert sol.cost == pytest.approx(total, abs=1e-12)
+        assert len(sol.row_ind) == len(r)
+
+
+def test_no_limit_and_extremes():
+    c = np.array([[1.0, 5.0], [5.0, 1.0], [3.0, 3.0]])
+    plain = epslap.solve(c)
+    for none in (None, np.inf):
+        sol = epslap.solve(c, cost_limit=none)
+        assert sol.cost == plain.cost and "matched" not in sol.stats
+    assert epslap.solve(c, maximize=True, cost_limit=-np.inf).cost == epslap.solve(
+        c, maximize=True).cost
+    low = epslap.solve(c, cost_limit=0.5)  # nothing pays
+    assert len(low.row_ind) == 0 and low.cost == 0.0
+    high = epslap.solve(c, cost_limit=100.0)  # everything pays: the usual optimum
+    assert high.cost == plain.cost and len(high.row_ind) == 2
+    ints = epslap.solve(np.array([[1, 9], [9, 1]]), cost_limit=4)
+    assert ints.cost == 2 and isinstance(ints.cost, int) and ints.u.dtype == np.int64
+
+
+@pytest.mark.parametrize("limit,error,match", [
+    (float("nan"), ValueError, "NaN"), (-np.inf, ValueError, "unmatched"),
+    (True, TypeError, "real number"), ("1", TypeError, "real number")])
+def test_bad_limits(limit, error, match):
+    with pytest.raises(error, match=match):
+        epslap.solve(np.eye(3), cost_limit=limit)
+
+
+def test_cost_source_refused_and_bad_entries_named():
+    with pytest.raises(ValueError, match="not to a cost source"):
+        epslap.solve(costfns.Random(5, seed=1), cost_limit=0.5)
+    c = np.eye(3)
+    c[1, 1] = np.nan
+    with pytest.raises(ValueError, match="invalid numeric"):
+        epslap.solve(c, cost_limit=0.5)
+
+
+def test_verify_rejects_a_worse_answer():
+    c = np.array([[0.1, 0.9], [0.9, 0.8]])
+    sol = epslap.solve(c, cost_limit=1.0)
+    assert len(sol.row_ind) == 2  # both pairs of the diagonal cost less than the limit
+    cert = epslap.verify(c, sol.row_ind[:1], sol.col_ind[:1], sol.u, sol.v, cost_limit=1.0)
+    assert not cert["optimal"]
+    u = sol.u.copy()
+    u[0] += 0.3  # above c - v on row 0's pair
+    assert not epslap.verify(c, sol.row_ind, sol.col_ind, u, sol.v, cost_limit=1.0)["optimal"]
+    # without the limit, fewer pairs than rows is no assignment
+    assert not epslap.verify(c, sol.row_ind[:1], sol.col_ind[:1], sol.u, sol.v)["complete"]
