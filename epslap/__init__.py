@@ -11,7 +11,12 @@ from .emd import EMDResult, emd, emd_matrix
 from .errors import GPUUnavailableError, InfeasibleError
 from .solution import Solution
 
-__version__ = "0.1.0"
+try:  # the installed distribution's version (pyproject.toml is its one source)
+    from importlib.metadata import PackageNotFoundError as _NotInstalled
+    from importlib.metadata import version as _version
+    __version__ = _version("epslap")
+except _NotInstalled:  # a source tree on sys.path without an install
+    __version__ = "0+unknown"
 
 __all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignment_batch",
            "BatchSolution", "verify", "Solution", "InfeasibleError", "emd",

@@ -86,3 +86,18 @@ def test_import_epslap_loads_no_gpu_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout.strip()
     assert out == "[]"
+
+
+def test_packaging_metadata():
+    """The version comes from the installed distribution; py.typed and LICENSE ship."""
+    from importlib import metadata
+
+    import epslap
+    root = Path(epslap.__file__).resolve().parent.parent
+    try:
+        assert epslap.__version__ == metadata.version("epslap")
+    except metadata.PackageNotFoundError:  # a source tree without an install
+        assert epslap.__version__ == "0+unknown"
+    assert (root / "epslap" / "py.typed").exists() and (root / "costfns" / "py.typed").exists()
+    assert "MIT License" in (root / "LICENSE").read_text()
+    assert 'license = "MIT"' in (root / "pyproject.toml").read_text()
