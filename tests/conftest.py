@@ -83,3 +83,18 @@ gpu = pytest.mark.skipif(GPU_REASON is not None, reason=f"GPU test: {GPU_REASON}
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Skipped tests in one line per reason, with their count (``-ra`` would list every one)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    parts = [f"{count} × {reason}" for reason, count in sorted(reasons.items(),
+                                                               key=lambda kv: -kv[1])]
+    terminalreporter.write_line(f"skipped {len(skipped)}: " + "; ".join(parts))

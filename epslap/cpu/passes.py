@@ -264,6 +264,18 @@ class Columns(NamedTuple):
     block_free: np.ndarray  # per BLOCK columns: the minimum key over unassigned columns
 
 
+@njit(cache=True, nogil=True)
+def new_columns(buf, v, m):
+    """A thread's :class:`Columns` over ``m`` columns: distances and prices in ``v``'s dtype,
+    ``buf`` (its scratch row) and the virtual rows' zero row in the cost dtype."""
+    d = np.empty(m, v.dtype)
+    n_blocks = (m + BLOCK - 1) // BLOCK
+    return Columns(buf, np.zeros(m, buf.dtype), d, d.view(np.int64), np.empty(m, np.int64),
+                   np.empty(m, v.dtype), np.zeros(m, v.dtype), np.empty(m, np.int64),
+                   np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, v.dtype),
+                   np.empty(n_blocks, np.int64), np.empty(n_blocks, np.int64))
+
+
 class Path(NamedTuple):
     """State every thread keeps a replica of (the same decisions in every thread)."""
     row_col: np.ndarray     # (n2,) the column of every row, virtual rows included
@@ -409,19 +421,8 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
     lo, hi = _col_range(n2, nthreads, tid)
     m = hi - lo
     vl = v[lo:hi]
-    d = np.empty(m, v.dtype)
-    dkey = d.view(np.int64)
-    pred = np.empty(m, np.int64)
-    pcost = np.empty(m, v.dtype)
-    acost = np.zeros(m, v.dtype)
-    free_mask = np.empty(m, np.int64)
-    owner = np.empty(m, np.int64)
-    closed_loc = np.empty(m, np.int64)
-    closed_dl = np.empty(m, v.dtype)
-    n_blocks = (m + BLOCK - 1) // BLOCK
-    block_min = np.empty(n_blocks, np.int64)
-    block_free = np.empty(n_blocks, np.int64)
-    zero_row = np.zeros(m, buf.dtype)
+    cols = new_columns(buf, v, m)
+    free_mask, owner = cols.free_mask, cols.owner
     row_col = np.empty(n2, np.int64)
     cpred = np.empty(n2, np.int64)
     closed_d = np.empty(n2, v.dtype)
@@ -429,8 +430,6 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
     zero_v = v[0] - v[0]
     acc = np.zeros(3)
     gen = np.zeros(1, np.int64)
-    cols = Columns(buf, zero_row, d, dkey, pred, pcost, acost, free_mask, owner, closed_loc,
-                   closed_dl, block_min, block_free)
     path = Path(row_col, cpred, closed_d, acc, gen)
     rows_evaluated = 0.0
     eps = eps_upper
@@ -513,13 +512,8 @@ def augment_rows(src, n1, n2, v, row_to_col, col_row, rows, integral):
     prices, ``jv.py``). Only real rows are augmented: the columns left free keep their price.
     ``src`` is a dense matrix. Returns (status, rows evaluated); ``row_to_col``, ``col_row`` and
     ``v`` are updated."""
-    m = n2
-    d = np.empty(m, v.dtype)
-    pcost = np.empty(m, v.dtype)
-    acost = np.zeros(m, v.dtype)
-    free_mask = np.empty(m, np.int64)
-    owner = np.empty(m, np.int64)
-    n_blocks = (m + BLOCK - 1) // BLOCK
+    cols = new_columns(np.empty(n2, src.dtype), v, n2)
+    free_mask, owner, acost = cols.free_mask, cols.owner, cols.acost
     row_col = np.full(n2, -1, np.int64)
     for i in range(n1):
         row_col[i] = row_to_col[i]
@@ -528,10 +522,6 @@ def augment_rows(src, n1, n2, v, row_to_col, col_row, rows, integral):
         free_mask[j] = _KEY_MIN if col_row[j] < 0 else _KEY_MAX
         if col_row[j] >= 0:
             acost[j] = cost_at(src, col_row[j], j)
-    cols = Columns(np.empty(n2, src.dtype), np.zeros(m, src.dtype), d, d.view(np.int64),
-                   np.empty(m, np.int64), pcost, acost, free_mask, owner, np.empty(m, np.int64),
-                   np.empty(m, v.dtype), np.empty(n_blocks, np.int64),
-                   np.empty(n_blocks, np.int64))
     path = Path(row_col, np.empty(n2, np.int64), np.empty(n2, v.dtype), np.zeros(3),
                 np.zeros(1, np.int64))
     slots = np.zeros(2 * SLOT, np.int64)
