@@ -23,6 +23,7 @@ TABLES = {
     "ondemand": ("ondemand", "costs on demand under a memory budget vs the dense solve"),
     "memory": ("memory", "peak RSS under memory=: what the budget bounds, what the process adds"),
     "gpu": ("gpu", "GPU backend vs the published CUDA implementation (needs a GPU)"),
+    "gpubatch": ("gpu_batch", "GPU batches: solve_batch vs torch-linear-assignment (needs a GPU)"),
     "hungarian": ("hungarian", "GPU Hungarian vs HyLAC/FastHA, ε-SSP and scipy (needs a GPU)"),
     "scale": ("scale", "geometric on demand at large n on one GPU (needs a GPU)"),
     "emd": ("emd", "image EMD: all pairs of ten photographs, time per pair"),

@@ -1,5 +1,5 @@
 """Many independent problems in one call: :func:`solve_batch` and
-:func:`linear_sum_assignment_batch` (CPU).
+:func:`linear_sum_assignment_batch` (CPU; ``backend="gpu"``: ``gpu/batch.py``).
 
 The problems are spread over threads, a contiguous share of them per thread and no barrier: each
 thread runs the small path's compiled solver (``cpu/jv.py``) over its share without returning to
@@ -53,11 +53,12 @@ class BatchSolution:
         cost = self.cost[k]
         return Solution(row_ind=self.row_ind[k], col_ind=self.col_ind[k],
                         cost=int(cost) if self.cost.dtype.kind == "i" else float(cost),
-                        u=self.u[k], v=self.v[k], stats={"backend": "cpu", "batch_index": k})
+                        u=self.u[k], v=self.v[k],
+                        stats={"backend": self.stats.get("backend", "cpu"), "batch_index": k})
 
 
 def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
-                threads: int | None = None) -> BatchSolution:
+                threads: int | None = None, device: int = 0) -> BatchSolution:
     """Solve every problem of ``costs`` exactly.
 
     Parameters
@@ -67,11 +68,16 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
         maximising); rectangular both ways; shapes and dtypes may differ in a sequence.
     maximize : bool
         Maximise instead of minimise, every problem.
-    backend : "cpu"
-        The batch runs on the CPU backend.
+    backend : {"cpu", "gpu"}
+        Where the batch runs. ``"gpu"`` (CuPy) solves a stack in one kernel launch, one team of
+        threads per problem (``epslap/gpu/batch.py``); a CuPy input stays on the device and its
+        results are CuPy arrays (a sequence: each matrix's results where it was), NumPy input
+        gives NumPy results.
     threads : int, optional
-        Threads that share the problems (default: every thread Numba may use, at most one per
-        problem).
+        CPU: threads that share the problems (default: every thread Numba may use, at most one
+        per problem). Validated and unused on the GPU.
+    device : int
+        The CUDA device of ``backend="gpu"``.
 
     Raises
     ------
@@ -80,10 +86,15 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
     """
     t_start = time.perf_counter()
     check_options(backend=backend, maximize=maximize, epsilon=True, memory=None, cache="auto",
-                  threads=threads, progress=False, device=0)
+                  threads=threads, progress=False, device=device)
+    if backend == "gpu":
+        from .gpu.batch import solve_batch_gpu
+        *fields, stats = solve_batch_gpu(costs, maximize=bool(maximize), device=int(device))
+        stats["time_total_s"] = time.perf_counter() - t_start
+        return BatchSolution(*fields, stats)
     if backend != "cpu":
-        raise ValueError(f"solve_batch runs on backend='cpu'; backend={backend!r} is not "
-                         "available for batches")
+        raise ValueError(f"solve_batch runs on backend='cpu' or 'gpu'; backend={backend!r} is "
+                         "not available for batches")
     maximize = bool(maximize)
     nthreads = numba.get_num_threads() if threads is None else int(threads)
     if isinstance(costs, np.ndarray) and costs.ndim == 3 or (
@@ -118,10 +129,11 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
     return BatchSolution(row_ind, col_ind, cost, u, v, stats)
 
 
-def linear_sum_assignment_batch(costs: Any, maximize: bool = False):
+def linear_sum_assignment_batch(costs: Any, maximize: bool = False, *, backend: str = "cpu",
+                                device: int = 0):
     """:func:`solve_batch`'s ``(row_ind, col_ind)``: arrays (B, k) for a 3-D input, lists of
     arrays for a sequence (scipy's convention per problem: ``row_ind[k]`` sorted)."""
-    sol = solve_batch(costs, maximize=bool(maximize))
+    sol = solve_batch(costs, maximize=bool(maximize), backend=backend, device=device)
     return sol.row_ind, sol.col_ind
 
 

@@ -1,0 +1,337 @@
+"""``solve_batch(..., backend="gpu")``: many independent problems per kernel launch.
+
+A batch of small problems gives the single-problem GPU solver nothing to do: one problem of
+100 x 100 cannot fill one multiprocessor, let alone a device, and a launch per problem costs more
+than its solve. ``batch.cu`` therefore solves a whole (B, n1, n2) stack in one launch, one team
+of threads per problem (a few lanes of a warp for narrow problems, a block for wide ones), with
+the CPU's small-path algorithm: Jonker-Volgenant's initialisation, then shortest augmenting
+paths (docs/algorithm.md section 9). Every member's duals are checked on the device by
+``epslap.verify``'s per-entry rule; a member that misses it is solved again on the host by the
+CPU path (``stats["cpu_fallbacks"]``), so nothing uncertified is returned. Members wider than
+:data:`MAX_COLS` columns are solved one at a time by the single-problem GPU backend.
+
+Input: a 3-D NumPy or CuPy array, or a sequence of matrices (grouped by shape, dtype and where
+they live into stacks, one launch per stack). A CuPy stack never leaves the device and its
+results are CuPy arrays; NumPy input gives NumPy results.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._status import STATUS_OK, raise_for_status
+from .._validate import _float_kind, check_int_range
+from ..certificate import RTOL
+from .modules import EPS_OPTIONS, GPU_DIR, build_module, status_header
+from .runtime import import_cupy
+
+BATCH_CU = GPU_DIR / "batch.cu"
+
+#: the status of a member whose duals missed ``verify``'s rule on the device (not a _status
+#: value: it never leaves this module; the member is solved again on the host)
+UNCERTIFIED = 64
+
+#: widest canonical problem a team solves (256 threads x 16 columns in registers); wider members
+#: go to the single-problem GPU backend one by one
+MAX_COLS = 4096
+
+#: the C type the kernel reads for each input dtype it takes as is
+_C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+
+# Per process: a call on small batches lasts a few milliseconds, of which querying the device's
+# properties and the kernel's attributes would take two (measured on an H200)
+_DEVICES: dict = {}  # device -> (name, attributes)
+_KERNELS: dict = {}  # (device, defines) -> (kernel, attributes)
+
+
+class Geometry(NamedTuple):
+    """One launch's shape: ``team`` threads per problem, ``k`` columns per thread, ``threads``
+    per block, ``minb`` blocks per multiprocessor the registers are sized for."""
+    team: int
+    k: int
+    threads: int
+    minb: int
+
+
+def geometry(n2: int) -> Geometry:
+    """The team for ``n2`` columns (``k`` a power of two, so that few modules are compiled). Up
+    to 4 columns per lane a team is the narrowest part of a warp that holds them (8, 16 or 32
+    lanes: more problems in flight, each step one set of loads); up to 256 columns a warp with 8
+    per lane; wider problems a block of 256 threads, whose argmin costs one barrier per step.
+    ``minb`` is the most blocks whose registers fit without spills (nvcc -Xptxas -v, sm_90:
+    72-78 registers at 4 columns per lane, 96 at 8 (a block: 96 at 4, 105 at 8, 168 at 16))."""
+    for team, most in ((8, 8), (8, 16), (8, 32), (16, 64), (32, 128)):
+        if n2 <= most:
+            return Geometry(team, most // team, 128, 6)
+    if n2 <= 256:
+        return Geometry(32, 8, 128, 4)
+    k = next(k for k in (2, 4, 8, 16) if 256 * k >= n2)
+    return Geometry(256, k, 256, 2 if k <= 8 else 1)
+
+
+def team_bytes(n1: int, n2: int) -> int:
+    """Shared memory of one team (batch.cu, team_bytes): v, y, pred, x and the free list."""
+    return (16 * n2 + 8 * n1 + 15) // 16 * 16
+
+
+def solve_batch_gpu(costs: Any, *, maximize: bool, device: int) -> tuple:
+    """``(row_ind, col_ind, cost, u, v, stats)`` of :class:`epslap.BatchSolution` for every
+    problem of ``costs`` (see the module docstring and :func:`epslap.solve_batch`)."""
+    cupy = import_cupy()
+    with cupy.cuda.Device(device):
+        stats = {"backend": "gpu", "device": _device(cupy)[0],
+                 "cpu_fallbacks": 0, "single_gpu_solves": 0, "launches": 0, "compile_s": 0.0,
+                 "time_kernel_s": 0.0}
+        if isinstance(costs, cupy.ndarray) or (not isinstance(costs, (list, tuple))
+                                               and np.ndim(costs) == 3):
+            if costs.ndim != 3:
+                raise ValueError("costs must be a 3-D array (B, n1, n2) or a sequence of "
+                                 f"matrices, got {costs.ndim} dimensions")
+            on_device = isinstance(costs, cupy.ndarray)
+            stack = costs if on_device else np.asarray(costs)
+            _check_dtype(stack.dtype, 0)
+            out = _solve_stack(cupy, stack, maximize, np.arange(stack.shape[0]), stats)
+            if not on_device:
+                out = tuple(cupy.asnumpy(a) for a in out)
+            row_ind, col_ind, cost, u, v, rows = out
+            stats["rows_evaluated"] = cupy.asnumpy(rows)
+            return row_ind, col_ind, cost, u, v, stats
+        if not isinstance(costs, (list, tuple)):
+            raise ValueError("costs must be a 3-D array (B, n1, n2) or a sequence of matrices, "  # noqa: TRY004 - as the CPU batch
+                             f"got {np.ndim(costs)} dimensions")
+        return _solve_list(cupy, costs, maximize, stats)
+
+
+def _check_dtype(dtype, k: int) -> None:
+    if dtype.kind not in "biuf" or (dtype.kind == "f" and _float_kind(dtype) is None):
+        raise TypeError(f"problem {k}: cannot cast array data from {dtype!r} to "
+                        "dtype('float64') according to the rule 'safe'")
+
+
+def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
+    """A sequence of matrices: one stack per (shape, dtype, device or host)."""
+    mats = []
+    for k, c in enumerate(costs):
+        m = c if isinstance(c, cupy.ndarray) else np.asarray(c)
+        if m.ndim != 2:
+            raise ValueError(f"problem {k}: expected a matrix (2-D array), got a {m.ndim}-D "
+                             "array")
+        _check_dtype(m.dtype, k)
+        mats.append(m)
+    groups: dict = {}
+    for k, m in enumerate(mats):
+        groups.setdefault((m.shape, m.dtype.str, isinstance(m, cupy.ndarray)), []).append(k)
+    n = len(mats)
+    row_ind, col_ind, u, v = [None] * n, [None] * n, [None] * n, [None] * n
+    integral = bool(mats) and all(m.dtype.kind in "biu" for m in mats)
+    cost = np.zeros(n, np.int64 if integral else np.float64)
+    rows = np.zeros(n, np.int64)
+    for (_, _, on_device), idx in groups.items():
+        xp = cupy if on_device else np
+        part = _solve_stack(cupy, xp.stack([mats[k] for k in idx]), maximize, np.asarray(idx),
+                            stats)
+        if not on_device:
+            part = tuple(cupy.asnumpy(a) for a in part)
+        r, kk, total, uu, vv, rr = part
+        total, rr = cupy.asnumpy(total), cupy.asnumpy(rr)
+        for t, k in enumerate(idx):
+            row_ind[k], col_ind[k], u[k], v[k] = r[t], kk[t], uu[t], vv[t]
+            cost[k] = total[t]
+            rows[k] = rr[t]
+    stats["rows_evaluated"] = rows
+    return row_ind, col_ind, cost, u, v, stats
+
+
+def _device_stack(cupy, stack, maximize: bool):
+    """``(matrix, transposed, integral)``: the stack on the device in a dtype the kernel reads,
+    C-contiguous, in the canonical orientation (n1 <= n2). Not negated: the kernel negates as it
+    reads when maximising. Integers are held to the range rule of every integer source."""
+    integral = stack.dtype.kind in "biu"
+    if integral and stack.size:
+        lo, hi = int(stack.min()), int(stack.max())
+        if maximize:
+            lo, hi = -hi, -lo
+        check_int_range(lo, hi, stack.shape[1:])
+        if stack.dtype.name not in ("int32", "int64"):
+            small = stack.dtype.itemsize < 4 or stack.dtype.kind == "b"
+            stack = stack.astype(np.int32 if small else np.int64)
+    elif stack.dtype.name not in ("float32", "float64"):
+        stack = stack.astype(_float_kind(stack.dtype))
+    if not isinstance(stack, cupy.ndarray):
+        try:
+            stack = cupy.asarray(np.ascontiguousarray(stack))
+        except cupy.cuda.memory.OutOfMemoryError as exc:
+            raise MemoryError(f"backend='gpu': the batch ({stack.nbytes / 2**30:.1f} GiB) does "
+                              "not fit in device memory; pass it in parts") from exc
+    transposed = stack.shape[1] > stack.shape[2]
+    if transposed:
+        stack = stack.transpose(0, 2, 1)
+    return cupy.ascontiguousarray(stack), transposed, integral
+
+
+def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) -> tuple:
+    """Solve a (B, n1, n2) stack (NumPy or CuPy); ``index``: each problem's index in the
+    caller's batch. Returns ``(row_ind, col_ind, cost, u, v, rows)`` as CuPy arrays in the
+    caller's orientation and sign."""
+    b = stack.shape[0]
+    m, transposed, integral = _device_stack(cupy, stack, maximize)
+    n1, n2 = m.shape[1:]
+    work = np.int64 if integral else np.float64
+    if not (b and n1):
+        x = cupy.zeros((b, n1), np.int64)
+        u, v, total = cupy.zeros((b, n1), work), cupy.zeros((b, n2), work), cupy.zeros(b, work)
+        return _assemble(cupy, x, u, v, total, cupy.zeros(b, np.int64), transposed, maximize)
+    # every member's team writes all of these (batch.cu)
+    x = cupy.empty((b, n1), np.int64)
+    u, v, total = cupy.empty((b, n1), work), cupy.empty((b, n2), work), cupy.empty(b, work)
+    rows = cupy.empty(b, np.int64)
+    if n2 <= MAX_COLS:
+        status = _launch(cupy, m, maximize, integral, x, u, v, total, rows, stats)
+        _raise_first(status, index)
+        for k in np.flatnonzero(status == UNCERTIFIED):
+            _solve_on_host(cupy, m, int(k), maximize, integral, x, u, v, total, rows)
+            stats["cpu_fallbacks"] += 1
+    else:
+        for k in range(b):
+            _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows)
+            stats["single_gpu_solves"] += 1
+    return _assemble(cupy, x, u, v, total, rows, transposed, maximize)
+
+
+def _launch(cupy, m, maximize, integral, x, u, v, total, rows, stats) -> np.ndarray:
+    """One launch of ``batch_solve`` over the canonical stack ``m``; the members' statuses."""
+    b, n1, n2 = m.shape
+    geo = geometry(n2)
+    defines = {"COST_INTEGRAL": int(integral), "IN_T": _C_TYPES[m.dtype.name],
+               "THREADS": geo.threads, "TEAM": geo.team, "K": geo.k, "MINB": geo.minb,
+               "UNCERTIFIED": UNCERTIFIED}
+    kernel, attrs = _kernel(cupy, defines, stats)
+    teams = geo.threads // geo.team
+    smem = teams * team_bytes(n1, n2)
+    dev = _device(cupy)[1]
+    if smem > dev["MaxSharedMemoryPerBlockOptin"] - attrs.get("shared_size_bytes", 0):
+        raise ValueError(f"backend='gpu': a {n1}x{n2} batch member needs {smem} bytes of "
+                         "shared memory, more than this device gives a block")
+    if smem > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = smem
+    grid = min(-(-b // teams), _resident_blocks(dev, attrs, geo.threads, smem))
+    status = cupy.empty(b, np.int32)
+    counter = cupy.zeros(1, np.uint64)
+    args = (m, np.int64(b), np.int32(n1), np.int32(n2), np.int32(maximize), x, u, v, total,
+            status, rows, counter, np.float64(RTOL))
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    while True:  # a cooperative launch (the module's) must fit on the device at once
+        try:
+            kernel((grid,), (geo.threads,), args, shared_mem=smem)
+            break
+        except cupy.cuda.driver.CUDADriverError as exc:
+            if "COOPERATIVE_LAUNCH_TOO_LARGE" not in str(exc) or grid == 1:
+                raise
+            grid = max(1, grid // 2)
+    end.record()
+    end.synchronize()
+    stats["time_kernel_s"] += cupy.cuda.get_elapsed_time(start, end) / 1000.0
+    stats["launches"] += 1
+    stats.update(team=geo.team, columns_per_thread=geo.k, grid=grid)
+    return cupy.asnumpy(status)
+
+
+def _device(cupy) -> tuple[str, dict]:
+    """(name, attributes) of the current device, queried once per process."""
+    dev = cupy.cuda.Device()
+    info = _DEVICES.get(dev.id)
+    if info is None:
+        info = (cupy.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(),
+                dict(dev.attributes))
+        _DEVICES[dev.id] = info
+    return info
+
+
+def _kernel(cupy, defines: dict, stats: dict):
+    """``batch_solve`` built for ``defines`` on the current device, and its attributes."""
+    key = (cupy.cuda.Device().id, tuple(defines.items()))
+    got = _KERNELS.get(key)
+    if got is None:
+        t0 = time.perf_counter()
+        kernel = build_module(cupy, BATCH_CU, status_header(), defines,
+                              EPS_OPTIONS).get_function("batch_solve")
+        got = (kernel, dict(kernel.attributes))  # compiles the module
+        stats["compile_s"] += time.perf_counter() - t0
+        _KERNELS[key] = got
+    return got
+
+
+def _resident_blocks(dev: dict, attrs: dict, threads: int, smem: int) -> int:
+    """Blocks of this kernel that fit on the device at once (registers are allocated per warp
+    in units of 256 and per quarter of a multiprocessor)."""
+    per_warp = -(-max(attrs.get("num_regs", 255), 1) * 32 // 256) * 256
+    warps = 4 * ((dev.get("MaxRegistersPerMultiprocessor", 65536) // 4) // per_warp)
+    by_regs = warps // (threads // 32)
+    by_threads = dev.get("MaxThreadsPerMultiProcessor", 2048) // threads
+    by_smem = dev.get("MaxSharedMemoryPerMultiprocessor", 233472) // (
+        smem + attrs.get("shared_size_bytes", 0) + 1024)
+    per_sm = max(1, min(by_regs, by_threads, by_smem, dev.get("MaxBlocksPerMultiprocessor", 32)))
+    return per_sm * dev["MultiProcessorCount"]
+
+
+def _raise_first(status: np.ndarray, index: np.ndarray) -> None:
+    """The error of the first member that is invalid or infeasible (or, a defect, has no
+    status), naming its index in the caller's batch."""
+    bad = np.flatnonzero((status != STATUS_OK) & (status != UNCERTIFIED))
+    if bad.size:
+        k = int(bad[0])
+        try:
+            raise_for_status(int(status[k]), "gpu")
+        except (ValueError, ArithmeticError, RuntimeError) as exc:
+            raise type(exc)(f"problem {int(index[k])}: {exc}") from None
+
+
+def _canonical_member(cupy, m, k: int, maximize: bool, integral: bool) -> np.ndarray:
+    """Member ``k`` of the canonical stack as the minimisation the kernel solved, on the host."""
+    a = cupy.asnumpy(m[k])
+    if integral:
+        a = a.astype(np.int64)
+    return -a if maximize else a
+
+
+def _solve_on_host(cupy, m, k, maximize, integral, x, u, v, total, rows) -> None:
+    """Member ``k``, whose duals missed the rule on the device, by the CPU path (certified)."""
+    from .._api import solve
+    sol = solve(_canonical_member(cupy, m, k, maximize, integral))
+    x[k] = cupy.asarray(sol.col_ind)
+    u[k] = cupy.asarray(sol.u)
+    v[k] = cupy.asarray(sol.v)
+    total[k] = sol.cost
+    rows[k] += sol.stats["rows_evaluated"]
+
+
+def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
+    """Member ``k`` of a stack too wide for a team, by the single-problem GPU backend."""
+    from .._api import solve
+    try:
+        sol = solve(-m[k] if maximize else m[k], backend="gpu", device=cupy.cuda.Device().id)
+    except (ValueError, ArithmeticError) as exc:
+        raise type(exc)(f"problem {int(index[k])}: {exc}") from None
+    x[k] = cupy.asarray(sol.col_ind)
+    u[k] = cupy.asarray(sol.u)
+    v[k] = cupy.asarray(sol.v)
+    total[k] = sol.cost
+    rows[k] = sol.stats["rows_evaluated"]
+
+
+def _assemble(cupy, x, u, v, total, rows, transposed, maximize) -> tuple:
+    """Every problem's result in the caller's orientation and sign (as the CPU batch's)."""
+    b, n1 = x.shape
+    if maximize:
+        u, v, total = -u, -v, -total
+    if transposed:
+        order = cupy.argsort(x, axis=1)
+        row_ind, col_ind = cupy.take_along_axis(x, order, axis=1), cupy.ascontiguousarray(order)
+        u, v = v, u
+    else:
+        row_ind = cupy.broadcast_to(cupy.arange(n1, dtype=np.int64), (b, n1)).copy()
+        col_ind = x
+    return row_ind, col_ind, total, u, v, rows

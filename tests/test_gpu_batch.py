@@ -1,0 +1,163 @@
+"""``solve_batch(..., backend="gpu")`` (epslap/gpu/batch.py) against a loop of scipy calls: random
+shapes, rectangular both ways, every team size, float32/float64/int32, +inf, maximisation, an
+infeasible or invalid member named by its index, CuPy input staying on the device, and every
+member's dual certificate. GPU tests skip, with the reason shown, where CuPy or a device is
+missing; the missing-GPU error is checked where it can occur."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+import epslap
+from conftest import GPU_REASON as _REASON, gpu
+
+
+def _scipy_costs(mats, maximize=False):
+    out = []
+    for m in mats:
+        r, k = linear_sum_assignment(m, maximize=maximize)
+        out.append(m[r, k].astype(np.float64).sum())
+    return np.array(out)
+
+
+def _certified(mats, sol, maximize=False):
+    for k, m in enumerate(mats):
+        s = sol.solution(k)
+        rep = epslap.verify(m, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize)
+        assert rep["optimal"], (k, rep)
+        assert np.all(np.diff(s.row_ind) > 0)
+        assert len(s.row_ind) == min(m.shape)
+
+
+@pytest.mark.skipif(_REASON is None, reason="a GPU is present: the missing-GPU error cannot occur")
+def test_missing_gpu_error_names_the_extra():
+    with pytest.raises(epslap.GPUUnavailableError,
+                       match=r"epslap\[gpu-cuda1[23]\]|no usable|no CUDA"):
+        epslap.solve_batch(np.ones((2, 3, 3)), backend="gpu")
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ValueError, match="backend='cpu' or 'gpu'"):
+        epslap.solve_batch(np.ones((2, 3, 3)), backend="hungarian-gpu")
+
+
+# (B, n1, n2): every team of batch.cu (8, 16, 32 lanes; a warp with 8 columns per lane; a block
+# of 256 threads) and both orientations
+SHAPES = [(200, 5, 5), (300, 20, 20), (100, 50, 50), (60, 100, 100), (20, 200, 200),
+          (4, 700, 700), (50, 12, 40), (50, 40, 12), (10, 90, 300), (10, 300, 90), (30, 1, 9),
+          (30, 9, 1), (40, 1, 1)]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_stack_matches_a_scipy_loop(shape, dtype, maximize):
+    rng = np.random.default_rng(sum(shape) + 7 * maximize)
+    c = (rng.random(shape) * 1000).astype(dtype)
+    sol = epslap.solve_batch(c, maximize=maximize, backend="gpu")
+    assert sol.stats["backend"] == "gpu"
+    assert isinstance(sol.cost, np.ndarray)
+    np.testing.assert_allclose(sol.cost, _scipy_costs(c, maximize), rtol=1e-12)
+    assert sol.row_ind.shape == sol.col_ind.shape == (shape[0], min(shape[1:]))
+    assert sol.cost.dtype.kind == ("i" if np.dtype(dtype).kind == "i" else "f")
+    _certified(c, sol, maximize)
+    assert sol.stats["cpu_fallbacks"] == 0
+    r, k = epslap.linear_sum_assignment_batch(c, maximize=maximize, backend="gpu")
+    np.testing.assert_array_equal(r, sol.row_ind)
+    np.testing.assert_array_equal(k, sol.col_ind)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("cls", ["geometric", "ties"])
+@pytest.mark.parametrize("n", [30, 100, 400])
+def test_structured_costs(cls, n):
+    """Geometric costs (long paths) and few distinct values (many ties)."""
+    rng = np.random.default_rng(n)
+    if cls == "geometric":
+        p, q = rng.random((8, n, 2)), rng.random((8, n, 2))
+        c = ((p[:, :, None, :] - q[:, None, :, :]) ** 2).sum(-1)
+    else:
+        c = rng.integers(0, 3, (8, n, n)).astype(np.float64)
+    sol = epslap.solve_batch(c, backend="gpu")
+    np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12, atol=1e-12)
+    _certified(c, sol)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("maximize", [False, True])
+def test_inf_entries_and_random_shapes_in_a_list(maximize):
+    rng = np.random.default_rng(11)
+    bad = -np.inf if maximize else np.inf
+    mats = []
+    for k in range(80):
+        n1, n2 = (int(x) for x in rng.integers(1, 60, 2))
+        m = rng.random((n1, n2)) * 10
+        if k % 4 == 0:
+            m = np.round(m).astype(np.int32)
+        elif k % 4 == 1:
+            m[rng.random(m.shape) < 0.4] = bad
+            m[np.arange(min(n1, n2)), np.arange(min(n1, n2))] = 1.0  # feasible
+        elif k % 4 == 2:
+            m = m.astype(np.float32)
+        mats.append(m)
+    sol = epslap.solve_batch(mats, maximize=maximize, backend="gpu")
+    np.testing.assert_allclose(sol.cost, _scipy_costs(mats, maximize), rtol=1e-12)
+    _certified(mats, sol, maximize)
+
+
+@gpu
+@pytest.mark.gpu
+def test_a_bad_member_is_named_by_its_index():
+    c = np.random.default_rng(1).random((6, 30, 30))
+    c[3, 2, :] = np.inf
+    with pytest.raises(epslap.InfeasibleError, match="problem 3: cost matrix is infeasible"):
+        epslap.solve_batch(c, backend="gpu")
+    c[4, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="problem 3: cost matrix is infeasible"):
+        epslap.solve_batch(c, backend="gpu")  # the first bad member is the one named
+    c[1, 5, 7] = -np.inf
+    with pytest.raises(ValueError, match="problem 1: matrix contains invalid numeric entries"):
+        epslap.solve_batch(c, backend="gpu")
+    with pytest.raises(ValueError, match="problem 1: expected a matrix"):
+        epslap.solve_batch([np.ones((2, 2)), np.ones(3)], backend="gpu")
+    with pytest.raises(TypeError, match="problem 0"):
+        epslap.solve_batch([np.array([["a"]])], backend="gpu")
+    with pytest.raises(ValueError, match="could overflow int64"):
+        epslap.solve_batch(np.full((2, 3, 3), 2**61, np.int64), backend="gpu")
+
+
+@gpu
+@pytest.mark.gpu
+def test_cupy_input_stays_on_the_device():
+    import cupy
+    rng = np.random.default_rng(4)
+    for shape in [(500, 20, 20), (40, 30, 70), (40, 70, 30)]:
+        c = rng.random(shape).astype(np.float32)
+        sol = epslap.solve_batch(cupy.asarray(c), backend="gpu")
+        for name in ("row_ind", "col_ind", "cost", "u", "v"):
+            assert isinstance(getattr(sol, name), cupy.ndarray), name
+        np.testing.assert_allclose(cupy.asnumpy(sol.cost), _scipy_costs(c), rtol=1e-12)
+        for k in range(0, shape[0], 7):
+            rep = epslap.verify(c[k], cupy.asnumpy(sol.row_ind[k]), cupy.asnumpy(sol.col_ind[k]),
+                                cupy.asnumpy(sol.u[k]), cupy.asnumpy(sol.v[k]))
+            assert rep["optimal"], (k, rep)
+
+
+@gpu
+@pytest.mark.gpu
+def test_empty_and_wide_members():
+    sol = epslap.solve_batch(np.zeros((0, 3, 3)), backend="gpu")
+    assert len(sol) == 0
+    sol = epslap.solve_batch(np.zeros((2, 0, 3)), backend="gpu")
+    assert sol.cost.tolist() == [0.0, 0.0]
+    from epslap.gpu.batch import MAX_COLS
+    c = np.random.default_rng(2).random((2, 3, MAX_COLS + 5))
+    sol = epslap.solve_batch(c, backend="gpu")
+    assert sol.stats["single_gpu_solves"] == 2
+    np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12)
+    _certified(c, sol)
