@@ -20,6 +20,7 @@ import numpy as np
 
 from ._status import STATUS_OK, raise_for_status
 from ._validate import _float_kind, check_int_range, check_options
+from .limit import check_cost_limit, solve_batch_with_limit
 from .cpu import jv
 from .solution import Solution
 
@@ -58,7 +59,8 @@ class BatchSolution:
 
 
 def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
-                threads: int | None = None, device: int = 0) -> BatchSolution:
+                threads: int | None = None, device: int = 0,
+                cost_limit: float | None = None) -> BatchSolution:
     """Solve every problem of ``costs`` exactly.
 
     Parameters
@@ -78,6 +80,11 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
         per problem). Validated and unused on the GPU.
     device : int
         The CUDA device of ``backend="gpu"``.
+    cost_limit : float, optional
+        As :func:`epslap.solve`'s, for every problem: rows and columns may stay unmatched at
+        ``cost_limit / 2`` each. ``row_ind``/``col_ind`` are then lists (each problem matches
+        its own number of pairs); ``stats`` holds ``matched``, ``unmatched_rows`` and
+        ``unmatched_cols`` per problem.
 
     Raises
     ------
@@ -87,6 +94,10 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
     t_start = time.perf_counter()
     check_options(backend=backend, maximize=maximize, epsilon=True, memory=None, cache="auto",
                   threads=threads, progress=False, device=device)
+    limit = check_cost_limit(cost_limit, maximize)
+    if limit is not None:
+        return BatchSolution(*solve_batch_with_limit(costs, limit, lambda e: solve_batch(
+            e, maximize=maximize, backend=backend, threads=threads, device=device)))
     if backend == "gpu":
         from .gpu.batch import solve_batch_gpu
         *fields, stats = solve_batch_gpu(costs, maximize=bool(maximize), device=int(device))
@@ -130,10 +141,11 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
 
 
 def linear_sum_assignment_batch(costs: Any, maximize: bool = False, *, backend: str = "cpu",
-                                device: int = 0):
+                                device: int = 0, cost_limit: float | None = None):
     """:func:`solve_batch`'s ``(row_ind, col_ind)``: arrays (B, k) for a 3-D input, lists of
     arrays for a sequence (scipy's convention per problem: ``row_ind[k]`` sorted)."""
-    sol = solve_batch(costs, maximize=bool(maximize), backend=backend, device=device)
+    sol = solve_batch(costs, maximize=bool(maximize), backend=backend, device=device,
+                      cost_limit=cost_limit)
     return sol.row_ind, sol.col_ind
 
 

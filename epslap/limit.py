@@ -89,38 +89,93 @@ def extended(cost, limit):
     return e, transposed
 
 
-def from_extended(sol: Solution, shape, transposed: bool, limit, cost) -> Solution:
-    """The limit problem's solution (see the module docstring) from E's ``sol``."""
+def _xp(a):
+    """The array module of ``a`` (NumPy, or CuPy for a device array)."""
+    if _is_gpu_array(a):
+        import cupy
+        return cupy
+    return np
+
+
+def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost):
+    """``(row_ind, col_ind, cost, u, v)`` of the limit problem (module docstring) from the
+    solution of E: its pairs ``rows``/``cols``, duals ``u_e``/``v_e``; ``shape`` and ``cost``
+    are the caller's matrix (NumPy or CuPy)."""
+    xp = _xp(cols)
     n1, n2 = (shape[1], shape[0]) if transposed else shape  # oriented: n1 <= n2
-    cols = np.asarray(sol.col_ind)
-    rows = np.asarray(sol.row_ind)
     real = cols < n2
+    r, k = rows[real], cols[real]
     half = limit / 2
-    integral_duals = sol.u.dtype.kind == "i" and float(half).is_integer()
+    integral_duals = u_e.dtype.kind == "i" and float(half).is_integer()
     work = np.int64 if integral_duals else np.float64
     half = work(half)
-    u = np.full(n1, half, dtype=work)
-    u[rows[real]] = np.asarray(sol.u, dtype=work)[rows[real]] - half
-    v = np.asarray(sol.v[:n2], dtype=work) + half
-    r, k = rows[real], cols[real]
+    u = xp.full(n1, half, dtype=work)
+    u[r] = u_e.astype(work)[r] - half
+    v = v_e[:n2].astype(work) + half
     if transposed:
-        order = np.argsort(k, kind="stable")
+        order = xp.argsort(k)
         r, k = k[order], r[order]
         u, v = v, u
-    c = np.asarray(cost) if not _is_gpu_array(cost) else None
-    if c is None:
-        picked = np.asarray(cost[r, k].get())
-    else:
-        picked = c[r, k]
-    total = picked.sum(dtype=np.int64 if picked.dtype.kind in "biu" else np.float64)
-    value = int(total) if picked.dtype.kind in "biu" else float(total)
+    picked = cost[r, k]
+    integral = picked.dtype.kind in "biu"
+    total = picked.sum(dtype=np.int64 if integral else np.float64)
+    value = int(total) if integral else float(total)
+    return r.astype(np.int64), k.astype(np.int64), value, u, v
+
+
+def from_extended(sol: Solution, shape, transposed: bool, limit, cost) -> Solution:
+    """The limit problem's solution (see the module docstring) from E's ``sol``."""
+    r, k, value, u, v = limit_result(np.asarray(sol.row_ind), np.asarray(sol.col_ind),
+                                     np.asarray(sol.u), np.asarray(sol.v), shape, transposed,
+                                     limit, cost if _is_gpu_array(cost) else np.asarray(cost))
     stats = dict(sol.stats)
     rows_total, cols_total = shape
     stats.update(cost_limit=limit, matched=int(r.size), unmatched_rows=int(rows_total - r.size),
                  unmatched_cols=int(cols_total - r.size), n_rows=int(rows_total),
                  n_cols=int(cols_total), transposed=transposed)
-    return Solution(row_ind=r.astype(np.int64), col_ind=k.astype(np.int64), cost=value, u=u, v=v,
-                    stats=stats)
+    return Solution(row_ind=r, col_ind=k, cost=value, u=u, v=v, stats=stats)
+
+
+def solve_batch_with_limit(costs, limit, solve_batch_extended):
+    """:func:`epslap.solve_batch` with the finite ``limit``: every member extended as in
+    :func:`extended`, solved by ``solve_batch_extended`` (the caller's backend and options) in
+    one batch, and mapped back. ``row_ind``/``col_ind`` are lists (the members match different
+    numbers of pairs); ``u``, ``v`` arrays for a 3-D input, lists for a sequence. Returns
+    the fields of a ``BatchSolution``."""
+    stacked = not isinstance(costs, (list, tuple))
+    if stacked and not hasattr(costs, "ndim"):
+        costs = np.asarray(costs)
+    if stacked and costs.ndim != 3:
+        raise ValueError(f"costs must be a 3-D array (B, n1, n2) or a sequence of matrices, got "
+                         f"{getattr(costs, 'ndim', 0)} dimensions")
+    mats = [c if _is_gpu_array(c) else np.asarray(c) for c in costs]
+    pairs = []
+    for k, c in enumerate(mats):
+        try:
+            pairs.append(extended(c, limit))
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"problem {k}: {exc}") from None
+    es = [e for e, _ in pairs]
+    if stacked and es:
+        es = _xp(es[0]).stack(es)
+    sol = solve_batch_extended(es)
+    out = [limit_result(sol.row_ind[k], sol.col_ind[k], sol.u[k], sol.v[k], tuple(mats[k].shape),
+                        pairs[k][1], limit, mats[k]) for k in range(len(mats))]
+    row_ind = [o[0] for o in out]
+    col_ind = [o[1] for o in out]
+    u = [o[3] for o in out]
+    v = [o[4] for o in out]
+    if stacked and out:
+        xp = _xp(u[0])
+        u, v = xp.stack(u), xp.stack(v)
+    values = [o[2] for o in out]
+    cost = np.array(values, dtype=np.int64 if values and all(isinstance(x, int) for x in values)
+                    else np.float64)
+    matched = np.array([len(r) for r in row_ind], np.int64)
+    shapes = np.array([tuple(m.shape) for m in mats], np.int64).reshape(-1, 2)
+    stats = dict(sol.stats, cost_limit=limit, matched=matched,
+                 unmatched_rows=shapes[:, 0] - matched, unmatched_cols=shapes[:, 1] - matched)
+    return row_ind, col_ind, cost, u, v, stats
 
 
 def solve_with_limit(cost, limit, solve_extended) -> Solution:

@@ -139,3 +139,48 @@ def test_verify_rejects_a_worse_answer():
     assert not epslap.verify(c, sol.row_ind, sol.col_ind, u, sol.v, cost_limit=1.0)["optimal"]
     # without the limit, fewer pairs than rows is no assignment
     assert not epslap.verify(c, sol.row_ind[:1], sol.col_ind[:1], sol.u, sol.v)["complete"]
+
+
+@st.composite
+def batches(draw):
+    maximize = draw(st.booleans())
+    kind = draw(st.sampled_from(["float64", "int64", "float32"]))
+    limit = draw(st.integers(-10, 30)) if kind == "int64" else draw(
+        st.floats(-3, 15, allow_nan=False, width=32))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    mats = []
+    for _ in range(draw(st.integers(1, 5))):
+        shape = (draw(st.integers(0, 5)), draw(st.integers(0, 5)))
+        c = (rng.random(shape) * 10).astype(kind) if kind != "int64" else \
+            rng.integers(-10, 10, shape)
+        if kind == "float64" and draw(st.booleans()):
+            c[rng.random(shape) < 0.3] = -np.inf if maximize else np.inf
+        mats.append(c)
+    stacked = draw(st.booleans()) and len({m.shape for m in mats}) == 1
+    return (np.stack(mats) if stacked else mats), limit, maximize
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches())
+def test_batches_against_the_square_extension(problem):
+    costs, limit, maximize = problem
+    sol = epslap.solve_batch(costs, maximize=maximize, cost_limit=limit)
+    for k, c in enumerate(costs):
+        check(c, limit, maximize, _member(sol, k))
+    if isinstance(costs, np.ndarray):
+        assert sol.u.shape == costs.shape[:2] and sol.v.shape == (costs.shape[0], costs.shape[2])
+
+
+def _member(sol, k):
+    from epslap.solution import Solution
+    stats = {"matched": int(sol.stats["matched"][k]),
+             "unmatched_rows": int(sol.stats["unmatched_rows"][k])}
+    return Solution(sol.row_ind[k], sol.col_ind[k], sol.cost[k], sol.u[k], sol.v[k], stats)
+
+
+def test_batch_errors_name_the_member():
+    with pytest.raises(ValueError, match="problem 1: .*invalid numeric"):
+        epslap.solve_batch([np.eye(2), np.array([[np.nan, 1.0], [1.0, 1.0]])], cost_limit=0.5)
+    with pytest.raises(ValueError, match="problem 1: expected a matrix"):
+        epslap.solve_batch([np.eye(2), np.ones(3)], cost_limit=0.5)
