@@ -2,6 +2,14 @@
 
 A Numba-jitted function is called from the compiled solver directly (no Python round trip); a
 plain Python function is called through Numba's object mode, one row at a time.
+
+A jitted function reaches the kernels as a first-class function value by default: its state's
+Numba type holds the function's signature, not the function itself, so the kernels are compiled
+once per dtype and loaded from Numba's disk cache by every later process, whatever function the
+user passes (only the user's function is compiled, in well under a second). The call through a
+function pointer cannot be inlined, which costs a little per entry for a cheap element function;
+``specialize=True`` compiles the kernels for the very function instead (inlined, but compiled
+anew in every process: tens of seconds).
 """
 from __future__ import annotations
 
@@ -9,7 +17,7 @@ import itertools
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-from numba import njit, objmode
+from numba import njit, objmode, typeof, types
 from numba.core.registry import CPUDispatcher
 
 from ._base import CostSource, check_shape
@@ -35,6 +43,34 @@ def _jit_row_fill(s, i, buf):
 @cost_forms(row=_jit_row_fill)
 class _JitRowState(NamedTuple):
     fn: Any
+
+
+def _scalar_type(zero) -> types.Type:
+    return types.unliteral(typeof(zero))
+
+
+def _entry_function_types(state):
+    """(int64, int64) -> cost dtype, as a first-class function; ``zero`` types the dtype."""
+    ty = _scalar_type(state.zero)
+    return [types.FunctionType(ty(types.int64, types.int64)), ty]
+
+
+def _row_function_types(state):
+    """(int64, cost row) -> None, as a first-class function; ``zero`` types the dtype."""
+    ty = _scalar_type(state.zero)
+    return [types.FunctionType(types.none(types.int64, types.Array(ty, 1, "C"))), ty]
+
+
+@cost_forms(entry=_jit_element_at, field_types=_entry_function_types)
+class _FirstClassElementState(NamedTuple):
+    fn: Any      # the user's dispatcher, typed as a first-class function
+    zero: Any    # a scalar of the source's dtype: the function's return type
+
+
+@cost_forms(row=_jit_row_fill, field_types=_row_function_types)
+class _FirstClassRowState(NamedTuple):
+    fn: Any
+    zero: Any
 
 
 # Python callables are looked up by key from object mode (a NamedTuple cannot hold a PyObject).
@@ -70,15 +106,19 @@ class _PyState(NamedTuple):
 class FunctionSource(CostSource):
     """Costs from a user function; build it with :func:`from_function`."""
 
-    def __init__(self, fn, shape, dtype, kind):
+    def __init__(self, fn, shape, dtype, kind, specialize: bool = False):
         self.fn, self.kind = fn, kind
         self.shape = (int(shape[0]), int(shape[1]))
         self.dtype = np.dtype(dtype)
+        self.specialize = bool(specialize)
         self._key = None
 
     def state(self):
         if isinstance(self.fn, CPUDispatcher):
-            return (_JitElementState if self.kind == "element" else _JitRowState)(self.fn)
+            if self.specialize:
+                return (_JitElementState if self.kind == "element" else _JitRowState)(self.fn)
+            cls = _FirstClassElementState if self.kind == "element" else _FirstClassRowState
+            return cls(self.fn, self.dtype.type(0))
         if self._key is None:
             self._key = next(_KEYS)
             _PY_FUNCS[self._key] = self._python_row
@@ -136,13 +176,18 @@ def _arity(fn) -> int:
 
 
 def from_function(fn: Callable, shape: tuple[int, int], *, dtype=np.float64,
-                  kind: str = "element") -> FunctionSource:
+                  kind: str = "element", specialize: bool = False) -> FunctionSource:
     """A cost source from ``fn``.
 
     ``kind="element"``: ``fn(i, j) -> cost``. ``kind="row"``: ``fn(i) -> row`` or ``fn(i, out)``
     filling ``out`` (shape (n2,)). A Numba-jitted ``fn`` (``@numba.njit``; for rows the
     ``fn(i, out)`` form) runs inside the compiled solver; a plain Python one through object mode.
     NaN or -inf values are reported as errors by the solve.
+
+    ``specialize`` (jitted ``fn`` only): ``False`` (default) calls ``fn`` through a function
+    pointer, so the solver's kernels are compiled once and then loaded from Numba's disk cache
+    in every later process; ``True`` compiles the kernels for this very ``fn`` (inlined, a little
+    faster per entry for a cheap element function, but compiled again in every process).
     """
     if kind not in ("element", "row"):
         raise ValueError(f"kind must be 'element' or 'row', got {kind!r}")
@@ -154,7 +199,7 @@ def from_function(fn: Callable, shape: tuple[int, int], *, dtype=np.float64,
         raise ValueError(f"dtype must be float64, float32, int64 or int32, got {dt}")
     if kind == "element" and dt.kind == "i" and isinstance(fn, CPUDispatcher):
         _check_jit_returns_int(fn, dt)
-    return FunctionSource(fn, shape, dt, kind)
+    return FunctionSource(fn, shape, dt, kind, specialize)
 
 
 def _check_jit_returns_int(fn, dt) -> None:

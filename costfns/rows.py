@@ -63,6 +63,7 @@ class CostForms(NamedTuple):
 
 _FORMS: dict[type, CostForms] = {}
 _FINGERPRINTS: dict[type, str] = {}
+_FIELD_TYPES: dict[type, Callable] = {}
 
 
 class _FormedTuple(types.NamedTuple):
@@ -97,8 +98,10 @@ register_model(_FormedUniTuple)(models.UniTupleModel)
 
 
 def _typeof_state(val, c):
-    """``numba.typeof`` of a registered state: Numba's type of the named tuple, fingerprinted."""
-    tys = [typeof_impl(v, c) for v in val]
+    """``numba.typeof`` of a registered state: Numba's type of the named tuple, fingerprinted
+    (its fields typed by the class's ``field_types`` where it gives them)."""
+    hook = _FIELD_TYPES.get(type(val))
+    tys = hook(val) if hook is not None else [typeof_impl(v, c) for v in val]
     if any(t is None for t in tys):
         return None
     tys = [types.unliteral(t) for t in tys]
@@ -152,8 +155,13 @@ def _fingerprint(cls: type, forms: CostForms) -> str:
 
 
 def cost_forms(*, entry: Callable | None = None, row: Callable | None = None,
-               part: Callable | None = None, wraps_inner: bool = False) -> Callable[[type], type]:
+               part: Callable | None = None, wraps_inner: bool = False,
+               field_types: Callable | None = None) -> Callable[[type], type]:
     """Class decorator: register the jitted forms of a ``typing.NamedTuple`` state class.
+
+    ``field_types(state)``, optional, gives the Numba types of a state's fields instead of
+    ``numba.typeof`` of each (e.g. a first-class function type for a field holding a jitted
+    function, so that kernels compiled for it do not depend on which function it is).
 
     ``entry(state, i, j)`` returns entry (i, j); ``row(state, i, buf)`` writes row ``i`` into
     ``buf`` (length n2) and returns it (or returns a view of equal values);
@@ -179,6 +187,8 @@ def cost_forms(*, entry: Callable | None = None, row: Callable | None = None,
         forms = CostForms(entry, row, part, bool(wraps_inner))
         _FORMS[cls] = forms
         _FINGERPRINTS[cls] = _fingerprint(cls, forms)
+        if field_types is not None:
+            _FIELD_TYPES[cls] = field_types
         typeof_impl.register(cls)(_typeof_state)
         return cls
     return register

@@ -227,3 +227,43 @@ def test_an_edited_form_is_not_served_from_a_stale_disk_cache(tmp_path):
     assert run() == "[20.0, 21.0, 22.0] 1"  # from the disk cache
     (tmp_path / "forms.py").write_text(_FORMS_MODULE.replace("s.a * i + j", "s.a * i - j"))
     assert run() == "[20.0, 19.0, 18.0] 0"  # recompiled, not the cached kernel
+
+
+@numba.njit
+def _other_elem(i, j):
+    return 0.5 * (i + j)
+
+
+@numba.njit
+def _other_row(i, out):
+    for j in range(out.shape[0]):
+        out[j] = i - j
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_jitted_functions_share_one_kernel_type(dtype):
+    """Two different jitted functions give states of one Numba type (a first-class function of
+    the source's signature): kernels compiled for one serve the other, and Numba's disk cache
+    serves them to later processes. ``specialize=True`` types the function itself."""
+    pairs = [((_elem, _other_elem), "element"), ((_row_fill, _other_row), "row")]
+    for (f, g), kind in pairs:
+        if kind == "element" and np.dtype(dtype).kind == "i":
+            continue
+        a = costfns.from_function(f, (4, 5), dtype=dtype, kind=kind)
+        b = costfns.from_function(g, (4, 5), dtype=dtype, kind=kind)
+        assert numba.typeof(a.state()) == numba.typeof(b.state())
+        assert "FunctionType" in str(numba.typeof(a.state()))
+        sa = costfns.from_function(f, (4, 5), dtype=dtype, kind=kind, specialize=True)
+        sb = costfns.from_function(g, (4, 5), dtype=dtype, kind=kind, specialize=True)
+        assert numba.typeof(sa.state()) != numba.typeof(sb.state())
+
+
+@pytest.mark.parametrize("kind,fn", [("element", _elem), ("row", _row_fill)])
+def test_specialized_and_first_class_give_the_same_solve(kind, fn):
+    import epslap
+    first = epslap.solve(costfns.from_function(fn, (23, 41), kind=kind), memory=41 * 8 * 5)
+    inlined = epslap.solve(costfns.from_function(fn, (23, 41), kind=kind, specialize=True),
+                           memory=41 * 8 * 5)
+    np.testing.assert_array_equal(first.col_ind, inlined.col_ind)
+    assert first.cost == inlined.cost
+    assert first.stats["rows_evaluated"] == inlined.stats["rows_evaluated"]
