@@ -91,6 +91,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
                 row["times"]["epslap (CuPy input)"] = t
                 total = float(cupy.asnumpy(sol.cost).sum())
                 row.update(total=total, cpu_fallbacks=sol.stats["cpu_fallbacks"],
+                           device_polishes=sol.stats["device_polishes"],
                            kernel_s=sol.stats["time_kernel_s"], team=sol.stats.get("team"),
                            rows_evaluated=int(sol.stats["rows_evaluated"].sum()))
                 for k in range(0, b, max(1, b // 4)):
@@ -123,7 +124,8 @@ def run(args: argparse.Namespace, out: Output) -> None:
                     del tc, assign, a
                 out.add(row)
                 print(shape, cls, dtype, {k: round(v * 1e3, 2) for k, v in row["times"].items()},
-                      "ms", flush=True)
+                      "ms; kernel", round(row["kernel_s"] * 1e3, 2), "ms; polished",
+                      row["device_polishes"], "cpu", row["cpu_fallbacks"], flush=True)
                 del c, host
                 cupy.get_default_memory_pool().free_all_blocks()
 

@@ -1,8 +1,9 @@
 """``solve_batch(..., backend="gpu")`` (epslap/gpu/batch.py) against a loop of scipy calls: random
 shapes, rectangular both ways, every team size, float32/float64/int32, +inf, maximisation, an
-infeasible or invalid member named by its index, CuPy input staying on the device, and every
-member's dual certificate. GPU tests skip, with the reason shown, where CuPy or a device is
-missing; the missing-GPU error is checked where it can occur."""
+infeasible or invalid member named by its index, CuPy input staying on the device, float64
+geometric members polished on the device instead of the CPU, and every member's dual
+certificate. GPU tests skip, with the reason shown, where CuPy or a device is missing; the
+missing-GPU error is checked where it can occur."""
 from __future__ import annotations
 
 import numpy as np
@@ -84,6 +85,24 @@ def test_structured_costs(cls, n):
         c = rng.integers(0, 3, (8, n, n)).astype(np.float64)
     sol = epslap.solve_batch(c, backend="gpu")
     np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12, atol=1e-12)
+    _certified(c, sol)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize(("b", "n"), [(4000, 20), (1000, 100)])
+def test_float64_geometric_members_are_polished_on_the_device(b, n):
+    """Squared distances of points in the unit square, float64: a few members' prices, rounded
+    at the magnitude of the path distances, miss verify's rule on entries whose cost and duals
+    are all near 0 (seed 0 holds such members at both sizes). The device polishes them: none
+    goes to the CPU, and every member is certified."""
+    rng = np.random.default_rng(0)
+    p, q = rng.random((b, n, 2)), rng.random((b, n, 2))
+    c = ((p[:, :, None, :] - q[:, None, :, :]) ** 2).sum(-1)
+    sol = epslap.solve_batch(c, backend="gpu")
+    assert sol.stats["cpu_fallbacks"] == 0
+    assert sol.stats["device_polishes"] > 0
+    np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12)
     _certified(c, sol)
 
 

@@ -15,15 +15,24 @@
 //   2. square problems without +inf: column reduction, reduction transfer and one round of
 //      augmenting row reduction, as jv.py does them; rectangular ones start from v = 0;
 //   3. a shortest augmenting path for every row still free (difference form of section 4, tie
-//      rule: smallest distance, then a free column, then the lowest index);
+//      rule: smallest distance, then a free column, then the lowest index), its distances
+//      counted from the row's smallest reduced cost (they start at 0, as jv.py's _start_row);
 //   4. the result: v shifted to a maximum of 0, u from the assigned pairs, the total;
 //   5. the certificate of epslap.verify per entry: u_i + v_j - c_ij <= rtol (|c_ij| + |u_i| +
-//      |v_j|) for floats, exact for integers; a member that misses it gets UNCERTIFIED and is
-//      solved again on the host.
+//      |v_j|) for floats, exact for integers, and every unassigned column at price 0 (the gap
+//      of a rectangular problem);
+//   6. where the certificate misses, the polish of jv.py: prices shifted to a maximum of 0, every
+//      row free, steps 3-5 once more (each row's path mostly one edge long). The prices left by
+//      step 3 were rounded at the magnitude of the distances and prices they held then (tenths,
+//      for squared distances of points in the unit square), not at that of the duals reported:
+//      an entry whose cost and duals are all near 0 (1e-5 to 1e-3) can miss its tolerance,
+//      which is relative to them, by a few times (up to 7 seen). The pass recomputes the
+//      prices at the duals' own magnitude. A member that misses the rule even then gets UNCERTIFIED and is
+//      solved again on the host. counter[1] counts the members polished.
 //
 // Set by the host (-D): COST_INTEGRAL (work in int64, else double), IN_T (the input's C type),
 // THREADS, TEAM, K (columns per lane), MINB (blocks per multiprocessor the registers are
-// sized for), UNCERTIFIED (the status of a member whose duals missed the rule).
+// sized for), UNCERTIFIED (the status of a member whose duals missed the rule, polish included).
 #include "common.cuh"
 #include "reduce.cuh"
 
@@ -153,6 +162,16 @@ __device__ __forceinline__ work_t team_sum(Team& t, work_t s) {
     return s;
 }
 
+// where the members' results go (every array indexed by problem, then row or column)
+struct Outputs {
+    long long* __restrict__ x;       // row -> column
+    work_t* __restrict__ u;
+    work_t* __restrict__ v;
+    work_t* __restrict__ total;
+    int* __restrict__ status;
+    long long* __restrict__ rows;    // rows evaluated
+};
+
 // one problem's costs: row-major n1 x n2, negated as they are read when maximising
 struct Costs {
     const IN_T* __restrict__ p;
@@ -211,20 +230,227 @@ __device__ __forceinline__ long long team_bytes(int n1, int n2) {
     return ((8LL * n2 + 8LL * n2 + 8LL * n1) + 15) / 16 * 16;
 }
 
-// Solve problem p: see the header. Writes every output of p.
-__device__ void solve_one(Team& t, const Costs& c, int n1, int n2, long long p,
-                          unsigned char* base, long long* __restrict__ x_out,
-                          work_t* __restrict__ u_out, work_t* __restrict__ v_out,
-                          work_t* __restrict__ total_out, int* __restrict__ status_out,
-                          long long* __restrict__ rows_out, double rtol) {
+// Steps 3 to 5 of problem p from the prices in v and the assignment in x and y: a shortest
+// augmenting path for each of the nfree free rows (fl[0 .. nfree) if `listed`, else rows
+// 0 .. nfree), the result and its certificate. Writes every output of p and returns false,
+// except where the certificate misses and this is not the `last` try: then it returns true, the
+// outputs holding the duals that missed (the polish starts from them).
+__device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int n1, int n2,
+                                                   long long p, unsigned char* base,
+                                                   const Outputs& out, int nfree, bool listed,
+                                                   long long& rows, double rtol, bool last) {
     work_t* v = (work_t*)base;
     int* y = (int*)(base + 8LL * n2);
     int* pred = y + n2;
     int* x = pred + n2;
     int* fl = x + n1;
     const int rank = t.rank;
-    long long rows = 0;
     int status = STATUS_OK;
+
+    // 3. shortest augmenting paths
+    unsigned valid = 0, asg = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int j = rank + TEAM * k;
+        if (j < n2) {
+            valid |= 1u << k;
+            if (y[j] >= 0) asg |= 1u << k;
+        }
+    }
+    for (int q = 0; q < nfree && status == STATUS_OK; ++q) {
+        const int f = listed ? fl[q] : q;
+        work_t d[K], h[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int j = rank + TEAM * k;
+            h[k] = j < n2 ? load(c, (long long)f * n2 + j) : (work_t)0;
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int j = rank + TEAM * k;
+            d[k] = 0;
+            if (j < n2) {
+                d[k] = h[k] - v[j];
+                pred[j] = f;
+            }
+        }
+        ++rows;
+        unsigned open = valid;
+        work_t mn = 0;
+        bool first = true;
+        int jmin = -1;
+        for (;;) {
+            u64 bo = NO_VAL;
+            unsigned bk = NO_KEY;
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                if ((open >> k) & 1u) {
+                    const u64 o = ordered(d[k]);
+                    const unsigned key = (unsigned)(rank + TEAM * k)
+                        | (((asg >> k) & 1u) ? ASSIGNED_BIT : 0u);
+                    if (o < bo || (o == bo && key < bk)) {
+                        bo = o;
+                        bk = key;
+                    }
+                }
+            }
+            team_min(t, bo, bk);
+            const work_t dmin = from_ordered(bo);
+            if (bk == NO_KEY || !(dmin < W_INF)) {
+                status = STATUS_INFEASIBLE;
+                break;
+            }
+            jmin = (int)(bk & COL_BITS);
+            if (jmin % TEAM == rank) open &= ~(1u << (jmin / TEAM));
+            if (first) {  // distances from the row's smallest reduced cost: the path's
+                // arithmetic then runs at the magnitude of its own reduced costs
+#pragma unroll
+                for (int k = 0; k < K; ++k) d[k] -= dmin;
+                mn = 0;
+                first = false;
+            } else if (dmin > mn) {
+                mn = dmin;
+            }
+            if (!(bk & ASSIGNED_BIT)) break;  // a free column: the path ends here
+            const int i = y[jmin];
+            const long long row = (long long)i * n2;
+            const work_t cm = load(c, row + jmin), vm = v[jmin];
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int j = rank + TEAM * k;
+                h[k] = j < n2 ? load(c, row + j) : (work_t)0;
+            }
+            ++rows;
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                if ((open >> k) & 1u) {
+                    const int j = rank + TEAM * k;
+                    const work_t cand = (h[k] - cm) - (v[j] - vm) + mn;
+                    if (cand < d[k]) {
+                        d[k] = cand;
+                        pred[j] = i;
+                    }
+                }
+            }
+        }
+        if (status != STATUS_OK) break;
+        // prices of the columns this search closed
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            if (((valid & ~open) >> k) & 1u) {
+                const int j = rank + TEAM * k;
+                v[j] -= mn - d[k];
+            }
+        }
+        if (jmin % TEAM == rank) asg |= 1u << (jmin / TEAM);
+        team_sync(t);
+        if (rank == 0) {  // flip the alternating path back to f
+            int j = jmin;
+            for (;;) {
+                const int i = pred[j];
+                y[j] = i;
+                const int prev = x[i];
+                x[i] = j;
+                if (i == f) break;
+                j = prev;
+            }
+        }
+        team_sync(t);
+    }
+    if (status != STATUS_OK) {
+        if (rank == 0) {
+            out.status[p] = status;
+            out.rows[p] = rows;
+        }
+        return false;
+    }
+
+    // 4. the result: v shifted to a maximum of 0, u from the assigned pairs
+    bool fail = false;
+    work_t top = -W_INF;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int j = rank + TEAM * k;
+        if (j < n2) top = v[j] > top ? v[j] : top;
+    }
+    top = team_max(t, top);
+    work_t vq[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int j = rank + TEAM * k;
+        vq[k] = 0;
+        if (j < n2) {
+            vq[k] = v[j] - top;
+            out.v[p * n2 + j] = vq[k];
+            fail |= y[j] < 0 && vq[k] != 0;
+        }
+    }
+    work_t part = 0;
+    for (int i = rank; i < n1; i += TEAM) {
+        const int j = x[i];
+        const work_t cx = load(c, (long long)i * n2 + j);
+        out.u[p * n1 + i] = cx - (v[j] - top);
+        out.x[p * n1 + i] = j;
+        part += cx;
+    }
+    const work_t total = team_sum(t, part);
+
+    // 5. the certificate, entry by entry (epslap.verify's rule)
+    for (int i0 = 0; i0 < n1; i0 += SWEEP_ROWS) {
+        work_t buf[SWEEP_ROWS][K], ui[SWEEP_ROWS];
+#pragma unroll
+        for (int r = 0; r < SWEEP_ROWS; ++r) {
+            const int i = i0 + r < n1 ? i0 + r : n1 - 1;
+            const int xi = x[i];
+            ui[r] = load(c, (long long)i * n2 + xi) - (v[xi] - top);
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int j = rank + TEAM * k;
+                buf[r][k] = j < n2 ? load(c, (long long)i * n2 + j) : (work_t)0;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < SWEEP_ROWS; ++r)
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int j = rank + TEAM * k;
+                if (i0 + r < n1 && j < n2) {
+                    const work_t cij = buf[r][k];
+#if COST_INTEGRAL
+                    fail |= ui[r] + vq[k] > cij;
+#else
+                    if (cij < W_INF) {  // the tolerance summed in either order (verify's
+                        // order depends on the caller's orientation): the smaller
+                        const double a = fabs(cij), b = fabs(ui[r]), e = fabs(vq[k]);
+                        const double tol = rtol * fmin((a + b) + e, (a + e) + b);
+                        fail |= (ui[r] + vq[k]) - cij > tol;
+                    }
+#endif
+                }
+            }
+    }
+    fail = team_any(t, fail);
+    if (fail && !last) return true;
+    if (rank == 0) {
+        out.total[p] = total;
+        out.status[p] = fail ? UNCERTIFIED : STATUS_OK;
+        out.rows[p] = rows;
+    }
+    return false;
+}
+
+// Steps 1 and 2 of problem p, then search_and_certify. Returns whether p needs the polish
+// (its outputs then hold the duals that missed the rule; `rows`: the rows it read so far).
+__device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n2, long long p,
+                                          unsigned char* base, const Outputs& out,
+                                          long long& rows, double rtol) {
+    work_t* v = (work_t*)base;
+    int* y = (int*)(base + 8LL * n2);
+    int* pred = y + n2;
+    int* x = pred + n2;
+    int* fl = x + n1;
+    const int rank = t.rank;
+    rows = 0;
 
     // 1. the sweep: validity, +inf, column minima (first row of the minimum)
     work_t cmin[K];
@@ -267,10 +493,10 @@ __device__ void solve_one(Team& t, const Costs& c, int n1, int n2, long long p,
     has_inf = team_any(t, has_inf);
     if (bad) {
         if (rank == 0) {
-            status_out[p] = STATUS_INVALID;
-            rows_out[p] = 0;
+            out.status[p] = STATUS_INVALID;
+            out.rows[p] = 0;
         }
-        return;
+        return false;
     }
 #endif
 
@@ -399,187 +625,29 @@ __device__ void solve_one(Team& t, const Costs& c, int n1, int n2, long long p,
         listed = true;
     }
     team_sync(t);
+    return search_and_certify(t, c, n1, n2, p, base, out, nfree, listed, rows, rtol, false);
+}
 
-    // 3. shortest augmenting paths
-    unsigned valid = 0, asg = 0;
+// Step 6, the polish of problem p, whose certificate missed: every row free again, from the
+// prices just reported (out.v, at most 0), steps 3 to 5 once more.
+__device__ __forceinline__ void polish_one(Team& t, const Costs& c, int n1, int n2, long long p,
+                                           unsigned char* base, const Outputs& out,
+                                           long long rows, double rtol) {
+    work_t* v = (work_t*)base;
+    int* y = (int*)(base + 8LL * n2);
+    int* x = y + 2 * n2;
+    team_sync(t);  // every lane is done with x, y and v
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-        const int j = rank + TEAM * k;
+        const int j = t.rank + TEAM * k;
         if (j < n2) {
-            valid |= 1u << k;
-            if (y[j] >= 0) asg |= 1u << k;
+            v[j] = out.v[p * n2 + j];  // written by this lane
+            y[j] = -1;
         }
     }
-    for (int q = 0; q < nfree && status == STATUS_OK; ++q) {
-        const int f = listed ? fl[q] : q;
-        work_t d[K], h[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const int j = rank + TEAM * k;
-            h[k] = j < n2 ? load(c, (long long)f * n2 + j) : (work_t)0;
-        }
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const int j = rank + TEAM * k;
-            d[k] = 0;
-            if (j < n2) {
-                d[k] = h[k] - v[j];
-                pred[j] = f;
-            }
-        }
-        ++rows;
-        unsigned open = valid;
-        work_t mn = 0;
-        bool first = true;
-        int jmin = -1;
-        for (;;) {
-            u64 bo = NO_VAL;
-            unsigned bk = NO_KEY;
-#pragma unroll
-            for (int k = 0; k < K; ++k) {
-                if ((open >> k) & 1u) {
-                    const u64 o = ordered(d[k]);
-                    const unsigned key = (unsigned)(rank + TEAM * k)
-                        | (((asg >> k) & 1u) ? ASSIGNED_BIT : 0u);
-                    if (o < bo || (o == bo && key < bk)) {
-                        bo = o;
-                        bk = key;
-                    }
-                }
-            }
-            team_min(t, bo, bk);
-            const work_t dmin = from_ordered(bo);
-            if (bk == NO_KEY || !(dmin < W_INF)) {
-                status = STATUS_INFEASIBLE;
-                break;
-            }
-            jmin = (int)(bk & COL_BITS);
-            if (jmin % TEAM == rank) open &= ~(1u << (jmin / TEAM));
-            if (first || dmin > mn) mn = dmin;
-            first = false;
-            if (!(bk & ASSIGNED_BIT)) break;  // a free column: the path ends here
-            const int i = y[jmin];
-            const long long row = (long long)i * n2;
-            const work_t cm = load(c, row + jmin), vm = v[jmin];
-#pragma unroll
-            for (int k = 0; k < K; ++k) {
-                const int j = rank + TEAM * k;
-                h[k] = j < n2 ? load(c, row + j) : (work_t)0;
-            }
-            ++rows;
-#pragma unroll
-            for (int k = 0; k < K; ++k) {
-                if ((open >> k) & 1u) {
-                    const int j = rank + TEAM * k;
-                    const work_t cand = (h[k] - cm) - (v[j] - vm) + mn;
-                    if (cand < d[k]) {
-                        d[k] = cand;
-                        pred[j] = i;
-                    }
-                }
-            }
-        }
-        if (status != STATUS_OK) break;
-        // prices of the columns this search closed
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            if (((valid & ~open) >> k) & 1u) {
-                const int j = rank + TEAM * k;
-                v[j] -= mn - d[k];
-            }
-        }
-        if (jmin % TEAM == rank) asg |= 1u << (jmin / TEAM);
-        team_sync(t);
-        if (rank == 0) {  // flip the alternating path back to f
-            int j = jmin;
-            for (;;) {
-                const int i = pred[j];
-                y[j] = i;
-                const int prev = x[i];
-                x[i] = j;
-                if (i == f) break;
-                j = prev;
-            }
-        }
-        team_sync(t);
-    }
-    if (status != STATUS_OK) {
-        if (rank == 0) {
-            status_out[p] = status;
-            rows_out[p] = rows;
-        }
-        return;
-    }
-
-    // 4. the result: v shifted to a maximum of 0, u from the assigned pairs
-    work_t top = -W_INF;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const int j = rank + TEAM * k;
-        if (j < n2) top = v[j] > top ? v[j] : top;
-    }
-    top = team_max(t, top);
-    work_t vq[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const int j = rank + TEAM * k;
-        vq[k] = 0;
-        if (j < n2) {
-            vq[k] = v[j] - top;
-            v_out[p * n2 + j] = vq[k];
-        }
-    }
-    work_t part = 0;
-    for (int i = rank; i < n1; i += TEAM) {
-        const int j = x[i];
-        const work_t cx = load(c, (long long)i * n2 + j);
-        u_out[p * n1 + i] = cx - (v[j] - top);
-        x_out[p * n1 + i] = j;
-        part += cx;
-    }
-    const work_t total = team_sum(t, part);
-
-    // 5. the certificate, entry by entry (epslap.verify's rule)
-    bool fail = false;
-    for (int i0 = 0; i0 < n1; i0 += SWEEP_ROWS) {
-        work_t buf[SWEEP_ROWS][K], ui[SWEEP_ROWS];
-#pragma unroll
-        for (int r = 0; r < SWEEP_ROWS; ++r) {
-            const int i = i0 + r < n1 ? i0 + r : n1 - 1;
-            const int xi = x[i];
-            ui[r] = load(c, (long long)i * n2 + xi) - (v[xi] - top);
-#pragma unroll
-            for (int k = 0; k < K; ++k) {
-                const int j = rank + TEAM * k;
-                buf[r][k] = j < n2 ? load(c, (long long)i * n2 + j) : (work_t)0;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < SWEEP_ROWS; ++r)
-#pragma unroll
-            for (int k = 0; k < K; ++k) {
-                const int j = rank + TEAM * k;
-                if (i0 + r < n1 && j < n2) {
-                    const work_t cij = buf[r][k];
-#if COST_INTEGRAL
-                    fail |= ui[r] + vq[k] > cij;
-#else
-                    if (cij < W_INF) {  // the tolerance summed in either order (verify's
-                        // order depends on the caller's orientation): the smaller
-                        const double a = fabs(cij), b = fabs(ui[r]), e = fabs(vq[k]);
-                        const double tol = rtol * fmin((a + b) + e, (a + e) + b);
-                        fail |= (ui[r] + vq[k]) - cij > tol;
-                    }
-#endif
-                }
-            }
-    }
-    fail = team_any(t, fail);
-    if (rank == 0) {
-        total_out[p] = total;
-        status_out[p] = fail ? UNCERTIFIED : STATUS_OK;
-        rows_out[p] = rows;
-    }
+    for (int i = t.rank; i < n1; i += TEAM) x[i] = -1;
+    team_sync(t);
+    search_and_certify(t, c, n1, n2, p, base, out, n1, false, rows, rtol, true);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
@@ -588,6 +656,7 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
             work_t* __restrict__ v_out, work_t* __restrict__ total_out,
             int* __restrict__ status_out, long long* __restrict__ rows_out,
             unsigned long long* __restrict__ counter, double rtol) {
+    // counter[0]: the next problem to take; counter[1]: the members polished (step 6)
     extern __shared__ __align__(16) unsigned char smem[];
     Team t;
     t.rank = threadIdx.x % TEAM;
@@ -598,6 +667,13 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
     t.mask = ((1u << TEAM) - 1u) << ((threadIdx.x & 31) & ~(TEAM - 1));
 #endif
     unsigned char* base = smem + (threadIdx.x / TEAM) * team_bytes(n1, n2);
+    Outputs out;
+    out.x = x_out;
+    out.u = u_out;
+    out.v = v_out;
+    out.total = total_out;
+    out.status = status_out;
+    out.rows = rows_out;
     const long long size = (long long)n1 * n2;
     for (;;) {
         long long p;
@@ -615,8 +691,11 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
         Costs c;
         c.p = costs + p * size;
         c.negate = negate != 0;
-        solve_one(t, c, n1, n2, p, base, x_out, u_out, v_out, total_out,
-                  status_out, rows_out, rtol);
+        long long rows;
+        if (solve_one(t, c, n1, n2, p, base, out, rows, rtol)) {
+            if (t.rank == 0) atomicAdd(counter + 1, 1ull);
+            polish_one(t, c, n1, n2, p, base, out, rows, rtol);
+        }
         team_sync(t);
     }
 }
