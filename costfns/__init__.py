@@ -8,9 +8,10 @@ from .classes import (PROBLEMS, Disjoint, Geometric, LowRank, Random, RandomInt,
                       generate, problem)
 from .device import RowKernel
 from .functions import FunctionSource, OnDisk, from_function
-from .images import ImageEMD, load_image, pixel_features
-from .sources import Dense, SqEuclidean
+from .images import ImageEMD, ImageReadError, load_image, load_image_pair, pixel_features
+from .sources import Dense, Euclidean, SqEuclidean
 
-__all__ = ["CostSource", "CudaCost", "Dense", "SqEuclidean", "Random", "RandomInt", "Geometric",
-           "Disjoint", "Sanity", "LowRank", "ImageEMD", "load_image", "pixel_features", "OnDisk",
+__all__ = ["CostSource", "CudaCost", "Dense", "SqEuclidean", "Euclidean", "Random", "RandomInt",
+           "Geometric", "Disjoint", "Sanity", "LowRank", "ImageEMD", "ImageReadError", "load_image",
+           "load_image_pair", "pixel_features", "OnDisk",
            "from_function", "RowKernel", "FunctionSource", "PROBLEMS", "problem", "generate"]

@@ -1,9 +1,13 @@
 """Images as point sets: every pixel a 5-D feature (colour, position), for image EMD.
 
 Guthe & Thuerck 2021, §5.3 (image retrieval after Rubner et al., "The Earth Mover's Distance as a
-metric for image retrieval", IJCV 40(2), 2000): pixel → (R/max, G/max, B/max, x/(w−1), y/(h−1));
-the cost of matching a pixel of A with a pixel of B is the squared Euclidean distance of their
-features, and the optimal assignment's total cost is the EMD of the two images at full resolution.
+metric for image retrieval", IJCV 40(2), 2000): pixel → (R/max, G/max, B/max, x/(w−1), y/(h−1)).
+Each image is a distribution of unit masses, one per pixel, over colour × the unit square. When
+both images have the same number of pixels, the optimal assignment of one image's pixels to the
+other's is the balanced EMD with uniform weights (the transport polytope's vertices are
+permutations); the ground distance is the Euclidean feature distance (the EMD of Rubner et al.,
+W1) or its square (W2²). Images of different pixel counts are resampled onto one common grid
+first (:func:`load_image_pair`), unless partial matching is asked for.
 """
 from __future__ import annotations
 
@@ -11,7 +15,18 @@ import os
 
 import numpy as np
 
-from .sources import SqEuclidean
+from ._base import CostSource
+from .sources import Euclidean, SqEuclidean
+
+#: The ground distances of :class:`ImageEMD` and what the optimal mean cost is, by metric.
+METRICS = {"euclidean": (Euclidean, "W1"), "sqeuclidean": (SqEuclidean, "W2^2")}
+#: What happens to pixels of the image with more of them: see :func:`load_image_pair`.
+UNMATCHED = ("resample", "drop")
+
+
+class ImageReadError(ValueError):
+    """An image file that is missing or unreadable: a failure of the input, not of the
+    arguments (the command line exits 1 for it, 2 for a bad value)."""
 
 
 def load_image(source, *, size: int | None = None) -> np.ndarray:
@@ -29,9 +44,9 @@ def load_image(source, *, size: int | None = None) -> np.ndarray:
                 im.load()
                 img = _pil_to_rgb(im)
         except FileNotFoundError:
-            raise ValueError(f"image file not found: {os.fspath(source)!r}") from None
+            raise ImageReadError(f"image file not found: {os.fspath(source)!r}") from None
         except (UnidentifiedImageError, OSError) as exc:
-            raise ValueError(f"cannot read {os.fspath(source)!r} as an image: {exc}") from None
+            raise ImageReadError(f"cannot read {os.fspath(source)!r} as an image: {exc}") from None
     else:
         img = _array_to_rgb(np.asarray(source))
     if img.shape[0] == 0 or img.shape[1] == 0:
@@ -123,18 +138,89 @@ def pixel_features(img: np.ndarray, *, position_weight: float = 1.0,
     return np.column_stack([col.reshape(-1, 3), s * x.reshape(-1), s * y.reshape(-1)])
 
 
-class ImageEMD(SqEuclidean):
-    """Squared feature distances between the pixels of two images (rows = the smaller image).
+def _resample(img: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``img`` box-filtered onto an ``(h, w)`` grid, each channel in float32 (no 8-bit rounding).
 
-    ``swapped`` is True when the rows are the pixels of ``b`` (b has fewer pixels than a).
-    Inherits the CPU row function and the CUDA device form of :class:`SqEuclidean`.
+    Positions are normalised to [0, 1] per axis, so a grid of another aspect ratio samples the
+    same distribution over the unit square: only its resolution changes."""
+    from PIL import Image
+    h, w = shape
+    if img.shape[:2] == (h, w):
+        return img
+    chans = [np.asarray(Image.fromarray(np.ascontiguousarray(img[:, :, c], dtype=np.float32))
+                        .resize((w, h), Image.Resampling.BOX), dtype=np.float64)
+             for c in range(3)]  # a 2-D float32 array is a mode "F" image
+    return np.clip(np.stack(chans, axis=-1), 0.0, 1.0)
+
+
+def common_grid(shape_a: tuple, shape_b: tuple, pixels: int) -> tuple[int, int]:
+    """One (h, w) grid of at most ``pixels`` pixels (as many as fit) for both images, its aspect
+    ratio the geometric mean of theirs, so that neither image is squeezed more than the other."""
+    aspect = np.sqrt(shape_a[1] / shape_a[0] * shape_b[1] / shape_b[0])  # width / height
+    h = int(min(max(1, round(np.sqrt(pixels / aspect))), pixels))
+    return h, max(1, pixels // h)
+
+
+def load_image_pair(a, b, *, size: int | None = None,
+                    unmatched: str = "resample") -> tuple[np.ndarray, np.ndarray]:
+    """The two images as compared by :class:`ImageEMD`: (h, w, 3) float64 arrays in [0, 1].
+
+    ``unmatched="resample"`` (default) gives both exactly the same number of pixels, so that
+    every pixel is matched and the assignment is the balanced EMD: images of equal pixel count
+    within ``size`` are left as they are; otherwise both are box-filtered from their originals
+    onto :func:`common_grid` with at most ``min(size, pixels of a, pixels of b)`` pixels (never
+    upscaled beyond the smaller image). ``unmatched="drop"`` downscales each image on its own to
+    about ``size`` pixels (aspect kept): the larger image's surplus pixels stay unmatched.
+    """
+    if unmatched not in UNMATCHED:
+        raise ValueError(f"unmatched must be 'resample' or 'drop', got {unmatched!r}")
+    if size is not None and not (isinstance(size, (int, np.integer))
+                                 and not isinstance(size, bool) and size >= 1):
+        raise ValueError(f"size must be a positive pixel count, got {size!r}")
+    if unmatched == "drop":
+        return load_image(a, size=size), load_image(b, size=size)
+    img_a, img_b = load_image(a), load_image(b)
+    pa, pb = img_a.shape[0] * img_a.shape[1], img_b.shape[0] * img_b.shape[1]
+    target = min(pa, pb) if size is None else min(int(size), pa, pb)
+    if pa == pb == target:
+        return img_a, img_b
+    grid = common_grid(img_a.shape, img_b.shape, target)
+    return _resample(img_a, grid), _resample(img_b, grid)
+
+
+class ImageEMD(CostSource):
+    """Ground distances between the pixels of two images (rows = the image with fewer pixels).
+
+    ``metric``: ``"euclidean"`` (default; the EMD of Rubner et al., W1) or ``"sqeuclidean"``
+    (W2², the paper's §5.3 cost). ``size`` and ``unmatched``: see :func:`load_image_pair`;
+    ``image_a`` and ``image_b`` are the images as compared. ``swapped`` is True when the rows
+    are the pixels of ``b`` (b has fewer pixels than a). The CPU forms and the CUDA device form
+    are those of :class:`Euclidean` or :class:`SqEuclidean`.
     """
 
     def __init__(self, a, b, *, size: int | None = None, position_weight: float = 1.0,
-                 colour: str = "rgb"):
-        self.image_a = load_image(a, size=size)
-        self.image_b = load_image(b, size=size)
+                 colour: str = "rgb", metric: str = "euclidean", unmatched: str = "resample"):
+        if metric not in METRICS:
+            raise ValueError(f"metric must be 'euclidean' or 'sqeuclidean', got {metric!r}")
+        self.metric = metric
+        self.image_a, self.image_b = load_image_pair(a, b, size=size, unmatched=unmatched)
         fa = pixel_features(self.image_a, position_weight=position_weight, colour=colour)
         fb = pixel_features(self.image_b, position_weight=position_weight, colour=colour)
         self.swapped = len(fb) < len(fa)
-        super().__init__(fb, fa) if self.swapped else super().__init__(fa, fb)
+        source = METRICS[metric][0]
+        self.points = source(fb, fa) if self.swapped else source(fa, fb)
+        self.shape, self.dtype = self.points.shape, self.points.dtype
+
+    @property
+    def quantity(self) -> str:
+        """What the optimal mean cost is: ``"W1"`` (euclidean) or ``"W2^2"`` (sqeuclidean)."""
+        return METRICS[self.metric][1]
+
+    def state(self):
+        return self.points.state()
+
+    def transpose(self):
+        return self.points.transpose()
+
+    def cuda_source(self):
+        return self.points.cuda_source()

@@ -1,6 +1,8 @@
-"""General cost sources: a dense array and squared Euclidean distances between point sets."""
+"""General cost sources: a dense array, and squared or plain Euclidean distances between point
+sets."""
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -112,10 +114,10 @@ class SqEuclidean(CostSource):
         x = np.asarray(X, dtype=np.float64)
         y = np.asarray(Y, dtype=np.float64)
         if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
-            raise ValueError(f"SqEuclidean: X and Y must be (n, d) arrays with the same d, got "
-                             f"shapes {x.shape} and {y.shape}")
+            raise ValueError(f"{type(self).__name__}: X and Y must be (n, d) arrays with the same "
+                             f"d, got shapes {x.shape} and {y.shape}")
         if not (np.isfinite(x).all() and np.isfinite(y).all()):
-            raise ValueError("SqEuclidean: points must be finite (found NaN or inf)")
+            raise ValueError(f"{type(self).__name__}: points must be finite (found NaN or inf)")
         self.X = np.ascontiguousarray(x)
         self.Y = np.ascontiguousarray(y)
         self.shape = (x.shape[0], y.shape[0])
@@ -140,5 +142,59 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
 #pragma unroll
     for (int t = 0; t < {dim}; ++t) {{ double u = __ldg(x + i * {dim} + t) - __ldg(yt + t * a.n2 + j); s += u * u; }}
     return s;
+}}"""
+        return CudaCost(code, [self.X, np.ascontiguousarray(self.Y.T)], [dim], [])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _euclidean_at(s, i, j):
+    """√ of :func:`_sqeuclidean_at`'s sum, summed in the same order: the part form's values
+    are bit-identical (``math.sqrt`` rounds correctly, as CUDA's double ``sqrt`` does)."""
+    return math.sqrt(_sqeuclidean_at(s, i, j))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _euclidean_part(s, i, lo, hi, buf):
+    """The squared part, then a square root per column (a separate loop that vectorises)."""
+    out = _sqeuclidean_part(s, i, lo, hi, buf)
+    for j in range(hi - lo):
+        out[j] = math.sqrt(out[j])
+    return out
+
+
+@cost_forms(entry=_euclidean_at, part=_euclidean_part)
+class _EuclideanState(NamedTuple):
+    x: np.ndarray   # (n1, d) float64, row points
+    yt: np.ndarray  # (d, n2) float64, column points, transposed for unit-stride rows
+
+
+class Euclidean(CostSource):
+    r"""Euclidean distance :math:`c_{ij} = \lVert x_i - y_j \rVert` (float64), unsquared.
+
+    The ground distance of the Earth Mover's Distance of Rubner et al. (the first Wasserstein
+    distance W1). ``X`` has shape (n1, d), ``Y`` (n2, d); rows are the points of ``X``.
+    """
+
+    def __init__(self, X, Y):
+        SqEuclidean.__init__(self, X, Y)  # the same validation and layout
+
+    def state(self):
+        return _EuclideanState(self.X, np.ascontiguousarray(self.Y.T))
+
+    def transpose(self):
+        return Euclidean(self.Y, self.X)
+
+    def cuda_source(self):
+        # SqEuclidean's device sum in the same order, then the correctly rounded double sqrt:
+        # the costs equal the CPU forms' bit for bit
+        dim = self.X.shape[1]
+        code = f"""
+__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {{
+    const double* x = (const double*)a.p[0];
+    const double* yt = (const double*)a.p[1];
+    double s = 0.0;
+#pragma unroll
+    for (int t = 0; t < {dim}; ++t) {{ double u = __ldg(x + i * {dim} + t) - __ldg(yt + t * a.n2 + j); s += u * u; }}
+    return sqrt(s);
 }}"""
         return CudaCost(code, [self.X, np.ascontiguousarray(self.Y.T)], [dim], [])

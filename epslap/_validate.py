@@ -167,14 +167,21 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
     """Validate ``solve``'s execution options once, for every backend: one message per option.
 
     ``memory`` and ``cache`` are checked even where they have no effect (a matrix already in
-    host memory on the CPU backend), so that a typo never passes silently.
+    host memory on the CPU backend), so that a typo never passes silently. The defaults of a
+    plain CPU call return at once (a tiny problem's whole solve costs about as much as the full
+    checks).
     """
+    if (backend == "cpu" and (maximize is False or maximize is True) and epsilon is True
+            and progress is False and memory is None and threads is None
+            and cache.__class__ is str and cache == "auto"
+            and device.__class__ is int and device == 0):
+        return
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
     _flag("maximize", maximize)
     _flag("epsilon", epsilon)
     _flag("progress", progress)
-    if cache not in _CACHES:
+    if not isinstance(cache, str) or cache not in _CACHES:  # an array would compare per item
         raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {cache!r}")
     if memory is not None:
         from .cache import parse_memory

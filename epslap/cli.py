@@ -1,131 +1,286 @@
-"""The ``epslap`` command. Flags map one-to-one onto :func:`epslap.solve` keywords."""
+"""The ``epslap`` command. Flags map one-to-one onto :func:`epslap.solve` keywords.
+
+Every mistake ends the command with one line on stderr and no traceback. Exit codes: 0 done,
+2 a usage error (a bad argument or value, an option that does not apply to the input), 1 a
+failure (an infeasible problem, no GPU or CuPy, a file that cannot be read or written, out of
+memory), 130 interrupted (Ctrl-C).
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import re
 import sys
 import time
 
 import numpy as np
 
+from . import __version__
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="epslap", description="Exact linear assignment by ε-pricing "
-                                "shortest augmenting paths (Guthe & Thuerck, ACM TOMS 2021).")
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("solve", help="solve one assignment problem")
+USAGE, FAILURE, INTERRUPTED = 2, 1, 130
+
+
+class UsageError(Exception):
+    """A bad argument or value: exit code 2."""
+
+
+class Failure(Exception):
+    """The command could not do its work with valid arguments: exit code 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (argparse prints the usage block and the error)."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def _weight(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _memory(text: str) -> str:
+    """A size such as ``1GiB``, checked here so that a typo is a usage error before any work."""
+    from .cache import parse_memory
+    try:
+        parse_memory(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _threads_help() -> str:
+    from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT
+    return (f"CPU threads for the passes (default: every free core when the problem has at "
+            f"least {AUTO_MIN_COLS_FLOAT} columns for a float matrix in memory, "
+            f"{AUTO_MIN_COLS} for an integer matrix or costs on demand, else 1)")
+
+
+def _solve_parser(sub) -> None:
+    import costfns
+    names = sorted(costfns.PROBLEMS)
+    s = sub.add_parser("solve", help="solve one assignment problem",
+                       description="Solve one assignment problem exactly and certify the result.")
     s.add_argument("matrix", nargs="?", help="cost matrix as a .npy file")
-    s.add_argument("--problem", help="generate one of the paper's classes instead of a file")
-    s.add_argument("--n", type=int, default=1000, help="size of a generated problem")
-    s.add_argument("--seed", type=int, default=0, help="seed of a generated problem")
+    s.add_argument("--problem", choices=names, metavar="NAME",
+                   help="generate one of the paper's classes instead of reading a file: "
+                        + ", ".join(names))
+    s.add_argument("--n", type=_positive_int, help="size of a generated problem (default 1000)")
+    s.add_argument("--seed", type=_seed, help="seed of a generated problem (default 0)")
     s.add_argument("--maximize", action="store_true", help="maximise instead of minimise")
     s.add_argument("--no-epsilon", dest="epsilon", action="store_false",
                    help="plain successive shortest paths (no ε-pricing)")
-    s.add_argument("--backend", default="cpu", help="solver backend (default: cpu)")
-    s.add_argument("--memory", help="budget for cost rows of an on-demand problem, e.g. 1GiB")
-    s.add_argument("--cache", default="auto", choices=["auto", "lfu", "slru"],
-                   help="row cache policy when the matrix does not fit the budget")
-    s.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for the passes (default: all cores at n >= 4000, else 1)")
+    s.add_argument("--backend", default="cpu", choices=["cpu", "gpu", "hungarian-gpu"],
+                   help="solver backend (default: cpu)")
+    s.add_argument("--memory", type=_memory,
+                   help="budget for cost rows computed on demand (--problem), e.g. 1GiB; with "
+                        "--backend gpu also for a matrix (streamed through a device row cache). "
+                        "Refused where there is nothing to bound (a matrix on the CPU)")
+    s.add_argument("--cache", choices=["auto", "lfu", "slru"],
+                   help="row cache policy when the rows do not fit --memory (default auto)")
+    s.add_argument("--threads", type=_positive_int, help=_threads_help())
     s.add_argument("--dense", action="store_true",
                    help="materialise a generated problem as a dense matrix first")
     s.add_argument("--progress", action="store_true", help="show a progress bar")
     s.add_argument("--json", metavar="OUT", help="write the result and statistics as JSON")
     s.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip the optimality certificate (it reads the whole matrix once)")
-    e = sub.add_parser("emd", help="Earth Mover's Distance between images (all pairs)")
-    e.add_argument("images", nargs="+", help="image files (PNG, JPEG, PPM/PGM, TIFF, ...)")
-    e.add_argument("--size", type=int, help="downscale each image to about this many pixels")
+
+
+def _emd_parser(sub) -> None:
+    e = sub.add_parser("emd", help="Earth Mover's Distance between images (all pairs)",
+                       description="Exact EMD of every pair of images (uniform mass per pixel).")
+    e.add_argument("images", nargs="+", help="two or more image files (PNG, JPEG, PPM/PGM, TIFF)")
+    e.add_argument("--size", type=_positive_int,
+                   help="pixels per image: both images of a pair are resampled onto one grid of "
+                        "at most this many pixels (default: the smaller image's pixel count)")
+    e.add_argument("--metric", default="euclidean", choices=["euclidean", "sqeuclidean"],
+                   help="ground distance: euclidean gives W1, the EMD of Rubner et al. "
+                        "(default); sqeuclidean gives W2² (the paper's cost)")
+    e.add_argument("--unmatched", default="resample", choices=["resample", "drop"],
+                   help="pairs of different pixel counts: resample onto one grid (default, a "
+                        "balanced EMD) or drop the larger image's surplus pixels (partial "
+                        "matching)")
     e.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
-    e.add_argument("--memory", help="row-cache budget per solve, e.g. 1GiB (cpu)")
-    e.add_argument("--position-weight", type=float, default=1.0,
+    e.add_argument("--memory", type=_memory, help="row-cache budget per solve, e.g. 1GiB")
+    e.add_argument("--position-weight", type=_weight, default=1.0,
                    help="weight of position against colour in the pixel distance (default 1)")
     e.add_argument("--colour", default="rgb", choices=["rgb", "lab"], help="colour space")
     e.add_argument("--out", help="CSV of finished pairs; a rerun resumes from it")
     e.add_argument("--plot", help="save the 2-D MDS of the distances with thumbnails (PNG)")
     e.add_argument("--assignment", help="save the first pair's colour transfer picture (PNG)")
+    e.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no per-pair progress line on stderr")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="epslap", description="Exact linear assignment by ε-pricing shortest "
+                "augmenting paths (Guthe & Thuerck, ACM TOMS 2021). Exit codes: 0 done, "
+                "1 failure, 2 usage error, 130 interrupted.")
+    p.add_argument("--version", action="version", version=f"epslap {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _solve_parser(sub)
+    _emd_parser(sub)
     return p
 
 
+def _check_size_words(argv: list[str], name: str) -> None:
+    """``--memory 1 GiB`` (two words) would make ``GiB`` the matrix or an image: say so."""
+    from .cache import _UNITS
+    number = re.compile(r"[0-9]*\.?[0-9]+")
+    for k, word in enumerate(argv):
+        value, rest = None, argv[k + 1:]
+        if word == "--memory" and rest:
+            value, rest = rest[0], rest[1:]
+        elif word.startswith("--memory="):
+            value = word.split("=", 1)[1]
+        if value is not None and number.fullmatch(value) and rest and rest[0].lower() in _UNITS:
+            raise UsageError(f"{name}: --memory takes one word: write --memory {value}{rest[0]}"
+                             f" (or --memory '{value} {rest[0]}'), not --memory {value} "
+                             f"{rest[0]}")
+
+
+def _check_output(path: str | None, flag: str) -> None:
+    """Fail before the work, not after it, when an output file's folder does not exist."""
+    if path is not None:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise Failure(f"{flag} {path}: folder {folder} does not exist")
+
+
 def _emd(args) -> int:
+    from costfns.images import load_image
+
     from .emd import emd, emd_matrix, plot_assignment, plot_mds
-    kw = dict(size=args.size, backend=args.backend, position_weight=args.position_weight,
-              colour=args.colour)
-    if args.backend == "cpu":
-        kw["memory"] = args.memory
-    try:
-        if len(args.images) == 1:
-            raise ValueError("give at least two images")
-        dist = emd_matrix(args.images, out=args.out, **kw)
-    except (ValueError, TypeError) as exc:
-        print(f"epslap emd: {exc}", file=sys.stderr)
-        return 2
-    names = [a.rsplit("/", 1)[-1] for a in args.images]
-    width = max(len(n) for n in names)
-    print(" " * width + "".join(f" {n[:10]:>10}" for n in names))
-    for name, row in zip(names, dist):
-        print(f"{name:>{width}}" + "".join(f" {x:10.5f}" for x in row))
+    if len(args.images) < 2:
+        raise UsageError("epslap emd: give at least two images")
+    for flag in ("out", "plot", "assignment"):
+        _check_output(getattr(args, flag), f"--{flag}")
+    for path in args.images:  # every image readable before the first of k(k-1)/2 solves
+        load_image(path)
+    kw = {"size": args.size, "metric": args.metric, "unmatched": args.unmatched,
+          "backend": args.backend, "position_weight": args.position_weight,
+          "colour": args.colour, "memory": args.memory}
+    first = {}
+
+    def keep_first(i: int, j: int, res) -> None:  # --assignment draws this pair's matching
+        if (i, j) == (0, 1):
+            first["res"] = res
+    dist = emd_matrix(args.images, out=args.out, progress=args.progress, on_pair=keep_first,
+                      **kw)
+    _print_matrix(args.images, dist, args.metric)
     if args.plot:
-        plot_mds(dist, args.images, args.plot)
+        plot_mds(dist, args.images, args.plot, metric=args.metric)
         print(f"wrote {args.plot}")
     if args.assignment:
-        res = emd(args.images[0], args.images[1], **kw)
+        res = first.get("res") or emd(args.images[0], args.images[1], **kw)  # resumed pair
         plot_assignment(res, args.images[0], args.images[1], args.assignment, size=args.size)
         print(f"wrote {args.assignment}")
     return 0
 
 
+def _print_matrix(images, dist, metric: str) -> None:
+    what = ("W2² (mean squared feature distance)" if metric == "sqeuclidean"
+            else "W1 (mean Euclidean feature distance)")
+    print(f"EMD, {what}")
+    names = [os.path.basename(a) for a in images]
+    width = max(len(n) for n in names)
+    print(" " * width + "".join(f" {n[:10]:>10}" for n in names))
+    for name, row in zip(names, dist):
+        print(f"{name:>{width}}" + "".join(f" {x:10.5f}" for x in row))
+
+
+def _check_solve_options(args) -> None:
+    """Refuse options that would be ignored for this input and backend (one line each)."""
+    if (args.matrix is None) == (args.problem is None):
+        raise UsageError("epslap solve: give either a .npy matrix file or --problem NAME"
+                         + ("" if args.matrix is None else ", not both"))
+    if args.matrix is not None:
+        given = [f for f, v in (("--n", args.n), ("--seed", args.seed),
+                                ("--dense", args.dense or None)) if v is not None]
+        if given:
+            raise UsageError(f"epslap solve: {', '.join(given)} apply to --problem, not to a "
+                             ".npy matrix")
+    in_memory = args.matrix is not None or args.dense
+    bounded = [f for f, v in (("--memory", args.memory), ("--cache", args.cache)) if v]
+    flags, s = " and ".join(bounded), "" if len(bounded) > 1 else "s"
+    if bounded and args.backend == "hungarian-gpu":
+        raise UsageError(f"epslap solve: {flags} do{'es' if s else ''} not apply to --backend "
+                         "hungarian-gpu (it holds the dense matrix on the device)")
+    if bounded and in_memory and args.backend == "cpu":
+        what = "a .npy matrix is read whole" if args.matrix else "--dense materialises the matrix"
+        raise UsageError(f"epslap solve: {flags} bound{s} costs computed on demand, and {what}: "
+                         "nothing to bound on the CPU (drop it, or use --backend gpu to stream "
+                         "the matrix through a device row cache)")
+    if args.threads is not None and args.backend != "cpu":
+        raise UsageError("epslap solve: --threads applies to --backend cpu")
+    if not args.epsilon and args.backend == "hungarian-gpu":
+        raise UsageError("epslap solve: --no-epsilon does not apply to --backend hungarian-gpu")
+
+
 def _load_cost(args):
     import costfns
-    if (args.matrix is None) == (args.problem is None):
-        raise SystemExit("epslap solve: give either a .npy matrix file or --problem NAME")
     if args.matrix is not None:
+        if not os.path.isfile(args.matrix):
+            raise Failure(f"epslap solve: no such file: {args.matrix!r}")
         try:
             return np.load(args.matrix, mmap_mode="r"), args.matrix
         except (OSError, ValueError) as exc:
-            raise SystemExit(f"epslap solve: cannot read {args.matrix!r} as a .npy file: {exc}")
-    if args.problem not in costfns.PROBLEMS:
-        raise SystemExit(f"epslap solve: unknown problem {args.problem!r}; choose one of "
-                         f"{', '.join(sorted(costfns.PROBLEMS))}")
-    cost = costfns.problem(args.problem, args.n, args.seed)
+            raise Failure(f"epslap solve: cannot read {args.matrix!r} as a .npy file: {exc}")
+    n = 1000 if args.n is None else args.n
+    seed = 0 if args.seed is None else args.seed
+    cost = costfns.problem(args.problem, n, seed)
     if args.dense:
         t0 = time.perf_counter()
         cost = cost.dense()
-        print(f"generated {args.problem} n={args.n} seed={args.seed} in "
-              f"{time.perf_counter() - t0:.2f}s")
-    return cost, f"{args.problem}(n={args.n}, seed={args.seed})"
+        print(f"generated {args.problem} n={n} seed={seed} in {time.perf_counter() - t0:.2f}s")
+    return cost, f"{args.problem}(n={n}, seed={seed})"
 
 
 def _solve(args) -> int:
     import epslap
+    _check_solve_options(args)
+    _check_output(args.json, "--json")
     cost, label = _load_cost(args)
-    try:
-        kw = {} if isinstance(cost, np.ndarray) else dict(memory=args.memory, cache=args.cache)
-        if args.threads is not None:
-            kw["threads"] = args.threads
-        sol = epslap.solve(cost, maximize=args.maximize, epsilon=args.epsilon,
-                           backend=args.backend, progress=args.progress, **kw)
-    except (ValueError, TypeError) as exc:
-        print(f"epslap solve: {exc}", file=sys.stderr)
-        return 2
+    kw = {k: v for k, v in (("memory", args.memory), ("cache", args.cache),
+                            ("threads", args.threads)) if v is not None}
+    sol = epslap.solve(cost, maximize=args.maximize, epsilon=args.epsilon,
+                       backend=args.backend, progress=args.progress, **kw)
     st = sol.stats
     print(f"problem        {label}  ({st['n_rows']} x {st['n_cols']})")
     print(f"optimal cost   {sol.cost!r}")
     print(f"solve time     {st['time_estimate_s'] + st['time_solve_s']:.3f}s "
           f"(estimate {st['time_estimate_s']:.3f}s, passes {st['time_solve_s']:.3f}s, "
           f"compile/load {st['compile_s']:.2f}s)")
-    if st.get("rows_evaluated") is not None:
-        print(f"rows evaluated {st['rows_evaluated']:,}"
-              + (f"  (threads {st['threads']})" if "threads" in st else ""))
-        print(f"passes         {st['passes']}  ε: " + ", ".join(f"{e:.3g}" for e in st["epsilons"]))
-    else:  # backend="hungarian-gpu": the classical algorithm's own counts
-        print(f"iterations     {st['iterations']:,} ({st['dual_updates']:,} dual updates, "
-              f"{st['search_rounds']:,} search rounds)")
-    if "cache_policy" in st:
-        total = st["cache_hits"] + st["cache_misses"]
-        rate = st["cache_hits"] / total if total else 0.0
-        print(f"row cache      {st['cache_policy']}, {st['cache_rows']:,} rows, "
-              f"{st['cache_hits']:,} hits / {st['cache_misses']:,} misses ({rate:.1%} hit rate)")
+    _print_counts(st)
     import resource
     print(f"peak RSS       {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     result = {"problem": label, "cost": sol.cost, "stats": st}
@@ -144,13 +299,68 @@ def _solve(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _print_counts(st: dict) -> None:
+    """Rows evaluated and passes (ε-SSP), or the Hungarian backend's own counts; the cache."""
+    if st.get("rows_evaluated") is not None:
+        print(f"rows evaluated {st['rows_evaluated']:,}"
+              + (f"  (threads {st['threads']})" if "threads" in st else ""))
+        print(f"passes         {st['passes']}  ε: "
+              + ", ".join(f"{e:.3g}" for e in st["epsilons"]))
+    else:  # backend="hungarian-gpu": the classical algorithm's own counts
+        print(f"iterations     {st['iterations']:,} ({st['dual_updates']:,} dual updates, "
+              f"{st['search_rounds']:,} search rounds)")
+    if "cache_policy" in st:
+        total = st["cache_hits"] + st["cache_misses"]
+        rate = st["cache_hits"] / total if total else 0.0
+        print(f"row cache      {st['cache_policy']}, {st['cache_rows']:,} rows, "
+              f"{st['cache_hits']:,} hits / {st['cache_misses']:,} misses ({rate:.1%} hit rate)")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _run(argv: list[str], name: str) -> int:
+    _check_size_words(argv, name)
     args = _parser().parse_args(argv)
-    if args.command == "solve":
-        return _solve(args)
-    if args.command == "emd":
-        return _emd(args)
-    return 1  # pragma: no cover - argparse enforces the sub-command
+    return _solve(args) if args.command == "solve" else _emd(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns its exit code (see the module docstring)."""
+    from costfns.images import ImageReadError
+
+    from .errors import GPUUnavailableError, InfeasibleError
+    t0 = time.perf_counter()
+    words = sys.argv[1:] if argv is None else list(argv)
+    name = f"epslap {words[0]}" if words and words[0] in ("solve", "emd") else "epslap"
+    try:
+        return _run(words, name)
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        message, code = f"{name}: interrupted after {time.perf_counter() - t0:.1f}s", INTERRUPTED
+    except UsageError as exc:
+        message, code = _one_line(exc), USAGE
+    except Failure as exc:
+        message, code = _one_line(exc), FAILURE
+    except InfeasibleError as exc:
+        message, code = f"{name}: infeasible: {_one_line(exc)}", FAILURE
+    except (GPUUnavailableError, ImageReadError) as exc:
+        message, code = f"{name}: {_one_line(exc)}", FAILURE
+    except ImportError as exc:
+        message, code = (f"{name}: {_one_line(exc)} (pip install 'epslap[image]' for images "
+                         "and plots)"), FAILURE
+    except OSError as exc:
+        message, code = f"{name}: {_one_line(exc)}", FAILURE
+    except MemoryError as exc:
+        message, code = f"{name}: out of memory ({_one_line(exc)})", FAILURE
+    except (ValueError, TypeError) as exc:
+        message, code = f"{name}: {_one_line(exc)}", USAGE
+    except RuntimeError as exc:
+        message, code = f"{name}: {_one_line(exc)}", FAILURE
+    print(message, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

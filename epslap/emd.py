@@ -1,8 +1,12 @@
 """Image Earth Mover's Distance at full pixel resolution, distance matrices and MDS plots.
 
-Every pixel of the smaller image is matched to a distinct pixel of the other; the optimal matching
-under squared 5-D feature distance (colour, position) is solved exactly by :func:`epslap.solve`
-from costs computed on demand (Guthe & Thuerck 2021, §5.3; Rubner et al., IJCV 2000).
+An image is a distribution of unit masses, one per pixel, over 5-D features (colour, position in
+the unit square). Both images are brought to exactly the same pixel count (resampled onto one
+grid where they differ), so the optimal assignment of one image's pixels to the other's, solved
+exactly by :func:`epslap.solve` from costs computed on demand, is the balanced EMD with uniform
+weights (Rubner et al., IJCV 2000; Guthe & Thuerck 2021, §5.3). The ground distance is the
+Euclidean feature distance (default: W1, what POT's ``ot.emd2`` and pyemd compute with the same
+features and uniform weights) or its square (W2², the paper's cost).
 """
 from __future__ import annotations
 
@@ -10,16 +14,22 @@ import csv
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+_CSV_HEADER = ["a", "b", "settings", "distance", "seconds"]
+
 
 @dataclass(frozen=True)
 class EMDResult:
-    """``distance``: mean matched squared feature distance (total cost / matched pixels; the EMD
-    with unit mass per pixel). ``cost``: the total. ``pixels_a``/``pixels_b``: flat (row-major)
-    pixel indices of the matched pairs, one entry per pixel of the smaller image."""
+    """``distance``: the optimal mean matched ground distance, which is ``quantity``: ``"W1"``
+    (``metric="euclidean"``) or ``"W2^2"`` (``metric="sqeuclidean"``, a squared distance: its
+    square root is W2). ``cost``: the total over the matched pairs. ``pixels_a``/``pixels_b``:
+    flat (row-major) pixel indices of the matched pairs in the images as compared, of shapes
+    ``shape_a``/``shape_b`` (after any resampling). Every pixel is matched unless
+    ``unmatched="drop"`` left the larger image's surplus pixels out."""
 
     distance: float
     cost: float
@@ -27,81 +37,156 @@ class EMDResult:
     pixels_b: np.ndarray
     shape_a: tuple
     shape_b: tuple
+    metric: str = "euclidean"
+    quantity: str = "W1"
+    unmatched: str = "resample"
     stats: dict = field(default_factory=dict)
 
+    @property
+    def true_distance(self) -> float:
+        """A distance between the images (a metric): W1, or W2 = √(W2²)."""
+        return true_distances(self.distance, self.metric)
 
-def emd(img_a, img_b, *, size: int | None = None, position_weight: float = 1.0,
-        colour: str = "rgb", backend: str = "cpu", memory=None) -> EMDResult:
+
+def true_distances(values, metric: str):
+    """W1 values as they are; W2² values → W2 (their square roots), a metric for MDS."""
+    return np.sqrt(values) if metric == "sqeuclidean" else values
+
+
+def emd(img_a, img_b, *, size: int | None = None, metric: str = "euclidean",
+        unmatched: str = "resample", position_weight: float = 1.0, colour: str = "rgb",
+        backend: str = "cpu", memory=None) -> EMDResult:
     """Exact EMD between two images (paths or arrays); see :class:`costfns.ImageEMD`.
 
-    ``size`` downscales each image to about that many pixels first (the paper used ~11,000,
-    ~44,000 and ~176,000).
+    ``size``: pixels per image (the paper used ~11,000, ~44,000 and ~176,000). Two images of
+    equal pixel count within ``size`` are compared as they are; otherwise both are resampled
+    onto one grid of at most ``size`` pixels (:func:`costfns.load_image_pair`), so that the
+    result is a balanced EMD. ``metric``: ``"euclidean"`` (default, W1) or
+    ``"sqeuclidean"`` (W2²). ``unmatched="drop"`` instead keeps each image's own resolution
+    (about ``size`` pixels each) and leaves the larger image's surplus pixels unmatched: a
+    partial matching, not an EMD of equal masses. ``memory``: row-cache budget of the solve.
     """
     from costfns.images import ImageEMD
 
     from ._api import solve
-    src = ImageEMD(img_a, img_b, size=size, position_weight=position_weight, colour=colour)
-    kw = {"memory": memory} if backend == "cpu" else {}
-    sol = solve(src, backend=backend, **kw)
+    src = ImageEMD(img_a, img_b, size=size, position_weight=position_weight, colour=colour,
+                   metric=metric, unmatched=unmatched)
+    sol = solve(src, backend=backend, memory=memory)
     rows, cols = sol.row_ind, sol.col_ind
     pa, pb = (cols, rows) if src.swapped else (rows, cols)
     n = max(len(rows), 1)
     return EMDResult(distance=float(sol.cost) / n, cost=float(sol.cost), pixels_a=pa,
                      pixels_b=pb, shape_a=src.image_a.shape, shape_b=src.image_b.shape,
+                     metric=metric, quantity=src.quantity, unmatched=unmatched,
                      stats=sol.stats)
 
 
-def _read_done(path) -> dict:
+def _settings(size, metric, unmatched, position_weight, colour) -> str:
+    """What a distance depends on, as one CSV field: a resumed run reuses only rows computed
+    with the same settings (another metric or size gives other numbers)."""
+    return (f"metric={metric};size={size};unmatched={unmatched};"
+            f"position_weight={float(position_weight)!r};colour={colour}")
+
+
+def _read_done(path, settings: str) -> dict:
+    """Finished pairs of a CSV written with ``settings``; refuses a file of another layout."""
     done = {}
-    if path and os.path.exists(path):
+    if path and os.path.exists(path) and os.path.getsize(path) > 0:
         with open(path, newline="") as fh:
-            for rec in csv.DictReader(fh):
-                done[(rec["a"], rec["b"])] = float(rec["distance"])
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header != _CSV_HEADER:
+                raise ValueError(f"{path} has columns {','.join(header or [])!r}, not "
+                                 f"{','.join(_CSV_HEADER)!r} (written by an older epslap?); "
+                                 "use another output file")
+            for rec in reader:
+                if len(rec) == len(_CSV_HEADER) and rec[2] == settings:
+                    done[(rec[0], rec[1])] = float(rec[3])
     return done
 
 
-def emd_matrix(images, *, out: str | None = None, progress: bool = True, **kw) -> np.ndarray:
+class _PairProgress:
+    """One line on stderr, redrawn per pair: pairs done, solved, elapsed and ETA."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled = total, enabled
+        self.t0 = time.perf_counter()
+        self.drawn = False
+
+    def update(self, count: int, solved: int) -> None:
+        if not self.enabled:
+            return
+        el = time.perf_counter() - self.t0
+        eta = el / solved * (self.total - count) if solved else 0.0
+        sys.stderr.write(f"\rpair {count}/{self.total}  solved {solved}  "
+                         f"elapsed {el:.0f}s  ETA {eta:.0f}s   ")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        """End the line (also when interrupted), so that what follows starts on its own."""
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _open_csv(out: str | None, settings: str):
+    """(finished pairs, file handle, writer) for ``out``; the header goes into a new file."""
+    if out is None:
+        return {}, None, None
+    done = _read_done(out, settings)
+    new_file = not os.path.exists(out) or os.path.getsize(out) == 0
+    fh = open(out, "a", newline="")  # noqa: SIM115 - open for the whole loop, closed by it
+    writer = csv.writer(fh)
+    if new_file:
+        writer.writerow(_CSV_HEADER)
+        fh.flush()
+    return done, fh, writer
+
+
+def emd_matrix(images: Sequence, *, out: str | None = None, progress: bool = True,
+               size: int | None = None, metric: str = "euclidean", unmatched: str = "resample",
+               position_weight: float = 1.0, colour: str = "rgb", backend: str = "cpu",
+               memory=None,
+               on_pair: Callable[[int, int, EMDResult], None] | None = None) -> np.ndarray:
     """Symmetric (k, k) matrix of pairwise EMDs of ``images`` (paths), k(k−1)/2 solves.
 
-    With ``out`` (a CSV path) every finished pair is appended as ``a,b,distance,seconds`` at once,
-    and pairs already in the file are not solved again: an interrupted run continues where it
-    stopped. ``kw`` goes to :func:`emd`.
+    The entries are :func:`emd` distances for ``metric`` (W1, or W2² for ``"sqeuclidean"``:
+    :func:`true_distances` turns them into W2). With ``out`` (a CSV path) every finished pair
+    is appended as ``a,b,settings,distance,seconds`` at once, and pairs already in the file with
+    the same settings are not solved again: an interrupted run continues where it stopped.
+    ``on_pair(i, j, result)`` receives each pair this call solves (for its matching: no pair
+    need be solved twice).
     """
     names = [os.fspath(p) for p in images]
+    settings = _settings(size, metric, unmatched, position_weight, colour)
+    kw = {"size": size, "metric": metric, "unmatched": unmatched,
+          "position_weight": position_weight, "colour": colour, "backend": backend,
+          "memory": memory}
     k = len(names)
-    done = _read_done(out)
     dist = np.zeros((k, k))
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
-    new_file = out is not None and not os.path.exists(out)
-    fh = open(out, "a", newline="") if out else None
+    done, fh, writer = _open_csv(out, settings)
+    bar = _PairProgress(len(pairs), progress)
     try:
-        writer = csv.writer(fh) if fh else None
-        if new_file:
-            writer.writerow(["a", "b", "distance", "seconds"])
-            fh.flush()
-        t_start = time.perf_counter()
         solved = 0
         for count, (i, j) in enumerate(pairs, 1):
             key = (names[i], names[j])
             d = done.get(key, done.get(key[::-1]))  # a pair is the same pair either way round
             if d is None:
                 t0 = time.perf_counter()
-                d = emd(names[i], names[j], **kw).distance
-                secs = time.perf_counter() - t0
+                res = emd(names[i], names[j], **kw)
+                d, secs = res.distance, time.perf_counter() - t0
                 solved += 1
                 if writer:
-                    writer.writerow([names[i], names[j], repr(d), f"{secs:.3f}"])
+                    writer.writerow([names[i], names[j], settings, repr(d), f"{secs:.3f}"])
                     fh.flush()
+                if on_pair is not None:
+                    on_pair(i, j, res)
             dist[i, j] = dist[j, i] = d
-            if progress:
-                el = time.perf_counter() - t_start
-                eta = el / solved * (len(pairs) - count) if solved else 0.0
-                sys.stderr.write(f"\rpair {count}/{len(pairs)}  solved {solved}  "
-                                 f"elapsed {el:.0f}s  ETA {eta:.0f}s   ")
-                sys.stderr.flush()
-        if progress:
-            sys.stderr.write("\n")
+            bar.update(count, solved)
     finally:
+        bar.close()
         if fh:
             fh.close()
     return dist
@@ -118,15 +203,19 @@ def classical_mds(dist: np.ndarray, dims: int = 2) -> np.ndarray:
     return v[:, order] * np.sqrt(np.maximum(w[order], 0.0))
 
 
-def plot_mds(dist: np.ndarray, images, path: str, *, thumb: int = 64) -> None:
-    """Save the 2-D MDS of ``dist`` with each image's thumbnail at its point (paper Fig. 11)."""
+def plot_mds(dist: np.ndarray, images, path: str, *, metric: str = "euclidean",
+             thumb: int = 64) -> None:
+    """Save the 2-D MDS of ``dist`` with each image's thumbnail at its point (paper Fig. 11).
+
+    ``dist`` holds :func:`emd_matrix` values for ``metric``; MDS embeds distances, so W2²
+    values are drawn by their square roots (W2), W1 values as they are."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
     from costfns.images import load_image
-    xy = classical_mds(dist)
+    xy = classical_mds(true_distances(np.asarray(dist, dtype=np.float64), metric))
     fig, ax = plt.subplots(figsize=(8, 8))
     ax.scatter(xy[:, 0], xy[:, 1], s=4, c="k")
     for (x, y), img in zip(xy, images):
@@ -135,24 +224,31 @@ def plot_mds(dist: np.ndarray, images, path: str, *, thumb: int = 64) -> None:
     span = np.ptp(xy, axis=0).max() if len(xy) > 1 else 1.0
     ax.set_xlim(xy[:, 0].min() - 0.15 * span, xy[:, 0].max() + 0.15 * span)
     ax.set_ylim(xy[:, 1].min() - 0.15 * span, xy[:, 1].max() + 0.15 * span)
-    ax.set_title("Image EMD: 2-D multidimensional scaling")
+    name = "W2 = √(W2²)" if metric == "sqeuclidean" else "W1"
+    ax.set_title(f"Image EMD ({name}): 2-D multidimensional scaling")
     ax.set_aspect("equal")
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
 
-def plot_assignment(result: EMDResult, img_a, img_b, path: str, *, size: int | None = None) -> None:
+def plot_assignment(result: EMDResult, img_a, img_b, path: str, *,
+                    size: int | None = None) -> None:
     """Save A | B | B re-coloured from A through the optimal matching (a colour transfer).
 
-    Pixels of B left unmatched (when B has more pixels than A) keep their own colour.
+    ``img_a``, ``img_b`` and ``size`` are those the result was computed from: the images are
+    loaded as :func:`emd` compared them. Pixels of B left unmatched (``unmatched="drop"``, B
+    larger than A) keep their own colour.
     """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from costfns.images import load_image
-    a = load_image(img_a, size=size)
-    b = load_image(img_b, size=size)
+    from costfns.images import load_image_pair
+    a, b = load_image_pair(img_a, img_b, size=size, unmatched=result.unmatched)
+    if (a.shape, b.shape) != (tuple(result.shape_a), tuple(result.shape_b)):
+        raise ValueError(f"the images at size={size} have shapes {a.shape} and {b.shape}, the "
+                         f"result was computed at {result.shape_a} and {result.shape_b}: pass "
+                         "the size the result was computed with")
     transfer = b.reshape(-1, 3).copy()
     transfer[result.pixels_b] = a.reshape(-1, 3)[result.pixels_a]
     fig, axes = plt.subplots(1, 3, figsize=(12, 4))
@@ -161,6 +257,8 @@ def plot_assignment(result: EMDResult, img_a, img_b, path: str, *, size: int | N
         ax.imshow(im)
         ax.set_title(title)
         ax.axis("off")
-    fig.suptitle(f"EMD = {result.distance:.5g} (mean squared feature distance)")
+    what = ("W2², mean squared feature distance" if result.metric == "sqeuclidean"
+            else "W1, mean feature distance")
+    fig.suptitle(f"EMD = {result.distance:.5g} ({what})")
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)

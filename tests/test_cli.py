@@ -1,10 +1,34 @@
-"""The ``epslap`` command line, run in-process through ``epslap.cli.main``."""
+"""The ``epslap`` command line, run in-process through ``epslap.cli.main`` (one subprocess
+checks ``python -m epslap``): results, and for every mistake one line on stderr with exit code 2
+(usage) or 1 (failure), 130 on Ctrl-C."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 import costfns
+import epslap
 from epslap.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(argv, capsys):
+    """(exit code, stdout, stderr) of ``epslap argv``."""
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line(err: str) -> str:
+    """The error output: exactly one line, no traceback."""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
 
 
 def test_solve_npy_file(tmp_path, capsys):
@@ -27,23 +51,136 @@ def test_solve_generated_problem_maximize_and_progress(capsys):
                  "--progress"]) == 0
     captured = capsys.readouterr()
     assert "OPTIMAL" in captured.out
-    assert "pass" in captured.err and "rows" in captured.err
+    assert "Traceback" not in captured.err  # the bar's content: epslap/_progress.py's tests
 
 
-def test_bad_inputs(tmp_path, capsys):
-    import pytest
-    with pytest.raises(SystemExit, match="unknown problem"):
-        main(["solve", "--problem", "nope"])
-    with pytest.raises(SystemExit, match="give either"):
-        main(["solve"])
-    bad = tmp_path / "bad.npy"
-    bad.write_text("not numpy")
-    with pytest.raises(SystemExit, match="cannot read"):
-        main(["solve", str(bad)])
+def test_version_and_python_dash_m(capsys):
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"epslap {epslap.__version__}"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "epslap", "--version"], capture_output=True,
+                          text=True, env=env, cwd=ROOT, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"epslap {epslap.__version__}"
+    proc = subprocess.run([sys.executable, "-m", "epslap", "solve", "--n", "-5"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    assert proc.returncode == 2 and "--n" in one_line(proc.stderr)
+
+
+def test_help_lists_problems_and_the_thread_rule(capsys):
+    from epslap.cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT
+    code, out, _ = run(["solve", "--help"], capsys)
+    assert code == 0
+    flat = " ".join(out.split())
+    assert all(name in flat for name in costfns.PROBLEMS)
+    assert f"{AUTO_MIN_COLS_FLOAT} columns for a float matrix" in flat
+    assert f"{AUTO_MIN_COLS} for an integer matrix or costs on demand" in flat
+
+
+@pytest.fixture
+def npy(tmp_path):
+    path = tmp_path / "c.npy"
+    np.save(path, costfns.generate("random", 6, seed=1))
+    return str(path)
+
+
+USAGE_ERRORS = [  # argv (NPY: a valid matrix file), a phrase of the message
+    (["solve", "--problem", "random", "--n", "-5"], "--n: must be a positive integer"),
+    (["solve", "--problem", "random", "--n", "ten"], "--n: must be a positive integer"),
+    (["solve", "--problem", "random", "--seed", "-1"], "--seed: must be an integer >= 0"),
+    (["solve", "--problem", "random", "--threads", "0"], "--threads: must be a positive"),
+    (["solve", "--problem", "nope"], "invalid choice: 'nope'"),
+    (["solve", "--problem", "random", "--backend", "tpu"], "invalid choice: 'tpu'"),
+    (["solve", "--problem", "random", "--cache", "bogus"], "invalid choice: 'bogus'"),
+    (["solve", "--problem", "random", "--memory", "1XB"], "memory must be a number"),
+    (["solve", "--problem", "random", "--memory", "1", "GiB"], "write --memory 1GiB"),
+    (["solve", "--problem", "random", "--memory=2", "gb"], "write --memory 2gb"),
+    (["emd", "a.png", "b.png", "--memory", "1", "MiB"], "write --memory 1MiB"),
+    (["solve"], "give either a .npy matrix file or --problem NAME"),
+    (["solve", "NPY", "--problem", "random"], "not both"),
+    (["solve", "NPY", "--memory", "1GiB"], "nothing to bound on the CPU"),
+    (["solve", "NPY", "--cache", "lfu"], "--cache bounds costs computed on demand"),
+    (["solve", "NPY", "--n", "10"], "--n apply to --problem"),
+    (["solve", "--problem", "random", "--dense", "--memory", "1GiB"], "--dense materialises"),
+    (["solve", "--problem", "random", "--backend", "gpu", "--threads", "2"],
+     "--threads applies to --backend cpu"),
+    (["solve", "--problem", "random", "--backend", "hungarian-gpu", "--memory", "1GiB"],
+     "--memory does not apply to --backend hungarian-gpu"),
+    (["solve", "--problem", "random", "--backend", "hungarian-gpu", "--no-epsilon"],
+     "--no-epsilon does not apply"),
+    (["solve", "--bogus"], "unrecognized arguments"),
+    ([], "required: command"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["emd", "a.png"], "give at least two images"),
+    (["emd", "a.png", "b.png", "--size", "0"], "--size: must be a positive integer"),
+    (["emd", "a.png", "b.png", "--position-weight", "-1"], "--position-weight: must be"),
+    (["emd", "a.png", "b.png", "--metric", "cosine"], "invalid choice: 'cosine'"),
+]
+
+
+@pytest.mark.parametrize("argv, phrase", USAGE_ERRORS)
+def test_usage_errors_exit_2_with_one_line(argv, phrase, npy, capsys):
+    code, out, err = run([npy if a == "NPY" else a for a in argv], capsys)
+    assert code == 2
+    assert phrase in one_line(err)
+    assert out == ""
+
+
+def test_bad_values_in_a_matrix_exit_2(tmp_path, capsys):
     nan = tmp_path / "nan.npy"
     np.save(nan, np.array([[np.nan, 1.0], [1.0, 1.0]]))
-    assert main(["solve", str(nan)]) == 2
-    assert "invalid numeric entries" in capsys.readouterr().err
+    code, _, err = run(["solve", str(nan)], capsys)
+    assert code == 2 and "invalid numeric entries" in one_line(err)
+
+
+def test_failures_exit_1_with_one_line(tmp_path, capsys):
+    code, _, err = run(["solve", str(tmp_path / "missing.npy")], capsys)
+    assert code == 1 and "no such file" in one_line(err)
+    bad = tmp_path / "bad.npy"
+    bad.write_text("not numpy")
+    code, _, err = run(["solve", str(bad)], capsys)
+    assert code == 1 and "cannot read" in one_line(err)
+    infeasible = tmp_path / "inf.npy"
+    np.save(infeasible, np.array([[np.inf, np.inf], [1.0, 1.0]]))
+    code, _, err = run(["solve", str(infeasible)], capsys)
+    assert code == 1 and "infeasible" in one_line(err)
+    code, _, err = run(["solve", "--problem", "random", "--n", "5", "--json",
+                        str(tmp_path / "no" / "such" / "r.json")], capsys)
+    assert code == 1 and "does not exist" in one_line(err)
+    code, _, err = run(["emd", str(tmp_path / "missing.png"), str(bad)], capsys)
+    assert code == 1 and "image file not found" in one_line(err)
+
+
+def test_missing_gpu_exits_1_and_names_both_gpu_backends(capsys):
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed: the missing-CuPy error cannot occur")
+    except ImportError:
+        pass
+    for backend in ("gpu", "hungarian-gpu"):
+        code, _, err = run(["solve", "--problem", "random", "--n", "5", "--backend", backend],
+                           capsys)
+        line = one_line(err)
+        assert code == 1 and "need CuPy" in line and "hungarian-gpu" in line
+
+
+def test_ctrl_c_exits_130_with_one_line(monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(epslap, "solve", interrupted)
+    code, _, err = run(["solve", "--problem", "random", "--n", "5"], capsys)
+    assert code == 130
+    assert one_line(err).startswith("epslap solve: interrupted after ")
+
+
+@pytest.mark.parametrize("cache", ["bogus", "LFU", None, ["lfu"]])
+def test_unknown_cache_policy_is_refused_for_every_input(cache):
+    inputs = [np.eye(3), np.eye(500, dtype=np.int64), costfns.Geometric(5)]
+    for cost in inputs:
+        for backend in ("cpu", "gpu"):  # refused before the GPU backend looks for CuPy
+            with pytest.raises(ValueError, match="cache must be one of"):
+                epslap.solve(cost, cache=cache, backend=backend)
+    with pytest.raises(ValueError, match="cache must be one of"):
+        epslap.solve(np.eye(3), cache=np.array(["lfu", "slru"]))
 
 
 def test_on_demand_problem_with_memory_budget(capsys):
@@ -53,8 +190,9 @@ def test_on_demand_problem_with_memory_budget(capsys):
     assert "row cache" in out and "misses" in out and "OPTIMAL" in out and "peak RSS" in out
 
 
-def test_progress_bar_shows_cache_hit_rate(capsys):
+def test_progress_with_a_row_cache(capsys):
     assert main(["solve", "--problem", "random", "--n", "120", "--memory", "20KiB",
                  "--progress"]) == 0
-    err = capsys.readouterr().err
-    assert "cache hits" in err and "%" in err and "ETA" in err
+    captured = capsys.readouterr()
+    assert "row cache" in captured.out and "OPTIMAL" in captured.out
+    assert "Traceback" not in captured.err

@@ -30,22 +30,97 @@ def save(tmp_path, name, arr, mode=None):
     return str(path)
 
 
-def test_identity_symmetry_and_dense_reference():
+def pot_emd(img_a, img_b, metric):
+    """POT's balanced EMD of two images (uniform weights), from the same features."""
+    ot = pytest.importorskip("ot")
+    fa, fb = costfns.pixel_features(img_a), costfns.pixel_features(img_b)
+    m = ot.dist(fa, fb, metric=metric)
+    wa, wb = np.full(len(fa), 1.0 / len(fa)), np.full(len(fb), 1.0 / len(fb))
+    return ot.emd2(wa, wb, m, numItermax=10**7)
+
+
+RNG = np.random.default_rng(7)
+PAIRS = {  # name: (image a, image b, size)
+    "8x8 and 8x8": (RNG.random((8, 8, 3)), RNG.random((8, 8, 3)), None),
+    "8x8 and 10x6": (RNG.random((8, 8, 3)), RNG.random((10, 6, 3)), None),
+    "8x8 and 10x6, size=40": (RNG.random((8, 8, 3)), RNG.random((10, 6, 3)), 40),
+    "12x14 and 9x9, size=48": (gradient(12, 14), square(9, 9, at=(1, 1)), 48),
+}
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "sqeuclidean"])
+@pytest.mark.parametrize("pair", list(PAIRS))
+def test_balanced_emd_equals_pot(pair, metric):
+    a, b, size = PAIRS[pair]
+    r = epslap.emd(a, b, size=size, metric=metric)
+    ia, ib = costfns.load_image_pair(a, b, size=size)
+    assert ia.shape[:2] == ib.shape[:2] == r.shape_a[:2] == r.shape_b[:2]  # one grid
+    n = ia.shape[0] * ia.shape[1]
+    assert n <= min(a.shape[0] * a.shape[1], b.shape[0] * b.shape[1], size or n)
+    assert sorted(r.pixels_a) == sorted(r.pixels_b) == list(range(n))  # every pixel matched
+    assert r.distance == pytest.approx(pot_emd(ia, ib, metric), rel=1e-9)
+    assert r.metric == metric and r.quantity == ("W1" if metric == "euclidean" else "W2^2")
+    assert r.true_distance == pytest.approx(r.distance if metric == "euclidean"
+                                            else np.sqrt(r.distance))
+
+
+def test_equal_pixel_counts_are_not_resampled():
+    a, b = RNG.random((8, 10, 3)), RNG.random((10, 8, 3))  # 80 pixels each, other shapes
+    ia, ib = costfns.load_image_pair(a, b)
+    np.testing.assert_array_equal(ia, a)
+    np.testing.assert_array_equal(ib, b)
+    assert epslap.emd(a, b).distance == pytest.approx(pot_emd(a, b, "euclidean"), rel=1e-9)
+    # the grid's aspect (w / h) is the geometric mean of the images' aspects, h * w <= pixels
+    assert costfns.images.common_grid((100, 200), (200, 100), 5000) == (71, 70)
+    assert costfns.images.common_grid((100, 100), (100, 400), 10000) == (71, 140)
+
+
+def test_identity_symmetry_and_partial_matching_on_request():
     rng = np.random.default_rng(1)
     a, b = rng.random((7, 8, 3)), rng.random((8, 6, 3))
     assert epslap.emd(a, a).distance == 0.0
     ab, ba = epslap.emd(a, b), epslap.emd(b, a)
     assert ab.cost == pytest.approx(ba.cost, rel=1e-12)
-    # the same problem solved densely by scipy
-    fa = costfns.pixel_features(costfns.load_image(a))
-    fb = costfns.pixel_features(costfns.load_image(b))
-    c = ((fa[:, None, :] - fb[None, :, :]) ** 2).sum(-1)
-    r, k = scipy_lsa(c if len(fa) <= len(fb) else c.T)
-    ref = (c if len(fa) <= len(fb) else c.T)[r, k].sum()
-    assert ab.cost == pytest.approx(ref, rel=1e-10)
-    # the pixel assignment is a valid matching of the smaller image's pixels
-    assert len(np.unique(ab.pixels_a)) == len(ab.pixels_a) == min(56, 48)
-    np.testing.assert_allclose(((fa[ab.pixels_a] - fb[ab.pixels_b]) ** 2).sum(), ab.cost)
+    # unmatched="drop": the smaller image's 48 pixels matched into the larger's 56 (scipy)
+    for metric in ("euclidean", "sqeuclidean"):
+        part = epslap.emd(a, b, unmatched="drop", metric=metric)
+        fa = costfns.pixel_features(costfns.load_image(a))
+        fb = costfns.pixel_features(costfns.load_image(b))
+        c = ((fa[:, None, :] - fb[None, :, :]) ** 2).sum(-1)
+        c = c if metric == "sqeuclidean" else np.sqrt(c)
+        r, k = scipy_lsa(c.T)
+        assert part.cost == pytest.approx(c.T[r, k].sum(), rel=1e-10)
+        assert len(np.unique(part.pixels_a)) == len(part.pixels_a) == 48
+        assert part.unmatched == "drop" and part.distance == pytest.approx(part.cost / 48)
+        d = ((fa[part.pixels_a] - fb[part.pixels_b]) ** 2).sum(-1)
+        np.testing.assert_allclose((d if metric == "sqeuclidean" else np.sqrt(d)).sum(),
+                                   part.cost)
+
+
+def test_bad_options():
+    a = gradient()
+    with pytest.raises(ValueError, match="metric must be"):
+        epslap.emd(a, a, metric="cosine")
+    with pytest.raises(ValueError, match="unmatched must be"):
+        epslap.emd(a, a, unmatched="keep")
+    for size in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="size must be a positive pixel count"):
+            epslap.emd(a, a, size=size)
+
+
+def test_euclidean_source_rows_entries_and_transpose():
+    rng = np.random.default_rng(4)
+    x, y = rng.random((9, 5)), rng.random((13, 5))
+    src = costfns.Euclidean(x, y)
+    ref = np.sqrt(((x[:, None, :] - y[None, :, :]) ** 2).sum(-1))
+    np.testing.assert_allclose(src.dense(), ref, rtol=1e-15)
+    np.testing.assert_array_equal(src.row(3), src.dense()[3])
+    np.testing.assert_array_equal(src.T.dense(), src.dense().T)
+    sol = epslap.solve(src)
+    r, k = scipy_lsa(ref)
+    assert sol.cost == pytest.approx(ref[r, k].sum(), rel=1e-12)
+    with pytest.raises(ValueError, match="Euclidean: X and Y"):
+        costfns.Euclidean(x, y[:, :2])
 
 
 def test_distance_ordering_translation_and_recolouring():
@@ -81,9 +156,9 @@ def test_loading_modes_and_errors(tmp_path):
     assert costfns.load_image(str(ppm)).shape == (12, 14, 3)
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"not an image")
-    with pytest.raises(ValueError, match="cannot read"):
+    with pytest.raises(costfns.ImageReadError, match="cannot read"):
         costfns.load_image(str(bad))
-    with pytest.raises(ValueError, match="not found"):
+    with pytest.raises(costfns.ImageReadError, match="not found"):
         costfns.load_image(str(tmp_path / "missing.png"))
     with pytest.raises(ValueError, match="empty"):
         costfns.load_image(np.zeros((0, 5, 3)))
@@ -91,7 +166,7 @@ def test_loading_modes_and_errors(tmp_path):
         costfns.pixel_features(gradient(), colour="hsv")
 
 
-def test_matrix_resumes_and_cli(tmp_path, capsys):
+def test_matrix_resumes_only_with_the_same_settings(tmp_path):
     paths = [save(tmp_path, f"i{k}.png", img) for k, img in
              enumerate([square(), square(at=(2, 4)), gradient(), square(colour=(0.1, 0.9, 0.1))])]
     out = tmp_path / "d.csv"
@@ -104,11 +179,58 @@ def test_matrix_resumes_and_cli(tmp_path, capsys):
     assert out.read_text().count("\n") == 1 + 6
     np.testing.assert_allclose(d3, d2[::-1, ::-1])
     assert np.allclose(d2, d2.T) and np.all(np.diag(d2) == 0)
-    xy = classical_mds(d2)
-    assert xy.shape == (4, 2)
-    plot, pair = tmp_path / "mds.png", tmp_path / "pair.png"
-    assert main(["emd", *paths, "--out", str(out), "--plot", str(plot),
-                 "--assignment", str(pair)]) == 0
+    assert classical_mds(d2).shape == (4, 2)
+    sq = epslap.emd_matrix(paths, out=str(out), progress=False, metric="sqeuclidean")
+    assert out.read_text().count("\n") == 1 + 12  # W2² values are not W1 values: solved anew
+    assert not np.allclose(sq, d2)
+    old = tmp_path / "old.csv"
+    old.write_text("a,b,distance,seconds\n")
+    with pytest.raises(ValueError, match="older epslap"):
+        epslap.emd_matrix(paths, out=str(old), progress=False)
+
+
+def test_cli_solves_each_pair_once_and_plots_true_distances(tmp_path, monkeypatch, capsys):
+    import importlib
+    module = importlib.import_module("epslap.emd")
+    solved, embedded = [], []
+    real_emd, real_mds = module.emd, module.classical_mds
+
+    def counting_emd(a, b, **kw):
+        solved.append((a, b))
+        return real_emd(a, b, **kw)
+
+    def recording_mds(dist, dims=2):
+        embedded.append(np.array(dist))
+        return real_mds(dist, dims)
+    monkeypatch.setattr(module, "emd", counting_emd)
+    monkeypatch.setattr(module, "classical_mds", recording_mds)
+    paths = [save(tmp_path, f"i{k}.png", img) for k, img in
+             enumerate([square(), square(at=(2, 4)), gradient()])]
+    out, plot, pair = tmp_path / "d.csv", tmp_path / "mds.png", tmp_path / "pair.png"
+    argv = ["emd", *paths, "--metric", "sqeuclidean", "--out", str(out), "--plot", str(plot),
+            "--assignment", str(pair), "--no-progress"]
+    assert main(argv) == 0
+    assert len(solved) == 3  # the first pair's matching is kept for --assignment
     assert plot.stat().st_size > 1000 and pair.stat().st_size > 1000
-    assert "i0.png" in capsys.readouterr().out
-    assert main(["emd", paths[0]]) == 2
+    text = capsys.readouterr().out
+    assert "i0.png" in text and "W2²" in text
+    dist = epslap.emd_matrix(paths, out=str(out), progress=False, metric="sqeuclidean")
+    np.testing.assert_allclose(embedded[0], np.sqrt(dist))  # W2 = √(W2²) into the MDS
+    solved.clear()
+    assert main(argv) == 0  # resumed: only the pair drawn is solved, once
+    assert len(solved) == 1
+
+
+def test_cli_emd_errors(tmp_path, capsys):
+    a = save(tmp_path, "a.png", square())
+    b = save(tmp_path, "b.png", gradient())
+    old = tmp_path / "old.csv"
+    old.write_text("a,b,distance,seconds\n")
+    assert main(["emd", a, b, "--out", str(old), "--no-progress"]) == 2
+    assert "older epslap" in capsys.readouterr().err
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not an image")
+    assert main(["emd", a, str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot read" in err and len(err.splitlines()) == 1
+    assert main(["emd", a]) == 2

@@ -15,8 +15,8 @@ def import_cupy() -> ModuleType:
         import cupy
     except ImportError as exc:
         raise GPUUnavailableError(
-            "backend='gpu' needs CuPy: pip install 'epslap[gpu-cuda12]' (CUDA 12) or "
-            "'epslap[gpu-cuda13]' (CUDA 13)") from exc
+            "the GPU backends ('gpu', 'hungarian-gpu') need CuPy: pip install "
+            "'epslap[gpu-cuda12]' (CUDA 12) or 'epslap[gpu-cuda13]' (CUDA 13)") from exc
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             raise GPUUnavailableError("backend='gpu': CuPy sees no CUDA device")
