@@ -30,6 +30,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory", help="solve on demand under this row budget (e.g. 256MiB)")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="start this many busy-looping processes for the whole run (a loaded "
+                         "machine: one per core is the test of graceful degradation)")
     ap.add_argument("--quiet-wait", type=float, default=0.0,
                     help="before each repeat wait up to this many seconds for no other runnable "
                          "task (a shared machine)")
@@ -56,11 +59,28 @@ def _wait_quiet(limit_s: float) -> bool:
         time.sleep(0.5)
 
 
+def _busy_processes(k: int) -> list:
+    """k processes that spin on a core each until killed."""
+    import subprocess
+    import sys
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(k)]
+
+
 def run(args: argparse.Namespace, out: Output) -> None:
+    busy = _busy_processes(args.busy)
+    try:
+        _run(args, out)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
+def _run(args: argparse.Namespace, out: Output) -> None:
     import costfns
     import epslap
     threads, memory = args.threads, args.memory
-    out.meta.update(threads=threads, repeats=args.repeats, memory=memory)
+    out.meta.update(threads=threads, repeats=args.repeats, memory=memory, busy=args.busy)
     warm = costfns.generate("random", 64, 0)
     for t in (1, threads):  # compile (or load) the kernels first
         epslap.solve(warm, threads=t)

@@ -2,9 +2,10 @@
 
 Per-call time: each solver is called in a loop long enough to time (at least ``--min-time``
 seconds), the solvers take turns round by round (so that load from other processes hits all of
-them alike), and a cell is the best round. One thread everywhere; every peer's optimum is checked
-against epslap's. Shapes ``n`` (square) and, with ``--rect``, 100x10 and 10x100 (the
-detection-matching shape).
+them alike), and a cell is the best round. epslap is timed twice: ``epslap.solve`` (the whole
+result: duals, stats) and the scipy drop-in ``epslap.linear_sum_assignment``. One thread
+everywhere; every peer's optimum is checked against epslap's. Shapes ``n`` (square) and, with
+``--rect``, 100x10 and 10x100 (the detection-matching shape).
 
     python -m benchmarks small --sizes 5 10 20 50 100 200 500 1000 2000
 """
@@ -99,7 +100,8 @@ def run(args: argparse.Namespace, out: Output) -> None:
     found = peers()
     out.meta["peers"] = list(found)
     for name, dtype, shape, c in _problems(args):
-        fns = {"epslap": lambda c=c: epslap.solve(c).cost}
+        fns = {"epslap": lambda c=c: epslap.solve(c).cost,
+               "epslap lsa": lambda c=c: epslap.linear_sum_assignment(c)}
         usable = {}
         for p, fn in found.items():
             try:  # a peer that refuses this input (a dtype, a shape) is left out of the row
@@ -118,29 +120,39 @@ def run(args: argparse.Namespace, out: Output) -> None:
         for _ in range(args.rounds):
             for k, fn in fns.items():
                 best[k] = min(best[k], per_call(fn, args.min_time))
-        peer_best = min((t for k, t in best.items() if k != "epslap"), default=None)
-        fastest = min((k for k in best if k != "epslap"), key=best.get, default=None)
+        ours = ("epslap", "epslap lsa")
+        peer_best = min((t for k, t in best.items() if k not in ours), default=None)
+        fastest = min((k for k in best if k not in ours), key=best.get, default=None)
         stats = epslap.solve(c).stats
         out.add(dict(cls=name, dtype=dtype, shape=shape, epslap_s=best["epslap"],
-                     method=stats.get("method", "eps"),
-                     peers={k: t for k, t in best.items() if k != "epslap"},
+                     epslap_lsa_s=best["epslap lsa"], method=stats.get("method", "eps"),
+                     peers={k: t for k, t in best.items() if k not in ours},
                      fastest_peer=fastest,
-                     ratio=best["epslap"] / peer_best if peer_best else None))
-        print(f"{name} {dtype} {shape}: epslap {best['epslap'] * 1e6:.1f} us, "
-              f"fastest {fastest} {peer_best * 1e6 if peer_best else 0:.1f} us", flush=True)
+                     ratio=best["epslap"] / peer_best if peer_best else None,
+                     ratio_lsa=best["epslap lsa"] / peer_best if peer_best else None))
+        print(f"{name} {dtype} {shape}: epslap {best['epslap'] * 1e6:.1f} us "
+              f"(lsa {best['epslap lsa'] * 1e6:.1f}), fastest {fastest} "
+              f"{peer_best * 1e6 if peer_best else 0:.1f} us", flush=True)
 
 
 def render(meta: dict, rows: list[dict]) -> str:
     names = list(meta.get("peers") or sorted({k for r in rows for k in r["peers"]}))
-    head = ["class", "dtype", "shape", "epslap µs", "path"] + [f"{p} µs" for p in names] + [
-        "fastest peer", "epslap / fastest"]
+    lsa = any("epslap_lsa_s" in r for r in rows)
+    head = (["class", "dtype", "shape", "epslap µs"] + (["epslap lsa µs"] if lsa else [])
+            + ["path"] + [f"{p} µs" for p in names] + ["fastest peer", "epslap / fastest"]
+            + (["lsa / fastest"] if lsa else []))
     body = []
     for r in rows:
-        body.append([r["cls"], r["dtype"], r["shape"], _us(r["epslap_s"]), r["method"]]
+        body.append([r["cls"], r["dtype"], r["shape"], _us(r["epslap_s"])]
+                    + ([_us(r.get("epslap_lsa_s"))] if lsa else []) + [r["method"]]
                     + [_us(r["peers"].get(p)) for p in names]
-                    + [r["fastest_peer"] or "–",
-                       f"{r['ratio']:.2f}" if r["ratio"] is not None else "–"])
+                    + [r["fastest_peer"] or "–", _ratio(r["ratio"])]
+                    + ([_ratio(r.get("ratio_lsa"))] if lsa else []))
     return markdown(head, body)
+
+
+def _ratio(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
 
 
 def _us(t: float | None) -> str:

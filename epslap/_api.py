@@ -138,9 +138,19 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
                          t_start=t_start, memory=memory, cache=cache, launch=launch)
-    from .cpu.api import solve_cpu
-    return solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
-                     threads=threads, progress=progress, t_start=t_start)
+    if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and (threads is None
+                                                                    or threads == 1):
+        # a small matrix: straight to the small path's one compiled call (a tiny problem's
+        # time is mostly the calls around it); an absolute import costs a third of a relative
+        import epslap.cpu.jv as jv
+        n1, n2 = cost.shape
+        if n1 and n2 and (jv.applies(n1, n2) if n1 <= n2 else jv.applies(n2, n1)):
+            sol = jv.small_solution(cost, maximize, t_start)
+            if sol is not None:
+                return sol
+    import epslap.cpu.api as cpu
+    return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
+                         threads=threads, progress=progress, t_start=t_start)
 
 
 def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -149,5 +159,14 @@ def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.
     Returns ``(row_ind, col_ind)`` as int64 arrays, ``row_ind`` sorted; the optimal assignment
     is ``cost_matrix[row_ind, col_ind]``.
     """
-    sol = solve(cost_matrix, maximize=bool(maximize))
+    maximize = bool(maximize)
+    if type(cost_matrix) is np.ndarray and cost_matrix.ndim == 2 and cost_matrix.size:
+        # the small path without the Solution's duals and stats (the same assignment)
+        import epslap.cpu.jv as jv
+        n1, n2 = cost_matrix.shape
+        if jv.applies(n1, n2) if n1 <= n2 else jv.applies(n2, n1):
+            pair = jv.small_assignment(cost_matrix, maximize)
+            if pair is not None:
+                return pair
+    sol = solve(cost_matrix, maximize=maximize)
     return sol.row_ind, sol.col_ind

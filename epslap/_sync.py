@@ -70,6 +70,38 @@ def await_or_stop(sync, nthreads, gen):
     return wait_for(sync, nthreads, gen) and not aborted(sync)
 
 
+class LoadWatch:
+    """Tells, from the host, when lock-step threads stall: over two windows of ``window_s``
+    seconds in a row, the process got less than ``share`` of a core per solver thread (its CPU
+    time against the wall clock; the host itself only sleeps while it watches). On a quiet
+    machine every spinning or working solver thread holds its core; when other processes want
+    the cores too, a thread is often off its core while its peers wait for it at the next
+    barrier, and a parallel solve runs several times slower than one thread would."""
+
+    def __init__(self, sync, nthreads: int, window_s: float = 0.2, share: float = 0.7):
+        import resource
+        import time
+        self.nthreads, self.window_s, self.share = nthreads, window_s, share
+        self._clock = time.perf_counter
+
+        def cpu() -> float:
+            r = resource.getrusage(resource.RUSAGE_SELF)
+            return r.ru_utime + r.ru_stime
+        self._cpu = cpu
+        self._mark = (self._clock(), cpu())
+        self._low = 0
+
+    def stalled(self) -> bool:
+        t, c = self._clock(), self._cpu()
+        t0, c0 = self._mark
+        if t - t0 < self.window_s:
+            return False
+        self._mark = (t, c)
+        low = (c - c0) < self.share * self.nthreads * (t - t0)
+        self._low = self._low + 1 if low else 0
+        return self._low >= 2
+
+
 def run_workers(worker, args_of, nthreads: int, sync) -> None:
     """Run ``worker(*args_of(tid))`` for every tid at once: tid 0 on this thread,
     the others on threads of their own (the compiled worker releases the GIL). A worker that

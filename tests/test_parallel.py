@@ -350,3 +350,34 @@ def test_late_peer_wakes_a_sleeping_waiter():
         t.join(10)
         assert not t.is_alive() and box["ok"]
     assert sync[_sync._SLEEPERS] == 0 and sync[_sync._ARRIVE] == 4
+
+
+def test_load_watch_reads_the_core_share():
+    """Two windows in a row below 0.7 of a core per thread: stalled; one good window resets."""
+    from epslap._sync import LoadWatch
+    watch = LoadWatch(None, 2, window_s=0.2, share=0.7)
+    clock, cpu = [0.0], [0.0]
+    watch._clock, watch._cpu, watch._mark = (lambda: clock[0]), (lambda: cpu[0]), (0.0, 0.0)
+
+    def step(dt, used):
+        clock[0] += dt
+        cpu[0] += used
+        return watch.stalled()
+    assert not step(0.1, 0.2)          # window not over yet
+    assert not step(0.25, 0.5)         # 0.35 s wall, 0.7 s CPU: 1.0 core per thread
+    assert not step(0.25, 0.25)        # 0.5 of a core per thread: one low window
+    assert not step(0.25, 0.45)        # 0.9: back up, the count restarts
+    assert not step(0.25, 0.25)
+    assert step(0.25, 0.25)            # two low windows in a row
+
+
+def test_stalled_threads_hand_over_to_one_thread(monkeypatch):
+    """When the watch reports a stall, the threads stop at an augmentation and one thread
+    finishes from their prices: the same optimum, a warning, and the time of the hand-over."""
+    monkeypatch.setattr(_sync.LoadWatch, "stalled", lambda self: True)
+    for name in ("geometric", "integer"):  # long enough for the host's first look (0.1 s)
+        c = costfns.generate(name, 3000, seed=2)
+        with pytest.warns(RuntimeWarning, match="stalled each other"):
+            sol = epslap.solve(c, threads=2)
+        assert sol.stats["threads_stalled_after_s"] is not None
+        assert_optimal(c, sol)

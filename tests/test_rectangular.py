@@ -23,14 +23,46 @@ def test_rule(n1, n2):
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
 @pytest.mark.parametrize("maximize", [False, True])
-def test_pass_kernel_dense(shape, dtype, maximize):
-    """threads=2 takes the pass kernel (not the small path) for a matrix in memory."""
+def test_matrices_and_sources(shape, dtype, maximize):
+    """A matrix in memory of a rectangular shape takes the small path even with threads=2 (the
+    passes would pad it); the same costs through a row cache take the rectangular route."""
     rng = np.random.default_rng(sum(shape))
     c = (rng.random(shape) * 1000).astype(dtype)
+    n1, n2 = sorted(shape)
+    rect = rectangular_from_zero(n1, n2)
     sol = epslap.solve(c, maximize=maximize, threads=2)
     assert_optimal(c, sol, maximize=maximize)
-    n1, n2 = sorted(shape)
-    assert sol.stats["method"] == ("rectangular" if rectangular_from_zero(n1, n2) else "eps")
+    assert sol.stats["method"] == ("jv" if rect else "eps")
+    if shape[0] <= shape[1]:  # a source of more rows than columns is refused transposed
+        one_row = c.dtype.itemsize * n2  # a row cache of one row (a one-row source: a table)
+        sol = epslap.solve(costfns.Dense(c), maximize=maximize, memory=one_row)
+        assert_optimal(c, sol, maximize=maximize)
+        expected = "eps" if not rect else ("jv" if n1 == 1 else "rectangular")
+        assert sol.stats["method"] == expected
+
+
+def test_a_polish_that_frees_a_lowered_column_is_redone():
+    """The polish re-augments every row from prices that fell on assigned columns; here it
+    leaves column 5 (price -1) free, which certifies nothing for a rectangular problem: the
+    polish is redone with the virtual rows (scipy's optimum is 3)."""
+    inf = np.inf
+    c = np.array([[4., 3., inf, 1., inf, 0.], [inf, 0., 0., 4., 3., inf],
+                  [inf, 3., 4., 3., 3., 2.]])
+    sol = epslap.solve(costfns.Dense(c), memory=8 * 6)
+    assert sol.stats["method"] == "rectangular"
+    assert_optimal(c, sol)
+
+
+def test_scaled_sources_keep_certified_duals():
+    """Costs scaled by 1e-6 … 1e8 through a row cache: every certificate holds (where the
+    rectangular route's float duals miss verify's rule, the padded solve is taken)."""
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n1 = int(rng.integers(1, 30))
+        n2 = n1 + int(rng.integers(n1 // 8 + 1, 50))
+        c = rng.random((n1, n2)) * 10.0 ** float(rng.integers(-6, 9))
+        sol = epslap.solve(costfns.Dense(c), memory=8 * n2)
+        assert_optimal(c, sol)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -115,7 +115,7 @@ def test_polish_recomputes_duals_lowered_uniformly(name):
     import costfns
     polished = 0
     for seed in range(3):
-        c = costfns.generate(name, 150, seed=seed)
+        c = costfns.generate(name, 80, seed=seed)  # below the row budget (jv.ROW_BUDGET)
         for maximize in (False, True):
             polished += _check(c, maximize).stats["polish_rows"] > 0
     if name == "rank1":
@@ -132,13 +132,65 @@ def test_duals_that_miss_the_rule_go_to_the_epsilon_path(monkeypatch):
     bad = v.copy()
     bad[3] += 1e-6  # a reduced cost below zero
     assert not jv.duals_hold(c, bad, x)
-    monkeypatch.setattr(jv, "duals_hold", lambda *a: False)
+    u = np.empty(30)
+    assert jv._row_duals(c, v - v.max(), x, u)
+    assert not jv._row_duals(c, bad - bad.max(), x, u)  # row 3's column is no longer its best
+
+    def uncertified(m, maximize, xs, duals):
+        return jv.NEEDS_EPSILON, 0.0, 0, 0
+    monkeypatch.setitem(jv._ENTRIES, c.dtype, uncertified)
     sol = epslap.solve(c)
-    assert "method" not in sol.stats and sol.cost == pytest.approx(_reference(c), rel=1e-12)
+    assert sol.stats.get("method") != "jv"
+    assert sol.cost == pytest.approx(_reference(c), rel=1e-12)
+    r, k = epslap.linear_sum_assignment(c)
+    assert c[r, k].sum() == pytest.approx(_reference(c), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_big_assigned_entry_keeps_a_valid_certificate(seed):
+    """An assigned cost of -1e15 (a maximised 1e15) among costs of 1e-3: u_0 taken from the
+    assigned pair, c_00 - v_0, is rounded at 1e15 and misses row 0's other entries by their whole
+    size; the row's smallest reduced cost certifies every entry (``jv._row_duals``)."""
+    c = np.random.default_rng(seed).random((19, 19)) * 1e-3
+    c[0, 0] = 1e15
+    sol = _check(c, maximize=True)
+    assert sol.col_ind[0] == 0
+    rest = np.delete(np.delete(c, 0, 0), 0, 1)
+    r, k = linear_sum_assignment(rest, maximize=True)
+    picked = c[sol.row_ind[1:], sol.col_ind[1:]].sum()
+    assert picked == pytest.approx(rest[r, k].sum(), rel=1e-12)  # the small entries optimal too
+
+
+def test_linear_sum_assignment_matches_solve():
+    rng = np.random.default_rng(8)
+    for shape in [(1, 1), (5, 5), (7, 3), (3, 7), (60, 60)]:
+        for dtype in (np.float64, np.float32, np.int64, np.int32, np.uint8):
+            c = (rng.random(shape) * 100).astype(dtype)
+            for maximize in (False, True):
+                sol = epslap.solve(c, maximize=maximize)
+                r, k = epslap.linear_sum_assignment(c, maximize=maximize)
+                np.testing.assert_array_equal(r, sol.row_ind)
+                np.testing.assert_array_equal(k, sol.col_ind)
+                assert r.dtype == np.int64 and k.dtype == np.int64
+    f = np.asfortranarray(rng.random((9, 9)))  # not C-contiguous: converted once
+    assert epslap.solve(f).cost == pytest.approx(_reference(f), rel=1e-12)
 
 
 def test_epsilon_false_and_large_square_keep_the_epsilon_path():
     rng = np.random.default_rng(2)
-    assert "method" not in epslap.solve(rng.random((20, 20)), epsilon=False).stats
+    assert epslap.solve(rng.random((20, 20)), epsilon=False).stats.get("method") != "jv"
     n = jv.MAX_SQUARE + 1
-    assert "method" not in epslap.solve(rng.random((n, n))).stats
+    assert epslap.solve(rng.random((n, n))).stats.get("method") != "jv"
+
+
+@pytest.mark.parametrize("name", ["rank1", "disjoint"])
+def test_long_paths_hand_over_to_the_epsilon_path(name):
+    """Low-rank and disjoint costs make plain shortest paths long (docs/algorithm.md §5): past
+    jv.ROW_BUDGET rows per row the ε path takes over, and its answer is certified."""
+    import costfns
+    c = costfns.generate(name, 1000, seed=1)
+    sol = epslap.solve(c)
+    assert sol.stats["method"] == "eps"
+    cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)
+    assert cert["optimal"], cert
+    assert sol.cost == pytest.approx(_reference(c, False), rel=1e-12)

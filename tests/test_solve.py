@@ -66,14 +66,16 @@ def test_paper_classes_against_scipy(name, epsilon, path):
 @pytest.mark.parametrize("name", ["random", "geometric", "rank8"])
 def test_paper_classes_n1000(name):
     c = costfns.generate(name, 1000, seed=1)
-    sol = epslap.solve(c)
+    with cpu_path("eps"):  # the ε-passes (n = 1000 may take the small path)
+        sol = epslap.solve(c)
     assert_optimal(c, sol)
     assert sol.stats["passes"] >= 2, "ε-pricing should run at least one ε-pass here"
 
 
 def test_sanity_class_returns_identity_in_n_rows():
     c = costfns.generate("sanity", 500, seed=3)
-    sol = epslap.solve(c)
+    with cpu_path("eps"):
+        sol = epslap.solve(c)
     np.testing.assert_array_equal(sol.col_ind, np.arange(500))
     assert sol.stats["rows_evaluated"] == 500  # docs/algorithm.md §2: one exact pass, n rows
 
@@ -176,7 +178,8 @@ def test_unknown_backend():
 
 def test_plain_ssp_evaluates_more_rows_than_epsilon_on_rank1():
     c = costfns.generate("rank1", 400, seed=0)
-    with_eps = epslap.solve(c).stats["rows_evaluated"]
+    with cpu_path("eps"):
+        with_eps = epslap.solve(c).stats["rows_evaluated"]
     without = epslap.solve(c, epsilon=False).stats["rows_evaluated"]
     assert with_eps * 10 < without  # docs/algorithm.md §5: 3,503 vs 500,500 at n = 1000
 

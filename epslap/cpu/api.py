@@ -9,6 +9,7 @@ from costfns import CostSource
 from costfns.functions import FunctionSource
 from costfns.rows import has_part_form
 
+from .._schedule import rectangular_from_zero
 from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
 from .._validate import as_matrix, canonical_dense, int_cost_limit
 from ..cache import join_caches, make_cache, parse_memory, serve_rows
@@ -37,30 +38,34 @@ def _hit_rate_text(state):
 
 def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, threads,
               progress: bool, t_start: float) -> Solution:
-    """Solve ``cost`` (a matrix or a ``costfns.CostSource``) on the CPU."""
-    if isinstance(cost, CostSource):
+    """Solve ``cost`` (a matrix or a ``costfns.CostSource``) on the CPU. A small matrix takes
+    the small path in one compiled call (``jv.small_solution``: a tiny problem's time is mostly
+    this call's overhead); what that path cannot certify, and larger matrices, the ε-passes."""
+    if type(cost) is not np.ndarray and isinstance(cost, CostSource):
         return _solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                              threads=threads, progress=progress, t_start=t_start)
-    arr = as_matrix(cost)
-    # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes
-    small = epsilon and threads in (None, 1) and jv.applies(min(arr.shape), max(arr.shape))
+    arr = cost if type(cost) is np.ndarray and cost.ndim == 2 else as_matrix(cost)
+    n1, n2 = arr.shape
+    # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes,
+    # except for a rectangular matrix with many spare columns, which the passes would pad
+    lo, hi = (n1, n2) if n1 <= n2 else (n2, n1)
+    if (epsilon and n1 and n2 and jv.applies(lo, hi)
+            and (threads is None or threads == 1 or rectangular_from_zero(lo, hi))):
+        sol = jv.small_solution(arr, maximize, t_start)
+        if sol is not None:
+            return sol
+    arr = as_matrix(arr)
     min_cols = AUTO_MIN_COLS if arr.dtype.kind in "biu" else AUTO_MIN_COLS_FLOAT
-    nthreads = 1 if small or not arr.size else resolve_threads(threads, max(arr.shape), min_cols)
+    nthreads = resolve_threads(threads, max(arr.shape), min_cols) if arr.size else 1
     # the solvers check float values; integers are checked (and narrowed) on the threads
     canon = canonical_dense(arr, maximize, check_values=False, threads=nthreads)
     m = canon.matrix
     n1, n2 = m.shape
-    result = None
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
     else:
-        if small:
-            result = jv.solve_jv(m, canon.integral)
-        if result is None:
-            nthreads = resolve_threads(threads, n2, min_cols) if small else nthreads
-            result = solve_rows(m, n1, n2, m.dtype, integral=canon.integral, epsilon=epsilon,
-                                progress=progress, threads=nthreads)
-        row_to_col, v, stats = result
+        row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
+                                          epsilon=epsilon, progress=progress, threads=nthreads)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)
@@ -130,7 +135,8 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         raise_out_of_range(source, caches, (n1, n2))
 
     small = None
-    if n1 and table and epsilon and threads in (None, 1) and jv.applies(n1, n2):
+    if n1 and table and epsilon and jv.applies(n1, n2) and (
+            threads in (None, 1) or rectangular_from_zero(n1, n2)):
         small = jv.solve_jv(inner, integral)  # the table is a dense canonical matrix
     if n1 == 0:
         row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")

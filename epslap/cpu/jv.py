@@ -2,73 +2,280 @@
 
 Below a few hundred columns the ε-passes cannot pay for their estimate and their schedule; the
 classical shortest augmenting path method with Jonker & Volgenant's initialisation (Computing 38,
-1987) does less work there. One call solves the canonical problem (n1 <= n2, minimised):
+1987) does less work there. One compiled call (``solve_small``) takes the caller's matrix, orients
+and negates it into the canonical problem (n1 <= n2, minimised), solves it and writes the result
+back in the caller's terms (for a tiny problem the calls around the work cost more than the work):
 
 1. *Column reduction* (square problems only): v_j = min_i c_ij; each column goes to the row of
-   its minimum when that row has no column yet (columns from the last to the first).
+   its minimum when that row has no column yet (columns from the last to the first). The same
+   sweep checks the values (NaN, -inf, +inf, the integer range).
 2. *Reduction transfer*: a row that got exactly one column lowers that column's price by the
    row's second smallest reduced cost, so the other rows see it as dearer.
-3. *Augmenting row reduction*, two rounds: a free row takes the column of its smallest reduced
+3. *Augmenting row reduction*, one round: a free row takes the column of its smallest reduced
    cost, lowering that price to its second smallest (or takes the second column on a tie); the
-   row it displaces is processed next.
+   row it displaces is processed next, within a budget of row scans.
 4. *Augmentation*: each row still free gets a shortest augmenting path (Dijkstra on the dense
-   reduced costs, no heap); the prices of the columns it closed move by their distance.
+   reduced costs, no heap, one vectorised sweep per closed column); the prices of the columns it
+   closed move by their distance.
 
 Steps 1–3 only choose a better start: any start with feasible prices leaves step 4 exact. A
 rectangular problem skips them: its prices start at 0 and only fall on assigned columns, so the
-columns left unassigned keep the largest price (their dual is 0 after ``finish``'s shift), the
-condition the certificate of a rectangular problem needs. They are skipped too where a cost is
-+inf (a price of +inf would poison the arithmetic); step 4 then finds the infeasible row. Float
-duals are checked against ``verify``'s per-entry rule and, where they miss it, recomputed by one
-exact pass from the final prices (``polish``).
+columns left unassigned keep the largest price (their dual is 0 after the shift), the condition
+the certificate of a rectangular problem needs. They are skipped too where a cost is +inf (a
+price of +inf would poison the arithmetic); step 4 then finds the infeasible row.
 
-Reduced costs are c_ij - v_j; u_i follows from the assigned pair. ``rows_evaluated`` counts every
-row read after the validation sweep (each step reads whole rows), comparable with the ε-passes'.
+Float duals: ``solve_small`` reports each row's dual as the smallest reduced cost of its row
+(``_row_duals``), which meets ``verify``'s per-entry rule on every entry of the row by
+construction, and checks the assigned pairs' slack against that rule; where it misses, one exact
+pass from the final prices (``polish``) recomputes the prices, and where even that misses, the ε
+path solves. ``solve_jv`` and ``solve_many``, whose callers take u from the assigned pairs, check
+that rule instead (``duals_hold``).
+
+Reduced costs are c_ij - v_j; ``rows_evaluated`` counts every row read after the validation
+sweep (each step reads whole rows), comparable with the ε-passes'.
 """
+from __future__ import annotations
+
 import time
 
 import numba
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic, overload
 
-from .._status import STATUS_INVALID, STATUS_OK, raise_for_status
+from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, raise_for_status
+from .._validate import as_matrix, check_int_range
 from ..certificate import RTOL
-from .passes import augment_rows
+from ..solution import Solution, assemble
 
-_ARR_ROUNDS = 2
+#: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
+NEEDS_EPSILON = -1
+
+#: rows a problem's augmentations may read, per row, before the ε path takes it over. Random,
+#: geometric, sanity and integer costs read 5–15 per row up to n = 384 (disjoint 34, rank 8 28 at
+#: n = 200); rank-1 costs read 250–500 (plain successive shortest paths, docs/algorithm.md §5),
+#: where the ε-passes are 7–20x faster. Cutting there costs such a problem 2–4x the ε path.
+ROW_BUDGET = 48
+#: an integer cost beyond the range rule (``_validate.int_cost_limit``): the caller raises
+OUT_OF_RANGE = -2
+
+#: row scans the augmenting row reduction may spend, per row of the problem; past it the rows
+#: still free go to the augmentation (long displacement chains on near ties cost more there)
+_ARR_SCANS = 2
+
+_INT_BIG = 2**62  # above every integer distance and price (the range rule keeps them below)
+
+
+def _big(v):
+    """+inf of the work dtype of ``v``: inf for floats, 2**62 for int64 (above every integer
+    distance and price the range rule allows)."""
+    return np.int64(_INT_BIG) if v.dtype.kind == "i" else np.inf
+
+
+@overload(_big)
+def _big_typed(v):
+    """:func:`_big` resolved at compile time (Numba cannot compare dtypes at run time)."""
+    if isinstance(v.dtype, types.Integer):
+        return lambda v: np.int64(_INT_BIG)
+    return lambda v: np.float64(np.inf)
+
+
+def _work_empty(c, n):
+    """An empty vector of ``n`` prices in the work dtype of ``c`` (int64 for integers, else
+    float64)."""
+    return np.empty(n, np.int64 if c.dtype.kind in "biu" else np.float64)
+
+
+@overload(_work_empty)
+def _work_empty_typed(c, n):
+    """:func:`_work_empty` resolved at compile time."""
+    if isinstance(c.dtype, types.Integer):
+        return lambda c, n: np.empty(n, np.int64)
+    return lambda c, n: np.empty(n, np.float64)
+
+
+def _is_integral(c):
+    """Whether ``c`` holds integers (solved in exact int64 arithmetic)."""
+    return c.dtype.kind in "biu"
+
+
+@overload(_is_integral)
+def _is_integral_typed(c):
+    """:func:`_is_integral` resolved at compile time."""
+    flag = isinstance(c.dtype, types.Integer)
+    return lambda c: flag
+
+
+@intrinsic
+def _float_bits(typingctx, x):
+    """The bits of a float64 as an int64 (an LLVM bitcast, free at run time)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_float(typingctx, k):
+    """The float64 whose bits are the int64 ``k`` (the inverse of :func:`_float_bits`)."""
+    if k != types.int64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+_MAGNITUDE = np.int64(2**63 - 1)
+
+
+def _ordered(x):
+    """An int64 ordered as ``x`` for every finite or infinite float (the magnitude bits of a
+    negative float flipped; -0.0 just below +0.0), ``x`` itself for an integer."""
+    if isinstance(x, (int, np.integer)):
+        return np.int64(x)
+    b = int(np.array([x], np.float64).view(np.int64)[0])
+    return np.int64(b ^ _MAGNITUDE if b < 0 else b)
+
+
+@overload(_ordered)
+def _ordered_typed(x):
+    """:func:`_ordered` resolved at compile time."""
+    if isinstance(x, types.Integer):
+        return lambda x: np.int64(x)
+
+    def ordered(x):
+        b = _float_bits(np.float64(x))
+        return b ^ ((b >> 63) & _MAGNITUDE)
+    return ordered
+
+
+def _unordered(k, like):
+    """The value of the key ``k`` of :func:`_ordered`, in the dtype of the scalar ``like``."""
+    if isinstance(like, (int, np.integer)):
+        return np.int64(k)
+    b = np.int64(k ^ _MAGNITUDE if k < 0 else k)
+    return np.array([b], np.int64).view(np.float64)[0]
+
+
+@overload(_unordered)
+def _unordered_typed(k, like):
+    """:func:`_unordered` resolved at compile time."""
+    if isinstance(like, types.Integer):
+        return lambda k, like: np.int64(k)
+    return lambda k, like: _bits_float(k ^ ((k >> 63) & _MAGNITUDE))
+
+
+def _key(x):
+    """An int64 ordered as the distance ``x`` (>= 0, or int64): min over keys is min over
+    distances, and integer minima compile to vector code where float minima do not. A float's
+    bits order as the float for values >= 0 (the distances of ``_shortest_path``)."""
+    if isinstance(x, (int, np.integer)):
+        return np.int64(x)
+    return np.array([x], np.float64).view(np.int64)[0]
+
+
+@overload(_key)
+def _key_typed(x):
+    """:func:`_key` resolved at compile time: a bitcast for floats, the value for integers."""
+    if isinstance(x, types.Integer):
+        return lambda x: np.int64(x)
+    return lambda x: _float_bits(np.float64(x))
 
 
 @njit(cache=True, nogil=True)
-def _validate(c, integral):
-    """STATUS_INVALID for NaN or -inf; STATUS_OK else. Second value: whether any +inf occurs."""
+def _classify(m):
+    """(status, has_inf) of a float matrix known to hold a non-finite value."""
     has_inf = False
-    if integral:
-        return STATUS_OK, has_inf
-    n1, n2 = c.shape
-    for i in range(n1):
-        for j in range(n2):
-            x = np.float64(c[i, j])
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            x = np.float64(m[i, j])
             if x != x or x == -np.inf:
-                return STATUS_INVALID, has_inf
+                return STATUS_INVALID, False
             if x == np.inf:
                 has_inf = True
     return STATUS_OK, has_inf
 
 
 @njit(cache=True, nogil=True)
-def _column_reduction(c, v, x, y, matches):
-    """Step 1: v = column minima, each column to the row of its minimum if that row is free."""
-    n1, n2 = c.shape
-    imin = np.zeros(n2, np.int64)
-    for j in range(n2):
-        v[j] = c[0, j]
-    for i in range(1, n1):
+def _int_status(lo, hi, limit):
+    """OUT_OF_RANGE where an integer cost exceeds ``limit`` in magnitude, else STATUS_OK."""
+    if lo < -limit or hi > limit:
+        return OUT_OF_RANGE
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True)
+def _check_values(m, integral, limit):
+    """(status, has_inf): NaN/-inf are STATUS_INVALID, integers beyond ``limit`` OUT_OF_RANGE.
+    One branch-free sweep (x - x is NaN exactly for NaN and ±inf, summed per column so that the
+    sweep compiles to vector code); the rare non-finite matrix is classified by a second one."""
+    n1, n2 = m.shape
+    if integral:
+        lo = np.int64(0)
+        hi = np.int64(0)
+        for i in range(n1):
+            row = m[i]
+            for j in range(n2):
+                x = np.int64(row[j])
+                lo = min(lo, x)
+                hi = max(hi, x)
+        return _int_status(lo, hi, limit), False
+    acc = np.zeros(n2)
+    for i in range(n1):
+        row = m[i]
         for j in range(n2):
-            cij = v.dtype.type(c[i, j])
-            if cij < v[j]:
-                v[j] = cij
-                imin[j] = i
-    for j in range(n2 - 1, -1, -1):
+            x = np.float64(row[j])
+            acc[j] += x - x
+    if acc.sum() == 0.0:
+        return STATUS_OK, False
+    return _classify(m)
+
+
+@njit(cache=True, nogil=True)
+def _column_minima(m, v, imin, integral, limit):
+    """v = column minima, imin = their rows (the first on ties), in the sweep that checks the
+    values as :func:`_check_values` does (one loop per kind, so that each compiles to vector
+    code); returns (status, has_inf)."""
+    n1, n2 = m.shape
+    wt = v.dtype.type
+    for j in range(n2):
+        v[j] = wt(m[0, j])
+        imin[j] = 0
+    if integral:
+        lo = np.int64(0)
+        hi = np.int64(0)
+        for i in range(n1):
+            row = m[i]
+            for j in range(n2):
+                x = wt(row[j])
+                lo = min(lo, np.int64(x))
+                hi = max(hi, np.int64(x))
+                lower = x < v[j]
+                v[j] = x if lower else v[j]
+                imin[j] = i if lower else imin[j]
+        return _int_status(lo, hi, limit), False
+    acc = np.zeros(n2)
+    for i in range(n1):
+        row = m[i]
+        for j in range(n2):
+            x = wt(row[j])
+            acc[j] += np.float64(x) - np.float64(x)
+            lower = x < v[j]
+            v[j] = x if lower else v[j]
+            imin[j] = i if lower else imin[j]
+    if acc.sum() == 0.0:
+        return STATUS_OK, False
+    return _classify(m)
+
+
+@njit(cache=True, nogil=True)
+def _assign_minima(v, imin, x, y, matches):
+    """Step 1's assignment: column j to the row of its minimum when that row is still free,
+    columns from the last to the first; ``matches`` counts the columns each row was offered."""
+    for j in range(v.shape[0] - 1, -1, -1):
         i = imin[j]
         if matches[i] == 0:
             x[i] = j
@@ -77,29 +284,47 @@ def _column_reduction(c, v, x, y, matches):
 
 
 @njit(cache=True, nogil=True)
+def _shift_to_max_zero(v):
+    """v -= max(v): every price at most 0, the largest exactly 0 (work dtype, all finite)."""
+    top = v.max()
+    for j in range(v.shape[0]):
+        v[j] -= top
+
+
+@njit(cache=True, nogil=True)
+def _min_reduced(row, v, skip, big):
+    """min over j != skip of row_j - v_j (in the dtype of ``v``; ``big`` if there is none), as
+    a minimum of :func:`_ordered` keys: integer minima compile to vector code, float minima to
+    one comparison after another."""
+    wt = v.dtype.type
+    kbig = _ordered(big)
+    best = kbig
+    for j in range(v.shape[0]):
+        k = _ordered(wt(row[j]) - v[j])
+        k = kbig if j == skip else k
+        best = k if k < best else best
+    return _unordered(best, big)
+
+
+@njit(cache=True, nogil=True)
 def _reduction_transfer(c, v, x, matches, free):
     """Step 2; returns the number of free rows, listed in ``free``. Rows read: one per row
     assigned once."""
     n1, n2 = c.shape
+    wt = v.dtype.type
+    big = _big(v)
     n_free = 0
     reads = 0
     for i in range(n1):
         if matches[i] == 0:
             free[n_free] = i
             n_free += 1
-        elif matches[i] == 1:
+        elif matches[i] == 1 and n2 > 1:
             j1 = x[i]
-            mu = v[j1]  # a placeholder of the work dtype until ``seen``
-            seen = False
-            for j in range(n2):
-                if j != j1:
-                    r = c[i, j] - v[j]
-                    if not seen or r < mu:
-                        mu = r
-                        seen = True
+            row = c[i]
+            mu = _min_reduced(row, v, j1, big)
             reads += 1
-            if seen:
-                v[j1] -= mu - (c[i, j1] - v[j1])
+            v[j1] -= mu - (wt(row[j1]) - v[j1])
     return n_free, reads
 
 
@@ -108,13 +333,15 @@ def _two_smallest(c, v, i):
     """(u1, j1, u2, j2): the smallest and second smallest reduced cost of row i (first index on
     ties); j2 = -1 when the row has one column."""
     n2 = c.shape[1]
-    u1 = c[i, 0] - v[0]
+    wt = v.dtype.type
+    row = c[i]
+    u1 = wt(row[0]) - v[0]
     j1 = 0
-    u2 = u1
+    u2 = _big(v)
     j2 = -1
     for j in range(1, n2):
-        h = c[i, j] - v[j]
-        if j2 < 0 or h < u2:
+        h = wt(row[j]) - v[j]
+        if h < u2:
             if h >= u1:
                 u2 = h
                 j2 = j
@@ -128,82 +355,230 @@ def _two_smallest(c, v, i):
 
 @njit(cache=True, nogil=True)
 def _augmenting_row_reduction(c, v, x, y, free, n_free):
-    """Step 3 (two rounds); returns (free rows left, listed in ``free``, rows read)."""
+    """Step 3: one round over the free rows, at most ``_ARR_SCANS`` row scans per row of the
+    problem; returns (free rows left, listed in ``free``, rows read)."""
     n1 = c.shape[0]
+    budget = _ARR_SCANS * n1
+    k = 0
+    todo = n_free
+    n_left = 0
     reads = 0
-    for _ in range(_ARR_ROUNDS):
-        k = 0
-        todo = n_free
-        n_free = 0
-        steps = 0
-        while k < todo:
-            i = free[k]
-            k += 1
-            steps += 1
-            if steps > 8 * n1:  # ties can make a round long: leave the rest to step 4
-                free[n_free] = i
-                n_free += 1
-                continue
-            u1, j1, u2, j2 = _two_smallest(c, v, i)
-            reads += 1
+    while k < todo:
+        i = free[k]
+        k += 1
+        if reads >= budget:  # ties can make chains long: leave the rest to step 4
+            free[n_left] = i
+            n_left += 1
+            continue
+        u1, j1, u2, j2 = _two_smallest(c, v, i)
+        reads += 1
+        i0 = y[j1]
+        if j2 >= 0 and u1 < u2:
+            v[j1] -= u2 - u1
+        elif i0 >= 0 and j2 >= 0:  # a tie with an assigned column: take the other one
+            j1 = j2
             i0 = y[j1]
-            if j2 >= 0 and u1 < u2:
-                v[j1] -= u2 - u1
-            elif i0 >= 0 and j2 >= 0:  # a tie with an assigned column: take the other one
-                j1 = j2
-                i0 = y[j1]
-            x[i] = j1
-            y[j1] = i
-            if i0 >= 0:
-                x[i0] = -1
-                if u1 < u2:  # the displaced row goes next
-                    k -= 1
-                    free[k] = i0
-                else:
-                    free[n_free] = i0
-                    n_free += 1
-    return n_free, reads
+        x[i] = j1
+        y[j1] = i
+        if i0 >= 0:
+            x[i0] = -1
+            if j2 >= 0 and u1 < u2:  # the displaced row goes next
+                k -= 1
+                free[k] = i0
+            else:
+                free[n_left] = i0
+                n_left += 1
+    return n_left, reads
 
 
 @njit(cache=True, nogil=True)
-def _shift_to_max_zero(v):
-    """v -= max(v): every price at most 0, the largest exactly 0 (work dtype, all finite)."""
-    top = v.max()
-    for j in range(v.shape[0]):
-        v[j] -= top
+def _start_row(row, v, d, pred, f, is_open, y, big):
+    """d_j = (c_fj - v_j) - u_f for the free row f, with u_f = min_j c_fj - v_j: every distance
+    starts >= 0 (exactly: a rounded difference of x >= u_f is >= 0), as ``_key`` needs. Returns
+    the keys of (smallest d_j, smallest over the free columns), those of ``big`` for a row
+    without a finite cost."""
+    wt = v.dtype.type
+    uf = _min_reduced(row, v, -1, big)
+    kbig = _key(big)
+    if not uf < big:
+        return kbig, kbig
+    best = kbig
+    best_free = kbig
+    for j in range(d.shape[0]):
+        h = (wt(row[j]) - v[j]) - uf
+        d[j] = h
+        pred[j] = f
+        is_open[j] = 1
+        k = _key(h)
+        best = k if k < best else best
+        kf = k if y[j] < 0 else kbig
+        best_free = kf if kf < best_free else best_free
+    return best, best_free
 
 
 @njit(cache=True, nogil=True)
-def solve_dense(c, integral, v, row_to_col):
-    """Solve the canonical dense problem ``c`` (n1 <= n2): fills ``v`` (work dtype) and
-    ``row_to_col``. Returns (status, rows evaluated)."""
+def _relax(row, a, b, mn, i, v, d, pred, is_open, y, big):
+    """d_j = min(d_j, (c_ij - c_ij*) - (v_j - v_j*) + mn) over the open columns, pred_j = i where
+    that lowers d_j: the difference form of docs/algorithm.md §4, clamped at mn (below it only
+    by rounding, and ``_key`` needs d >= 0). Returns the keys of (smallest d_j, smallest over the
+    free columns) of the open columns. Selects and integer minima only: one sweep of vector
+    code per closed column."""
+    wt = v.dtype.type
+    kbig = _key(big)
+    best = kbig
+    best_free = kbig
+    for j in range(d.shape[0]):
+        h = ((wt(row[j]) - a) - (v[j] - b)) + mn
+        h = h if h > mn else mn
+        h = h if is_open[j] else big
+        dj = d[j]
+        lower = h < dj
+        dj = h if lower else dj
+        d[j] = dj
+        pred[j] = i if lower else pred[j]
+        k = _key(dj) if is_open[j] else kbig
+        best = k if k < best else best
+        kf = k if y[j] < 0 else kbig
+        best_free = kf if kf < best_free else best_free
+    return best, best_free
+
+
+@njit(cache=True, nogil=True)
+def _next_column(d, y, best, free_ties):
+    """The open column to close, of key ``best``, under the tie rule of docs/algorithm.md §4: a
+    free column when one ties (``free_ties``), then the lowest index (closed columns hold the
+    key of ``big``, above ``best``)."""
+    for j in range(d.shape[0]):
+        if _key(d[j]) == best and (y[j] < 0 or not free_ties):
+            return j
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _shortest_path(c, f, v, x, y, d, pred, is_open, closed, dist):
+    """Augment free row f along a shortest path (docs/algorithm.md §4 with ε = 0) and move the
+    prices of the columns it closed. Closed columns hold d = big (``dist`` keeps their
+    distances); each step is one sweep that relaxes the open columns from the row just reached
+    and finds the smallest distances, and a short scan for the column. Ties prefer a free
+    column, so equal-cost columns are never rescanned. Returns (status, rows read)."""
+    wt = v.dtype.type
+    big = _big(v)
+    kbig = _key(big)
+    best, best_free = _start_row(c[f], v, d, pred, f, is_open, y, big)
+    reads = 1
+    nc = 0
+    mn = wt(0)
+    while True:
+        if not best < kbig:
+            return STATUS_INFEASIBLE, reads
+        jb = _next_column(d, y, best, best_free == best)
+        dmin = d[jb]
+        if dmin > mn:
+            mn = dmin
+        closed[nc] = jb
+        dist[nc] = dmin
+        nc += 1
+        d[jb] = big
+        is_open[jb] = 0
+        i = y[jb]
+        if i < 0:
+            break
+        row = c[i]
+        reads += 1
+        best, best_free = _relax(row, wt(row[jb]), v[jb], mn, i, v, d, pred, is_open, y, big)
+    for k in range(nc):
+        v[closed[k]] -= mn - dist[k]
+    j = closed[nc - 1]
+    while True:
+        i = pred[j]
+        y[j] = i
+        prev = x[i]
+        x[i] = j
+        if i == f:
+            break
+        j = prev
+    return STATUS_OK, reads
+
+
+def _scratch(n2: int) -> int:
+    """int64 scratch of step 4 for n2 columns: pred, open flags, the closed columns."""
+    return 3 * n2
+
+
+@overload(_scratch)
+def _scratch_typed(n2):
+    """:func:`_scratch` in compiled code."""
+    return lambda n2: 3 * n2
+
+
+@njit(cache=True, nogil=True)
+def _augment(c, v, x, y, free, n_free, iw, fw):
+    """Step 4 for the rows ``free[:n_free]``; ``iw`` (``_scratch(n2)`` int64) and ``fw`` (2·n2,
+    work dtype) are its scratch space. Returns (status, rows read)."""
+    n2 = c.shape[1]
+    pred, is_open, closed = iw[:n2], iw[n2:2 * n2], iw[2 * n2:3 * n2]
+    d, dist = fw[:n2], fw[n2:2 * n2]
+    reads = 0
+    budget = ROW_BUDGET * c.shape[0] + 64
+    for k in range(n_free):
+        status, r = _shortest_path(c, free[k], v, x, y, d, pred, is_open, closed, dist)
+        reads += r
+        if status != STATUS_OK:
+            return status, reads
+        if reads > budget:  # long paths (low-rank, disjoint costs): the ε-passes do better
+            return NEEDS_EPSILON, reads
+    return STATUS_OK, reads
+
+
+@njit(cache=True, nogil=True)
+def _solve_canonical(c, integral, limit, v, x, y, iw, fw):
+    """Steps 1–4 on the canonical matrix ``c``, with the value checks: fills ``v`` (work dtype),
+    ``x`` (row -> column) and ``y`` (column -> row); ``iw`` (n1 + ``_scratch(n2)`` int64) and
+    ``fw`` (2·n2, work dtype) are scratch space, one allocation each for the whole solve (a tiny
+    problem's time goes to allocations otherwise). Returns (status, rows evaluated)."""
     n1, n2 = c.shape
-    status, has_inf = _validate(c, integral)
+    free = iw[:n1]
+    x[:] = -1
+    y[:] = -1
+    reads = 0
+    square = n1 == n2 and n2 > 1
+    if square:
+        imin = iw[n1:n1 + n2]
+        status, has_inf = _column_minima(c, v, imin, integral, limit)
+    else:
+        status, has_inf = _check_values(c, integral, limit)
     if status != STATUS_OK:
         return status, 0
-    x = row_to_col
-    y = np.full(n2, -1, np.int64)
-    free = np.empty(n1, np.int64)
-    v[:] = 0
-    x[:] = -1
-    reads = 0
-    if n1 == n2 and n2 > 1 and not has_inf:
-        matches = np.zeros(n1, np.int64)
-        _column_reduction(c, v, x, y, matches)
+    if square and not has_inf:
+        matches = iw[n1 + n2:2 * n1 + n2]
+        matches[:] = 0
+        _assign_minima(v, imin, x, y, matches)
         reads += n1
         # prices at most 0 from here on: reduced costs are computed at the magnitude of the
-        # duals reported (finish shifts them so anyway)
+        # duals reported (which are shifted so anyway)
         _shift_to_max_zero(v)
         n_free, r = _reduction_transfer(c, v, x, matches, free)
         reads += r
         n_free, r = _augmenting_row_reduction(c, v, x, y, free, n_free)
         reads += r
     else:
+        v[:] = 0
         for i in range(n1):
             free[i] = i
         n_free = n1
-    status, r = augment_rows(c, n1, n2, v, x, y, free[:n_free], integral)
+    status, r = _augment(c, v, x, y, free, n_free, iw[n1:], fw)
     return status, reads + r
+
+
+@njit(cache=True, nogil=True)
+def solve_dense(c, integral, v, row_to_col):
+    """Solve the canonical dense problem ``c`` (n1 <= n2): fills ``v`` (work dtype) and
+    ``row_to_col``. Returns (status, rows evaluated). Integer ranges are the caller's check."""
+    n1, n2 = c.shape
+    y = np.empty(n2, np.int64)
+    iw = np.empty(n1 + _scratch(n2), np.int64)
+    fw = np.empty(2 * n2, v.dtype)
+    return _solve_canonical(c, integral, np.int64(2**63 - 1), v, row_to_col, y, iw, fw)
 
 
 @njit(cache=True, nogil=True)
@@ -215,37 +590,165 @@ def polish(c, v, x):
     n1, n2 = c.shape
     _shift_to_max_zero(v)
     x[:] = -1
-    return augment_rows(c, n1, n2, v, x, np.full(n2, -1, np.int64), np.arange(n1), False)
+    y = np.full(n2, -1, np.int64)
+    iw = np.empty(_scratch(n2), np.int64)
+    fw = np.empty(2 * n2, v.dtype)
+    return _augment(c, v, x, y, np.arange(n1), n1, iw, fw)
 
 
 @njit(cache=True, nogil=True)
 def duals_hold(c, v, x):
     """Whether the float duals that ``finish`` reports from ``v`` (shifted to max 0, u from the
     assigned pairs) meet ``epslap.verify``'s per-entry rule: u_i + v_j - c_ij <= RTOL·(|c_ij| +
-    |u_i| + |v_j|) on every finite entry."""
+    |u_i| + |v_j|) on every finite entry. The exact test runs only where the reduced cost is
+    negative (the tolerance is never negative)."""
     n1, n2 = c.shape
     top = v.max()
     for i in range(n1):
         ui = np.float64(c[i, x[i]]) - (v[x[i]] - top)
+        row = c[i]
         for j in range(n2):
-            cij = np.float64(c[i, j])
-            if cij < np.inf:
-                vj = v[j] - top
-                if (ui + vj) - cij > RTOL * ((abs(cij) + abs(ui)) + abs(vj)):
+            cij = np.float64(row[j])
+            vj = v[j] - top
+            excess = (ui + vj) - cij
+            if excess > 0.0 and cij < np.inf:
+                if excess > RTOL * ((abs(cij) + abs(ui)) + abs(vj)):
                     return False
     return True
 
 
-#: a batch member whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
-NEEDS_EPSILON = -1
+@njit(cache=True, nogil=True)
+def _row_duals(c, vs, x, u):
+    """u_i = the smallest reduced cost c_ij - vs_j of row i (``vs``: the reported prices).
+    Every entry of the row then meets ``verify``'s rule up to the rounding of one subtraction,
+    however large the assigned cost (a big-M entry on an assigned pair makes c_ij - vs_j there
+    useless at the magnitude of the row's other entries). Returns whether every assigned pair's
+    slack (c - u) - v meets the rule too."""
+    ok = True
+    for i in range(c.shape[0]):
+        row = c[i]
+        ui = _min_reduced(row, vs, -1, np.inf)
+        u[i] = ui
+        cx = np.float64(row[x[i]])
+        slack = (cx - ui) - vs[x[i]]
+        if abs(slack) > RTOL * ((abs(cx) + abs(ui)) + abs(vs[x[i]])):
+            ok = False
+    return ok
+
+
+@njit(cache=True, nogil=True)
+def _canonical(c, maximize):
+    """(matrix with n1 <= n2, minimised, transposed?): ``c`` itself or one copy."""
+    n1, n2 = c.shape
+    transposed = n1 > n2
+    if not transposed and not maximize:
+        return c, False
+    if transposed:
+        m = np.empty((n2, n1), c.dtype)
+        for i in range(n1):
+            for j in range(n2):
+                m[j, i] = -c[i, j] if maximize else c[i, j]
+        return m, True
+    m = np.empty((n1, n2), c.dtype)
+    for i in range(n1):
+        for j in range(n2):
+            m[i, j] = -c[i, j]
+    return m, False
+
+
+@njit(cache=True, nogil=True)
+def _finish_duals(m, integral, v, x, u):
+    """Shift v to max 0 (unassigned columns get dual 0) and fill u; returns (status, polish
+    rows): float duals are certified by :func:`_row_duals`, else polished once, else
+    NEEDS_EPSILON."""
+    _shift_to_max_zero(v)
+    if integral:
+        for i in range(m.shape[0]):
+            u[i] = m[i, x[i]] - v[x[i]]
+        return STATUS_OK, 0
+    if _row_duals(m, v, x, u):
+        return STATUS_OK, 0
+    status, rows = polish(m, v, x)
+    if status != STATUS_OK:
+        return status, rows
+    _shift_to_max_zero(v)
+    if _row_duals(m, v, x, u):
+        return STATUS_OK, rows
+    return NEEDS_EPSILON, rows
+
+
+@njit(cache=True, nogil=True)
+def _user_result(m, transposed, maximize, x, y, u, v, xs, duals):
+    """Fill ``xs`` = (row_ind, col_ind) and ``duals`` = (row duals, column duals) in the
+    caller's orientation and sign, row_ind sorted (scipy's convention); returns the total."""
+    n1, n2 = m.shape
+    total = v.dtype.type(0)
+    for i in range(n1):
+        total += v.dtype.type(m[i, x[i]])
+    if transposed:
+        t = 0
+        for j in range(n2):
+            if y[j] >= 0:
+                xs[t] = j
+                xs[n1 + t] = y[j]
+                t += 1
+        first, second = v, u
+    else:
+        for i in range(n1):
+            xs[i] = i
+            xs[n1 + i] = x[i]
+        first, second = u, v
+    k = first.shape[0]
+    for t in range(k):
+        duals[t] = -first[t] if maximize else first[t]
+    for t in range(second.shape[0]):
+        duals[k + t] = -second[t] if maximize else second[t]
+    return -total if maximize else total
+
+
+@njit(cache=True, nogil=True)
+def solve_small(c, maximize, xs, duals):
+    """The whole small path for a C-contiguous float64/float32/int64/int32 matrix in the
+    caller's orientation: orientation, sign, value checks, solve, certified duals and the
+    result, in one compiled call (its dispatch is most of a tiny problem's cost). Fills ``xs``
+    (row_ind then col_ind, 2·min(n1, n2)) and ``duals`` (u then v, n1 + n2; work dtype), which
+    the caller allocates (cheaper than returning arrays). Returns (status, total, rows
+    evaluated, polish rows); status OK, INVALID, INFEASIBLE, OUT_OF_RANGE or NEEDS_EPSILON."""
+    integral = _is_integral(c)
+    m, transposed = _canonical(c, maximize)
+    n1, n2 = m.shape
+    limit = np.int64((_INT_BIG - 1) // (4 * n2 + 8))
+    iw = np.empty(2 * n1 + n2 + _scratch(n2), np.int64)
+    fw = _work_empty(c, n1 + 3 * n2)
+    x, y = iw[:n1], iw[n1:n1 + n2]
+    v, u = fw[:n2], fw[n2:n2 + n1]
+    status, reads = _solve_canonical(m, integral, limit, v, x, y, iw[n1 + n2:],
+                                     fw[n1 + n2:])
+    polish_rows = 0
+    if status == STATUS_OK:
+        status, polish_rows = _finish_duals(m, integral, v, x, u)
+    if status != STATUS_OK:
+        return status, v.dtype.type(0), reads, polish_rows
+    if polish_rows:
+        for j in range(n2):
+            y[j] = -1
+        for i in range(n1):
+            y[x[i]] = i
+    total = _user_result(m, transposed, maximize, x, y, u, v, xs, duals)
+    return status, total, reads + polish_rows, polish_rows
 
 
 @njit(cache=True, nogil=True)
 def solve_many(c, integral, lo, hi, x, v, status, rows):
     """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), as :func:`solve_jv`
     solves one: fills ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated)."""
+    n1, n2 = c.shape[1], c.shape[2]
+    y = np.empty(n2, np.int64)  # one scratch space for the whole share
+    iw = np.empty(n1 + _scratch(n2), np.int64)
+    fw = np.empty(2 * n2, v.dtype)
+    unlimited = np.int64(2**63 - 1)  # integer ranges are the caller's check
     for b in range(lo, hi):
-        st, r = solve_dense(c[b], integral, v[b], x[b])
+        st, r = _solve_canonical(c[b], integral, unlimited, v[b], x[b], y, iw, fw)
         if st == STATUS_OK and not integral and not duals_hold(c[b], v[b], x[b]):
             st, r2 = polish(c[b], v[b], x[b])
             r += r2
@@ -255,10 +758,15 @@ def solve_many(c, integral, lo, hi, x, v, status, rows):
         rows[b] = r
 
 
-#: square problems up to this many columns take this path (above it the ε-passes are faster on
-#: geometric costs: one thread, 2 vCPU, 0.3 ms against 3.3 ms at n = 300 but 12.6 ms against
-#: 6.5 ms at n = 500; random and integer costs cross over later, near n = 1000)
-MAX_SQUARE = 384
+#: square problems up to this many columns take this path. One thread, 2 vCPU, against the
+#: ε-passes, it is faster up to n = 1000 on random, geometric, sanity and integer costs
+#: (geometric 14.9 against 18.4 ms at n = 1000, 51 against 49 ms at n = 1500; random 4.7
+#: against 13.4 ms at n = 1000, crossing near n = 2000-3000); low-rank and disjoint costs leave
+#: it for the ε path after ROW_BUDGET rows per row
+MAX_SQUARE = 1024
+#: nearly square rectangular problems (fewer than n2/16 extra columns) up to this many columns
+#: take this path (1000 x 1010 random: 22 ms here against 14 ms on the ε-passes)
+MAX_NEAR_SQUARE = 512
 
 
 def applies(n1: int, n2: int) -> bool:
@@ -267,15 +775,17 @@ def applies(n1: int, n2: int) -> bool:
     with that many virtual rows. Nearly square ones stay with the ε-passes (2 vCPU, 2000 rows,
     geometric costs: 2050 columns 0.27 s here against 0.08 s there, 2200 columns 0.045 s against
     0.070 s, 3000 columns 0.023 s against 2.0 s)."""
-    return n2 <= MAX_SQUARE or (n1 < n2 and 16 * (n2 - n1) >= n2)
+    return (n2 <= MAX_NEAR_SQUARE or (n1 == n2 and n2 <= MAX_SQUARE)
+            or (n1 < n2 and 16 * (n2 - n1) >= n2))
 
 
 _COMPILED: set = set()
 
 
 def solve_jv(m: np.ndarray, integral: bool):
-    """``(row_to_col, v, stats)`` of the canonical matrix ``m``. Float duals are checked against
-    ``verify``'s per-entry rule (``duals_hold``); where they miss it, one exact pass from the
+    """``(row_to_col, v, stats)`` of the canonical matrix ``m``, for a caller that takes u from
+    the assigned pairs (``solution.finish``). Float duals are checked against ``verify``'s
+    per-entry rule for such u (``duals_hold``); where they miss it, one exact pass from the
     final prices (``polish``) recomputes them; None, for the ε path, where even that fails.
     Raises for NaN/-inf or an infeasible matrix."""
     n1, n2 = m.shape
@@ -293,18 +803,152 @@ def solve_jv(m: np.ndarray, integral: bool):
     t0 = time.perf_counter()
     status, reads = solve_dense(m, integral, v, row_to_col)
     elapsed = time.perf_counter() - t0
+    if status == NEEDS_EPSILON:  # over the row budget
+        return None
     raise_for_status(status, "cpu")
     polish_rows = 0
     if not integral and not duals_hold(m, v, row_to_col):
         t1 = time.perf_counter()
         status, polish_rows = polish(m, v, row_to_col)
         elapsed += time.perf_counter() - t1
+        if status == NEEDS_EPSILON:
+            return None
         raise_for_status(status, "cpu")
         reads += polish_rows
         if not duals_hold(m, v, row_to_col):
             return None
-    stats = {"backend": "cpu", "method": "jv", "rows_evaluated": int(reads), "passes": 1,
-             "epsilons": [0.0], "eps_upper": 0.0, "eps_lower": 0.0, "time_estimate_s": 0.0,
-             "time_solve_s": elapsed, "compile_s": compile_s, "threads": 1,
-             "certified_by_estimate": False, "polish_rows": int(polish_rows)}
-    return row_to_col, v, stats
+    return row_to_col, v, small_stats(int(reads), int(polish_rows), elapsed, compile_s)
+
+
+def small_stats(reads: int, polish_rows: int, elapsed: float, compile_s: float) -> dict:
+    """The stats of a small-path solve (the ε path's keys, with ``method`` "jv")."""
+    return {"backend": "cpu", "method": "jv", "rows_evaluated": reads, "passes": 1,
+            "epsilons": [0.0], "eps_upper": 0.0, "eps_lower": 0.0, "time_estimate_s": 0.0,
+            "time_solve_s": elapsed, "compile_s": compile_s, "threads": 1,
+            "certified_by_estimate": False, "polish_rows": polish_rows}
+
+
+#: the dtypes ``solve_small`` is compiled for -> its compiled entry point, once compiled
+_ENTRIES: dict = {np.dtype(t): None for t in (np.float64, np.float32, np.int64, np.int32)}
+
+
+def _kernel_matrix(arr: np.ndarray, maximize: bool) -> np.ndarray:
+    """``arr`` (a validated matrix, see ``_validate.as_matrix``) as a C-contiguous, aligned,
+    writeable, native matrix of a dtype ``solve_small`` is compiled for: float16 widens to
+    float32 and other integers to int64 (both exact; uint64 beyond int64 is refused by the
+    range rule), int32 to int64 when maximising (-(-2**31) has no int32)."""
+    arr = as_matrix(arr)
+    dtype = arr.dtype
+    if dtype.kind == "f":
+        dtype = np.dtype(np.float32 if dtype.itemsize <= 4 else np.float64)
+    elif dtype.kind == "u" and dtype.itemsize == 8 and arr.size and int(arr.max()) >= 2**63:
+        lo, hi = int(arr.min()), int(arr.max())
+        check_int_range(-hi if maximize else lo, -lo if maximize else hi, arr.shape)
+    elif dtype.kind in "biu" and (dtype != np.int32 or maximize):
+        dtype = np.dtype(np.int64)
+    return np.require(arr, dtype.newbyteorder("="), ["C", "A", "W"])
+
+
+def _entry(m: np.ndarray):
+    """(compiled ``solve_small`` for ``m``'s type, compile seconds): the overload is called
+    directly, without the dispatcher's typing of its arguments; ``m`` must be what
+    ``_kernel_matrix`` returns (the type it was compiled for)."""
+    t0 = time.perf_counter()
+    work = np.int64 if m.dtype.kind == "i" else np.float64
+    sig = (numba.typeof(m), numba.types.boolean, numba.typeof(np.empty(0, np.int64)),
+           numba.typeof(np.empty(0, work)))
+    solve_small.compile(sig)
+    entry = solve_small.overloads[sig].entry_point
+    _ENTRIES[m.dtype] = entry
+    return entry, time.perf_counter() - t0
+
+
+def _raise(status: int, arr: np.ndarray, maximize: bool) -> None:
+    """The exception of a failed ``solve_small`` (the messages of the ε path); returns for
+    NEEDS_EPSILON."""
+    if status == NEEDS_EPSILON:
+        return
+    if status == OUT_OF_RANGE:
+        lo, hi = int(arr.min()), int(arr.max())
+        check_int_range(-hi if maximize else lo, -lo if maximize else hi, arr.shape)
+    raise_for_status(status, "cpu")
+
+
+_INT32 = np.dtype(np.int32)
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _prepare(arr: np.ndarray, maximize: bool):
+    """(matrix, compiled entry, compile seconds) for a matrix the entries do not take as it
+    is, or whose dtype has no entry yet."""
+    m = arr
+    entry = _ENTRIES.get(arr.dtype) if arr.flags.carray else None
+    if entry is None or (maximize and arr.dtype == _INT32):
+        m = _kernel_matrix(arr, maximize)
+        entry = _ENTRIES[m.dtype]
+    if entry is not None:
+        return m, entry, 0.0
+    entry, compile_s = _entry(m)
+    return m, entry, compile_s
+
+
+#: the stats of every small-path solve, copied and completed per call (cheaper than a literal)
+_STATS = {"backend": "cpu", "method": "jv", "rows_evaluated": 0, "passes": 1, "epsilons": None,
+          "eps_upper": 0.0, "eps_lower": 0.0, "time_estimate_s": 0.0, "time_solve_s": 0.0,
+          "compile_s": 0.0, "threads": 1, "certified_by_estimate": False, "polish_rows": 0,
+          "n_rows": 0, "n_cols": 0, "transposed": False, "maximize": False,
+          "time_total_s": 0.0}
+
+
+def small_solution(arr: np.ndarray, maximize: bool, t_start: float) -> Solution | None:
+    """The small path's :class:`Solution` of a non-empty matrix ``arr`` (2-D, numeric, the
+    caller's orientation and sign; ``applies`` holds), or None where the ε path must solve.
+    Raises as the ε path does. The common case (a C-contiguous float64/float32/int64/int32
+    matrix whose entry is compiled) runs straight through: this is a tiny problem's whole
+    Python overhead."""
+    m = arr
+    compile_s = 0.0
+    entry = _ENTRIES.get(arr.dtype) if arr.flags.carray else None
+    if entry is None or (maximize and arr.dtype == _INT32):
+        m, entry, compile_s = _prepare(arr, maximize)
+    n_rows, n_cols = arr.shape
+    k = n_rows if n_rows < n_cols else n_cols
+    xs = np.empty(2 * k, _INT64)  # dtype objects: np.empty converts a type on every call
+    integral = m.dtype.kind == "i"
+    duals = np.empty(n_rows + n_cols, _INT64 if integral else _FLOAT64)
+    t0 = time.perf_counter()
+    status, total, reads, polish_rows = entry(m, maximize, xs, duals)
+    t1 = time.perf_counter()
+    if status:
+        return _raise(status, arr, maximize)
+    stats = _STATS.copy()
+    stats["rows_evaluated"] = reads
+    stats["epsilons"] = [0.0]
+    stats["time_solve_s"] = t1 - t0
+    stats["compile_s"] = compile_s
+    stats["polish_rows"] = polish_rows
+    stats["n_rows"] = n_rows
+    stats["n_cols"] = n_cols
+    stats["transposed"] = n_rows > n_cols
+    stats["maximize"] = maximize
+    stats["time_total_s"] = time.perf_counter() - t_start
+    return assemble(xs[:k], xs[k:], int(total) if integral else float(total), duals[:n_rows],
+                    duals[n_rows:], stats)
+
+
+def small_assignment(arr: np.ndarray, maximize: bool):
+    """``(row_ind, col_ind)`` of :func:`small_solution` (the same assignment), without the rest
+    of the result; None where the ε path must solve."""
+    m = arr
+    entry = _ENTRIES.get(arr.dtype) if arr.flags.carray else None
+    if entry is None or (maximize and arr.dtype == _INT32):
+        m, entry, _ = _prepare(arr, maximize)
+    n_rows, n_cols = arr.shape
+    k = n_rows if n_rows < n_cols else n_cols
+    xs = np.empty(2 * k, _INT64)
+    duals = np.empty(n_rows + n_cols, _INT64 if m.dtype.kind == "i" else _FLOAT64)
+    status = entry(m, maximize, xs, duals)[0]
+    if status:
+        return _raise(status, arr, maximize)
+    return xs[:k], xs[k:]

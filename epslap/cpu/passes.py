@@ -542,6 +542,29 @@ def augment_rows(src, n1, n2, v, row_to_col, col_row, rows, integral):
 
 
 @njit(cache=True, nogil=True)
+def duals_hold_rows(src, buf, v, row_to_col, rtol, sync):
+    """Whether the float duals that ``finish`` reports from ``v`` (shifted to a maximum of 0, u
+    from the assigned pairs) meet ``epslap.verify``'s per-entry rule on every row of ``src``:
+    u_i + v_j - c_ij <= rtol·(|c_ij| + |u_i| + |v_j|) on every finite entry (one more read of
+    each row, for on-demand sources); stops early on a stop request (``sync``)."""
+    top = v.max()
+    for i in range(row_to_col.shape[0]):
+        if aborted(sync):
+            return False
+        row = get_row(src, i, buf)
+        x = row_to_col[i]
+        ui = np.float64(row[x]) - (v[x] - top)
+        for j in range(row.shape[0]):
+            cij = np.float64(row[j])
+            vj = v[j] - top
+            excess = (ui + vj) - cij
+            if excess > 0.0 and cij < np.inf:
+                if excess > rtol * ((abs(cij) + abs(ui)) + abs(vj)):
+                    return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def gather_assigned(src, buf, row_to_col, out, sync):
     """out[i] = c[i][row_to_col[i]] (one more read of each row, for on-demand sources); stops
     early on a stop request (``sync``)."""

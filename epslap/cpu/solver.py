@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from .. import _sync as sync_mod
-from .._progress import ProgressBar
+from .._progress import SolveProgress
 from .._schedule import rectangular_from_zero
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
                        raise_for_status)
@@ -33,6 +33,16 @@ INT_INF = np.int64(2**62)
 AUTO_MIN_COLS = 4000
 AUTO_MIN_COLS_FLOAT = 2000
 
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of a warning that names the caller's line, not epslap's."""
+    import sys
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _compile(dispatcher, args) -> float:
@@ -109,13 +119,23 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     return int(max(1, min(int(threads), n2 // 8)))
 
 
-def _compile_all(kernels) -> float:
-    """Compile every (dispatcher, arguments) of a step's kernel table; return seconds spent."""
-    return sum(_compile(dispatcher, args) for dispatcher, args in kernels)
+def _compile_all(kernels, progress=None, what: str = "the CPU kernels") -> float:
+    """Compile every (dispatcher, arguments) of a step's kernel table; return seconds spent.
+    With ``progress`` (a :class:`SolveProgress`), a compile this process has not done yet is
+    shown as a phase."""
+    def compile_all():
+        return sum(_compile(dispatcher, args) for dispatcher, args in kernels)
+    if progress is not None and any(
+            tuple(numba.typeof(a) for a in args) not in dispatcher.overloads
+            for dispatcher, args in kernels):
+        with progress.compiling(what):
+            return compile_all()
+    return compile_all()
 
 
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
-                  ctl=None, estimate_context=None, threads: int = 1, check_rows=None):
+                  ctl=None, estimate_context=None, threads: int = 1, check_rows=None,
+                  progress=None):
     """Stages A–E on the host over the rows of ``src`` (docs/algorithm.md §2; also validates every
     row: NaN/-inf and infeasible rows raise), after the speculative certificate sweep for float
     costs (``estimate.certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used
@@ -138,7 +158,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     stages = CpuStages(src, bufs, n1, n2, v, perm, pick, integral, stop)
     speculate = epsilon and not integral and n1 > cert.CERT_SAMPLE
     compile_s = _compile_all(stages.kernels()
-                             + (cert.kernels(src, buf, n1, n2) if speculate else []))
+                             + (cert.kernels(src, buf, n1, n2) if speculate else []),
+                             progress, "the estimate")
 
     def run():
         if speculate:
@@ -152,11 +173,15 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
         return stages.run()
 
     t0 = time.perf_counter()
+    tick = None
+    if progress is not None:
+        progress.estimate()
+        tick = progress.tick
     if estimate_context is None:
-        status, eps_upper, eps_lower = _run_interruptibly(run, ctl, sync=stop)
+        status, eps_upper, eps_lower = _run_interruptibly(run, ctl, tick, sync=stop)
     else:
         with estimate_context():
-            status, eps_upper, eps_lower = _run_interruptibly(run, ctl, sync=stop)
+            status, eps_upper, eps_lower = _run_interruptibly(run, ctl, tick, sync=stop)
     if check_rows is not None:  # the source's own errors explain a status better than it does
         check_rows()
     raise_for_status(status, "cpu")
@@ -171,8 +196,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
 
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                progress: bool = False, progress_extra=None, threads: int = 1,
-               thread_srcs=None, estimate_context=None,
-               check_rows=None) -> tuple[np.ndarray, np.ndarray, dict]:
+               thread_srcs=None, estimate_context=None, check_rows=None,
+               pad: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
     ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
@@ -181,6 +206,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     ``estimate_context()`` when given (helper threads that generate the rows in parallel).
     Returns ``(row_to_col, v, stats)`` with ``v`` in the work dtype (int64 or float64).
     ``progress_extra`` (a callable returning text) is appended to the progress bar.
+    ``pad``: solve a rectangular source padded with virtual rows (docs/algorithm.md §10 says
+    when that is the fallback).
     """
     work = np.int64 if integral else np.float64
     inf_val = INT_INF if integral else np.float64(np.inf)
@@ -191,35 +218,71 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     row_to_col = np.full(n1, -1, dtype=np.int64)
     ctl = np.zeros(8, dtype=np.int64)
     eps_log = np.zeros(ker.MAX_PASSES)
-    rectangular = rectangular_from_zero(n1, n2)
-    # a rectangular problem: the estimate only validates the rows; v = 0, real rows only
+    # a rectangular cost source: the estimate only validates the rows; v = 0, real rows only.
+    # A matrix in memory of that shape takes the small path (jv.py); one that path could not
+    # certify comes here and is padded, the route whose float duals are checked most.
+    rectangular = (rectangular_from_zero(n1, n2) and not isinstance(src, np.ndarray)
+                   and not pad)
     plain = not epsilon or rectangular
 
+    prog = SolveProgress(n1 if rectangular else n2, ctl, eps_log, extra=progress_extra) \
+        if progress else None
     v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate = estimate_rows(
         src, n1, n2, row_dtype, integral=integral, epsilon=not plain, ctl=ctl,
-        estimate_context=estimate_context, threads=nthreads, check_rows=check_rows)
+        estimate_context=estimate_context, threads=nthreads, check_rows=check_rows,
+        progress=prog)
 
     slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)
     slots_w = slots.view(work)
     bufs = np.empty((nthreads, n2), dtype=row_dtype)
     result = np.zeros(3)
 
+    # the threads that run the passes: all of them, or one once they stall under load
+    team = {"n": nthreads, "srcs": srcs, "degraded_at": None,
+            "rows": n1 if rectangular else -1}  # PassIO.rows_per_pass
+    can_degrade = nthreads > 1 and thread_srcs is None  # one thread reads a matrix itself
+
     def worker_args(eps_hi, eps_lo, log, sync):
-        io = ker.PassIO(v, perm, row_to_col, log, result, n1 if rectangular else -1)
+        io = ker.PassIO(v, perm, row_to_col, log, result, team["rows"])
         meet = ker.Meeting(sync, slots, slots_w, ctl)
-        return lambda tid: (np.int64(tid), np.int64(nthreads), srcs[tid], bufs[tid], n1, n2,
+        t, ts = team["n"], team["srcs"]
+        return lambda tid: (np.int64(tid), np.int64(t), ts[tid], bufs[tid], n1, n2,
                             float(eps_hi), float(eps_lo), integral, inf_val, io, meet)
 
     def passes(eps_hi, eps_lo, log, on_tick=None):
-        """Run the pass loop from the current v on every thread; fills ``result``."""
+        """Run the pass loop from the current v on every thread; fills ``result``. Threads that
+        stall each other (another process holds a core: ``LoadWatch``) are stopped at an
+        augmentation, and one thread goes on from the prices they reached, at the ε of the pass
+        they were in: the answer is the same optimum, the work a little more."""
         sync = sync_mod.new_sync()
+        t = team["n"]
         args_of = worker_args(eps_hi, eps_lo, log, sync)
-        _run_interruptibly(lambda: sync_mod.run_workers(ker.pass_worker, args_of, nthreads, sync),
-                           ctl, on_tick)
+        watch = sync_mod.LoadWatch(sync, t) if t > 1 and can_degrade else None
 
-    compile_s += _compile(ker.pass_worker,
-                          worker_args(eps_upper, eps_lower, eps_log, sync_mod.new_sync())(0))
-    bar = ProgressBar(n1 if rectangular else n2, ctl, extra=progress_extra) if progress else None
+        def tick():
+            if watch is not None and team["degraded_at"] is None and watch.stalled():
+                team["degraded_at"] = time.perf_counter() - t0
+                ctl[0] = 1  # the stop request: every thread ends at the same augmentation
+            if on_tick is not None:
+                on_tick()
+        _run_interruptibly(lambda: sync_mod.run_workers(ker.pass_worker, args_of, t, sync),
+                           ctl, tick)
+        if watch is not None and team["degraded_at"] is not None \
+                and result[0] == STATUS_INTERRUPTED:
+            ctl[0] = 0
+            stopped = int(ctl[1])  # the pass they were in (ε-passes before it are done)
+            done = result.copy()
+            eps_now = float(log[stopped]) if stopped < len(log) else 0.0
+            team["n"], team["srcs"] = 1, [src]
+            rest = np.zeros(len(log))
+            passes(eps_now, eps_lo, rest, on_tick)
+            log[stopped:] = rest[:len(log) - stopped]
+            result[1] += stopped
+            result[2] += done[2]
+
+    compile_s += _compile_all(
+        [(ker.pass_worker, worker_args(eps_upper, eps_lower, eps_log, sync_mod.new_sync())(0))],
+        prog, "the passes")
     t0 = time.perf_counter()
     polish_rows = 0
     if certified:  # the exact pass would return stage B's assignment unchanged: skip it
@@ -227,19 +290,49 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         result[:] = (STATUS_OK, 1, n1)
     else:
         start_absmax = float(np.abs(v).max()) if n2 else 0.0
-        passes(eps_upper, eps_lower, eps_log, bar.update if bar else None)
+        if prog:
+            prog.passes()
+        passes(eps_upper, eps_lower, eps_log, prog.tick if prog else None)
         if not integral and result[0] == STATUS_OK and (
                 plain or prices_need_polish(start_absmax, v)):
             first = result.copy()
             v -= v.max()
-            passes(0.0, 0.0, np.zeros(1))
+            kept = (row_to_col.copy(), v.copy())  # for a second polish (below)
+            if prog:
+                prog.polish()
+            passes(0.0, 0.0, np.zeros(1), prog.tick if prog else None)
             polish_rows = int(result[2])
             result[1:] += first[1:]
+            if rectangular and result[0] == STATUS_OK and not free_columns_on_top(v, row_to_col):
+                # the polish, an exact pass from prices that had fallen on assigned columns,
+                # left such a column free: not a rectangular certificate (docs/algorithm.md
+                # §10). Polish again with the virtual rows, which make it a square problem whose
+                # free columns tie at the top price.
+                done = result.copy()
+                v[:] = kept[1]
+                team["rows"] = -1
+                passes(0.0, 0.0, np.zeros(1), prog.tick if prog else None)
+                polish_rows += int(result[2])
+                result[1:] += done[1:]
     time_solve = time.perf_counter() - t0
-    if bar:
-        bar.close()
+    if rectangular and not integral and result[0] == STATUS_OK and not _duals_hold(
+            src, n2, row_dtype, v, row_to_col, estimate_context):
+        # float duals that miss verify's rule after the polish (rare: prices rounded at a
+        # cost scale far above some rows' own): the padded solve, whose ε-passes shape them
+        if prog:
+            prog.close()
+        return solve_rows(src, n1, n2, row_dtype, integral=integral, epsilon=epsilon,
+                          progress=progress, progress_extra=progress_extra, threads=threads,
+                          thread_srcs=thread_srcs, estimate_context=estimate_context,
+                          check_rows=check_rows, pad=True)
     status, n_pass, rows_evaluated = int(result[0]), int(result[1]), result[2]
+    if prog:
+        prog.close({"passes": int(n_pass), "rows_evaluated": int(rows_evaluated)})
     raise_for_status(status, "cpu")
+    if team["degraded_at"] is not None:
+        warnings.warn(f"epslap: the {nthreads} solver threads stalled each other (another "
+                      f"process is using the cores); one thread finished the solve after "
+                      f"{team['degraded_at']:.2f} s", RuntimeWarning, stacklevel=_user_level())
     stats = {
         "backend": "cpu",
         "method": "rectangular" if rectangular else ("eps" if epsilon else "ssp"),
@@ -252,10 +345,33 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         "time_solve_s": time_solve,
         "compile_s": compile_s,
         "threads": nthreads,
+        "threads_stalled_after_s": team["degraded_at"],
         "certified_by_estimate": bool(certified),
         "polish_rows": polish_rows,
     }
     return row_to_col, v, stats
+
+
+def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context) -> bool:
+    """``passes.duals_hold_rows`` over the rows of ``src`` (inside ``estimate_context``: a
+    source whose rows helper threads compute)."""
+    from ..certificate import RTOL
+    stop = sync_mod.new_sync()
+
+    def run():
+        return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, stop)
+    if estimate_context is None:
+        return _run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
+    with estimate_context():
+        return _run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
+
+
+def free_columns_on_top(v: np.ndarray, row_to_col: np.ndarray) -> bool:
+    """Whether every column left unassigned has the largest price: the condition under which
+    the prices certify a rectangular assignment (their duals are 0 after the shift)."""
+    free = np.ones(len(v), bool)
+    free[row_to_col] = False
+    return not free.any() or bool((v[free] == v.max()).all())
 
 
 def assigned_costs(src, n2: int, row_dtype, row_to_col: np.ndarray, work) -> np.ndarray:

@@ -83,8 +83,17 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     if certified(cuda_cost, n1, n2, integral, out, device, host, launch):
         out[2]["gpu_single_block_rerun"] = False
         return out
+    pad = out[2]["method"] == "rectangular"
+    if pad:
+        # float duals of the rectangular route that miss the rule (rare: prices rounded at a
+        # cost scale far above some rows' own), or a polish that left a column whose price had
+        # fallen free: the padded solve, whose ε-passes shape the prices (docs/algorithm.md §10)
+        out = _solve_device_once(cuda_cost, n1, n2, blocks=None, pad=True, **kw)
+        if certified(cuda_cost, n1, n2, integral, out, device, host, launch):
+            out[2].update(gpu_single_block_rerun=False, rectangular_padded_rerun=True)
+            return out
     first = out[2]
-    out = _solve_device_once(cuda_cost, n1, n2, blocks=1, **kw)
+    out = _solve_device_once(cuda_cost, n1, n2, blocks=1, pad=pad, **kw)
     out[2]["gpu_single_block_rerun"] = True
     out[2]["time_failed_attempt_s"] = first["time_estimate_s"] + first["time_solve_s"]
     out[2]["failed_attempt_violation"] = first["certificate_max_violation"]
@@ -115,7 +124,7 @@ class _Run(NamedTuple):
 
 def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool,
                        device: int, blocks, launch: LaunchConfig, cache=None, host=None,
-                       start_v=None):
+                       start_v=None, pad: bool = False):
     """Solve the canonical problem (n1 <= n2) on the device (see :func:`solve_device`).
 
     Returns ``(row_to_col, v, stats, assigned)`` as NumPy arrays (v, assigned in the work dtype;
@@ -130,7 +139,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
 
         t0 = time.perf_counter()
         # a rectangular problem: v = 0, one exact pass over the real rows (docs/algorithm.md §10)
-        rectangular = start_v is None and rectangular_from_zero(n1, n2)
+        rectangular = start_v is None and rectangular_from_zero(n1, n2) and not pad
         plain = not epsilon or rectangular
         eps_upper, eps_lower, certified_pick, host_compile_s = _initial_prices(
             run, start_v, host, not plain)

@@ -1,0 +1,60 @@
+"""``progress=True``: the phases of a CPU solve on stderr (epslap/_progress.py)."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from epslap._progress import SolveProgress
+
+_SCRIPT = """
+import time, numpy as np, costfns, epslap
+n = 200
+def row(i):
+    time.sleep(0.0004)  # a slow cost function: each pass takes a few tenths of a second
+    return np.cos(np.arange(n) * (i + 0.5)) + 1.0
+src = costfns.from_function(row, (n, n), kind="row")
+sol = epslap.solve(src, memory=n * 8 * 4, progress=True)
+print(sol.stats["passes"], sol.stats["rows_evaluated"])
+"""
+
+
+def test_phases_rows_and_no_eta():
+    out = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
+                         timeout=600, check=True)
+    err = out.stdout, out.stderr.replace("\r", "\n")
+    passes, rows = (int(x) for x in out.stdout.split())
+    text = err[1]
+    assert "estimate [" in text
+    assert "exact:" in text and "rows evaluated" in text and "cache hits" in text
+    assert "solved in" in text and f"{passes} passes, {rows:,} rows evaluated" in text
+    assert "ETA" not in text and "rows/s" not in text and "<" not in text  # no rate, no ETA
+
+
+def test_compile_phase_names_its_reason_and_time():
+    stream = io.StringIO()
+    prog = SolveProgress(10, np.zeros(8, np.int64), np.zeros(4), stream=stream)
+    with prog.compiling("the passes"):
+        time.sleep(1.05)
+    text = stream.getvalue()
+    assert "compiling the passes (first use in this process" in text and "done in 1." in text
+
+
+def test_pass_labels_from_the_kernel_counters():
+    stream = io.StringIO()
+    ctl = np.zeros(8, np.int64)
+    eps_log = np.array([0.25, 0.0, 0.0])
+    prog = SolveProgress(10, ctl, eps_log, stream=stream)
+    prog.passes()
+    ctl[1:4] = (0, 4, 7)
+    prog.tick()
+    ctl[1:4] = (1, 10, 30)
+    prog.tick()
+    prog.close({"passes": 2, "rows_evaluated": 30})
+    text = stream.getvalue()
+    assert "pass 1, ε = 0.25" in text and "4/10 rows" in text and "rows evaluated 7" in text
+    assert "pass 2, exact" in text and "10/10 rows" in text
+    assert "2 passes, 30 rows evaluated" in text
