@@ -15,6 +15,12 @@ import pytest  # noqa: E402
 from scipy.optimize import linear_sum_assignment as scipy_lsa  # noqa: E402
 
 import epslap  # noqa: E402
+import epslap.cpu.solver as _cpu_solver  # noqa: E402
+
+# tests pin thread counts (3 and 4 threads on 2 cores, compared row for row with 1 thread): no
+# hand-over to one thread when the machine is busy (tests/test_parallel.py turns it on where it
+# tests it)
+_cpu_solver.LOAD_WATCH = False
 
 
 def scipy_optimum(cost, maximize=False):

@@ -374,6 +374,9 @@ def test_load_watch_reads_the_core_share():
 def test_stalled_threads_hand_over_to_one_thread(monkeypatch):
     """When the watch reports a stall, the threads stop at an augmentation and one thread
     finishes from their prices: the same optimum, a warning, and the time of the hand-over."""
+    import epslap.cpu.solver as cpu_solver
+    monkeypatch.setattr(cpu_solver, "LOAD_WATCH", True)
+    monkeypatch.setattr(cpu_solver, "other_running", lambda: 0)  # the start: no busy cores
     monkeypatch.setattr(_sync.LoadWatch, "stalled", lambda self: True)
     for name in ("geometric", "integer"):  # long enough for the host's first look (0.1 s)
         c = costfns.generate(name, 3000, seed=2)
@@ -381,3 +384,14 @@ def test_stalled_threads_hand_over_to_one_thread(monkeypatch):
             sol = epslap.solve(c, threads=2)
         assert sol.stats["threads_stalled_after_s"] is not None
         assert_optimal(c, sol)
+
+
+def test_busy_cores_reduce_an_explicit_thread_count(monkeypatch):
+    import os
+    import epslap.cpu.solver as cpu_solver
+    monkeypatch.setattr(cpu_solver, "LOAD_WATCH", True)
+    monkeypatch.setattr(cpu_solver, "other_running", lambda: os.cpu_count() or 1)
+    with pytest.warns(RuntimeWarning, match="other runnable tasks leave 1"):
+        assert cpu_solver.resolve_threads(2, 4000) == 1
+    monkeypatch.setattr(cpu_solver, "other_running", lambda: 0)
+    assert cpu_solver.resolve_threads(2, 4000) == 2

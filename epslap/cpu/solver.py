@@ -95,6 +95,12 @@ def other_running() -> int:
     return max(0, running - 1)
 
 
+#: hand lock-step threads over to one thread when other processes hold the cores: at the start
+#: (an explicit count above the cores that other runnable tasks leave) and during the passes
+#: (``_sync.LoadWatch``). The tests that pin thread counts on a shared machine turn it off.
+LOAD_WATCH = True
+
+
 def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     """The number of solver threads for ``threads`` (``solve``'s keyword) and n2 columns.
 
@@ -104,7 +110,8 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     no more threads than cores not busy with other runnable tasks right now (Linux
     ``/proc/loadavg``): the threads meet once per Dijkstra step, so one that waits for a
     core stalls all. An explicit count is used as given, capped so that every thread keeps at
-    least 8 columns and at the threads Numba may use, with a warning.
+    least 8 columns and at the threads Numba may use, with a warning; and, where other
+    processes are running, at the cores they leave (``LOAD_WATCH``), with a warning.
     """
     if threads is None:
         threads = numba.get_num_threads() if n2 >= min_cols else 1
@@ -116,6 +123,15 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
                       "threads without a core of their own stall each other", RuntimeWarning,
                       stacklevel=4)
         threads = numba.get_num_threads()
+    if LOAD_WATCH and threads > 1:
+        others = other_running()
+        free = max(1, (os.cpu_count() or 1) - others)
+        if others and threads > free:
+            warnings.warn(f"threads={threads}: {others} other runnable tasks leave {free} of "
+                          f"{os.cpu_count()} cores; using {free} (lock-step threads without a "
+                          "core of their own stall each other)", RuntimeWarning,
+                          stacklevel=_user_level())
+            threads = free
     return int(max(1, min(int(threads), n2 // 8)))
 
 
@@ -240,7 +256,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     # the threads that run the passes: all of them, or one once they stall under load
     team = {"n": nthreads, "srcs": srcs, "degraded_at": None,
             "rows": n1 if rectangular else -1}  # PassIO.rows_per_pass
-    can_degrade = nthreads > 1 and thread_srcs is None  # one thread reads a matrix itself
+    # one thread reads a matrix itself; per-thread row caches have no whole-row reader
+    can_degrade = LOAD_WATCH and nthreads > 1 and thread_srcs is None
 
     def worker_args(eps_hi, eps_lo, log, sync):
         io = ker.PassIO(v, perm, row_to_col, log, result, team["rows"])
