@@ -336,6 +336,7 @@ _CUDA_SOURCES = {
                    "check_duals"),
     "estimate.cu": ("estimate_greedy", "estimate_colstats", "estimate_release"),
     "diagnostics.cu": ("barrier_selftest", "exchange_selftest"),
+    "batch.cu": ("batch_solve",),
     "hungarian/hungarian.cu": ("hungarian_solve", "hungarian_check"),
 }
 
@@ -702,3 +703,19 @@ def test_gpu_integer_sources_are_held_to_the_range_rule():
         epslap.solve(row, backend="gpu")  # rows from the host
     ok = costfns.RandomInt(300, 10**6, seed=2)
     assert epslap.solve(ok, backend="gpu").cost == epslap.solve(ok.dense()).cost
+
+
+@gpu
+@pytest.mark.gpu
+def test_cost_limit_single_solves_on_the_device():
+    import cupy
+    rng = np.random.default_rng(5)
+    for shape in [(40, 40), (20, 70), (70, 20)]:
+        c = rng.random(shape)
+        cpu = epslap.solve(c, cost_limit=0.2)
+        for cost in (c, cupy.asarray(c)):
+            sol = epslap.solve(cost, backend="gpu", cost_limit=0.2)
+            assert sol.cost == pytest.approx(cpu.cost, abs=1e-12)
+            assert len(sol.row_ind) == len(cpu.row_ind)
+            assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v,
+                                 cost_limit=0.2)["optimal"]

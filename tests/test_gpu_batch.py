@@ -180,3 +180,25 @@ def test_empty_and_wide_members():
     assert sol.stats["single_gpu_solves"] == 2
     np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12)
     _certified(c, sol)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("limit", [0.05, 0.3])
+def test_cost_limit_batches_on_the_device(limit):
+    """cost_limit through the GPU batch (each member extended by its slack columns) gives the
+    CPU batch's penalised optimum, CuPy input included."""
+    import cupy
+    rng = np.random.default_rng(3)
+    c = rng.random((50, 12, 30))
+    cpu = epslap.solve_batch(c, cost_limit=limit)
+    for costs in (c, cupy.asarray(c)):
+        gpu_sol = epslap.solve_batch(costs, backend="gpu", cost_limit=limit)
+        for k in range(len(c)):
+            r, col = (cupy.asnumpy(x) for x in (gpu_sol.row_ind[k], gpu_sol.col_ind[k]))
+            pen = c[k][r, col].sum() + (12 + 30 - 2 * len(r)) * limit / 2
+            rc, cc = cpu.row_ind[k], cpu.col_ind[k]
+            ref = c[k][rc, cc].sum() + (12 + 30 - 2 * len(rc)) * limit / 2
+            assert pen == pytest.approx(ref, abs=1e-12)
+            u, v = cupy.asnumpy(gpu_sol.u[k]), cupy.asnumpy(gpu_sol.v[k])
+            assert epslap.verify(c[k], r, col, u, v, cost_limit=limit)["optimal"]
