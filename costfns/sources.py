@@ -123,11 +123,14 @@ class SqEuclidean(CostSource):
         self.shape = (x.shape[0], y.shape[0])
         self.dtype = np.dtype(np.float64)
 
+    _state_class = _SqEuclideanState
+    _device_result = "s"  # the device form's return value from the summed squares ``s``
+
     def state(self):
-        return _SqEuclideanState(self.X, np.ascontiguousarray(self.Y.T))
+        return self._state_class(self.X, np.ascontiguousarray(self.Y.T))
 
     def transpose(self):
-        return SqEuclidean(self.Y, self.X)
+        return type(self)(self.Y, self.X)
 
     def cuda_source(self):
         # the dimension is a literal, so that the loop unrolls and a scan issues the loads of
@@ -141,7 +144,7 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
     double s = 0.0;
 #pragma unroll
     for (int t = 0; t < {dim}; ++t) {{ double u = __ldg(x + i * {dim} + t) - __ldg(yt + t * a.n2 + j); s += u * u; }}
-    return s;
+    return {self._device_result};
 }}"""
         return CudaCost(code, [self.X, np.ascontiguousarray(self.Y.T)], [dim], [])
 
@@ -168,33 +171,14 @@ class _EuclideanState(NamedTuple):
     yt: np.ndarray  # (d, n2) float64, column points, transposed for unit-stride rows
 
 
-class Euclidean(CostSource):
+class Euclidean(SqEuclidean):
     r"""Euclidean distance :math:`c_{ij} = \lVert x_i - y_j \rVert` (float64), unsquared.
 
     The ground distance of the Earth Mover's Distance of Rubner et al. (the first Wasserstein
-    distance W1). ``X`` has shape (n1, d), ``Y`` (n2, d); rows are the points of ``X``.
+    distance W1). ``X`` has shape (n1, d), ``Y`` (n2, d); rows are the points of ``X``. The
+    squares are summed as :class:`SqEuclidean` sums them, on the host and on the device, then
+    the correctly rounded square root is taken: the costs of every form agree bit for bit.
     """
 
-    def __init__(self, X, Y):
-        SqEuclidean.__init__(self, X, Y)  # the same validation and layout
-
-    def state(self):
-        return _EuclideanState(self.X, np.ascontiguousarray(self.Y.T))
-
-    def transpose(self):
-        return Euclidean(self.Y, self.X)
-
-    def cuda_source(self):
-        # SqEuclidean's device sum in the same order, then the correctly rounded double sqrt:
-        # the costs equal the CPU forms' bit for bit
-        dim = self.X.shape[1]
-        code = f"""
-__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {{
-    const double* x = (const double*)a.p[0];
-    const double* yt = (const double*)a.p[1];
-    double s = 0.0;
-#pragma unroll
-    for (int t = 0; t < {dim}; ++t) {{ double u = __ldg(x + i * {dim} + t) - __ldg(yt + t * a.n2 + j); s += u * u; }}
-    return sqrt(s);
-}}"""
-        return CudaCost(code, [self.X, np.ascontiguousarray(self.Y.T)], [dim], [])
+    _state_class = _EuclideanState
+    _device_result = "sqrt(s)"

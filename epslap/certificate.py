@@ -20,11 +20,29 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 #: relative tolerance of a float reduced cost and of the gap: 16 units of roundoff (2**-53 each)
 RTOL = 2.0**-49
 _CHUNK = 1 << 22  # matrix entries checked per block: bounded extra memory for big matrices
 _INT64_SAFE = 2**62  # |c| + |u| + |v| below this: c - u - v cannot overflow int64
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_duals_hold(row, v, top, x, rtol):
+    """Whether row ``row`` (assigned to column ``x``) meets :func:`verify`'s per-entry rule with
+    the duals a solution reports from the prices ``v``: v shifted by its maximum ``top``, and
+    u from the assigned pair. Compiled code checks its float duals with it before it returns
+    them (the small path, the batches, a rectangular cost source)."""
+    ui = np.float64(row[x]) - (v[x] - top)
+    for j in range(row.shape[0]):
+        cij = np.float64(row[j])
+        vj = v[j] - top
+        excess = (ui + vj) - cij
+        if excess > 0.0 and cij < np.inf:  # the tolerance is never negative
+            if excess > rtol * ((abs(cij) + abs(ui)) + abs(vj)):
+                return False
+    return True
 
 
 def prices_need_polish(start_absmax: float, v_end) -> bool:

@@ -45,7 +45,7 @@ from numba.extending import intrinsic, overload
 
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, raise_for_status
 from .._validate import as_matrix, check_int_range
-from ..certificate import RTOL
+from ..certificate import RTOL, row_duals_hold
 from ..solution import Solution, assemble
 
 #: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
@@ -602,18 +602,10 @@ def duals_hold(c, v, x):
     assigned pairs) meet ``epslap.verify``'s per-entry rule: u_i + v_j - c_ij <= RTOL·(|c_ij| +
     |u_i| + |v_j|) on every finite entry. The exact test runs only where the reduced cost is
     negative (the tolerance is never negative)."""
-    n1, n2 = c.shape
     top = v.max()
-    for i in range(n1):
-        ui = np.float64(c[i, x[i]]) - (v[x[i]] - top)
-        row = c[i]
-        for j in range(n2):
-            cij = np.float64(row[j])
-            vj = v[j] - top
-            excess = (ui + vj) - cij
-            if excess > 0.0 and cij < np.inf:
-                if excess > RTOL * ((abs(cij) + abs(ui)) + abs(vj)):
-                    return False
+    for i in range(c.shape[0]):
+        if not row_duals_hold(c[i], v, top, x[i], RTOL):
+            return False
     return True
 
 

@@ -37,6 +37,7 @@ from costfns.rows import cost_at, get_row, get_row_part, random_access
 from .._schedule import next_eps
 from .._status import STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK
 from .._sync import SYNC_SIZE, aborted, barrier, load_acquire
+from ..certificate import row_duals_hold
 
 MAX_PASSES = 64
 
@@ -551,16 +552,8 @@ def duals_hold_rows(src, buf, v, row_to_col, rtol, sync):
     for i in range(row_to_col.shape[0]):
         if aborted(sync):
             return False
-        row = get_row(src, i, buf)
-        x = row_to_col[i]
-        ui = np.float64(row[x]) - (v[x] - top)
-        for j in range(row.shape[0]):
-            cij = np.float64(row[j])
-            vj = v[j] - top
-            excess = (ui + vj) - cij
-            if excess > 0.0 and cij < np.inf:
-                if excess > rtol * ((abs(cij) + abs(ui)) + abs(vj)):
-                    return False
+        if not row_duals_hold(get_row(src, i, buf), v, top, row_to_col[i], rtol):
+            return False
     return True
 
 
