@@ -22,7 +22,7 @@ from ._status import STATUS_OK, raise_for_status
 from ._validate import _float_kind, check_int_range, check_options
 from .limit import check_cost_limit, solve_batch_with_limit
 from .cpu import jv
-from .solution import Solution
+from .solution import Solution, orient
 
 
 @dataclass(frozen=True)
@@ -238,22 +238,8 @@ def _run_threads(c, integral, x, v, status, rows, nthreads: int) -> None:
 
 
 def _assemble(c, x, v, transposed, integral, maximize, rows, nthreads) -> BatchSolution:
-    """Every problem's result in the caller's orientation and sign (as ``solution.finish``)."""
-    b, n1, n2 = c.shape
-    if n2:
-        v = v - v.max(axis=1, keepdims=True)
+    """Every problem's result in the caller's orientation and sign (``solution.orient``)."""
     assigned = np.take_along_axis(c, x[:, :, None], axis=2)[:, :, 0].astype(v.dtype)
-    u = assigned - np.take_along_axis(v, x, axis=1)
-    total = assigned.sum(axis=1)
-    if maximize:
-        u, v, total = -u, -v, -total
-    rows_k = np.tile(np.arange(n1, dtype=np.int64), (b, 1))
-    if transposed:
-        order = np.argsort(x, axis=1, kind="stable")
-        row_ind, col_ind = np.take_along_axis(x, order, axis=1), np.ascontiguousarray(order)
-        u, v = v, u
-    else:
-        row_ind, col_ind = rows_k, x
+    row_ind, col_ind, u, v, total = orient(x, v, assigned, maximize, transposed)
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}
     return BatchSolution(row_ind, col_ind, total, u, v, stats)
-

@@ -62,31 +62,36 @@ def empty_solve(n2: int, integral: bool, backend: str):
     return np.zeros(0, np.int64), np.zeros(n2, work), np.zeros(0, work), stats
 
 
+def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize: bool,
+           transposed: bool) -> tuple:
+    """A canonical result (n1 <= n2, minimised) in the caller's terms, for one problem (1-D
+    arrays) or a stack of them (a leading axis): ``(row_ind, col_ind, u, v, total)``.
+
+    ``assigned[..., i]`` is the canonical cost of row i's pair (work dtype). The prices are
+    shifted to a maximum of 0 (unassigned columns tie at the top: their dual is exactly 0), and
+    u is taken from the shifted v: one rounding relative to u itself, so that every reduced cost
+    is exact to a few units in the last place of its own terms (see ``epslap.verify``).
+    """
+    if v.shape[-1]:
+        v = v - v.max(axis=-1, keepdims=True)
+    u = assigned - np.take_along_axis(v, row_to_col, axis=-1)
+    total = assigned.sum(axis=-1, dtype=v.dtype)
+    if maximize:
+        u, v, total = -u, -v, -total
+    rows = np.broadcast_to(np.arange(row_to_col.shape[-1], dtype=np.int64),
+                           row_to_col.shape).copy()
+    if transposed:
+        order = np.argsort(row_to_col, axis=-1, kind="stable")
+        return (np.take_along_axis(row_to_col, order, axis=-1),
+                np.take_along_axis(rows, order, axis=-1), v, u, total)
+    return rows, row_to_col, u, v, total
+
+
 def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize,
            t_start) -> Solution:
-    """Map the canonical solution back: transpose, sign, duals, and the objective value.
-
-    ``assigned[i]`` is the canonical cost of row i's assigned pair (work dtype).
-    """
+    """Map the canonical solution back (:func:`orient`) and add the shape to ``stats``."""
     n1, n2 = shape
-    rows = np.arange(n1, dtype=np.int64)
-    work = v.dtype
-    if n2:  # unassigned columns tie at max v: after the shift their dual is exactly 0
-        v = v - v.max()
-    # u from the shifted v: one rounding relative to u itself, so that every reduced cost is
-    # exact to a few units in the last place of its own terms (see ``epslap.verify``)
-    u = assigned - v[row_to_col] if n1 else np.zeros(0, work)
-    if maximize:
-        u, v = -u, -v
-    if transposed:
-        order = np.argsort(row_to_col, kind="stable")
-        row_ind, col_ind = row_to_col[order], rows[order]
-        u, v = v, u
-    else:
-        row_ind, col_ind = rows, row_to_col
-    total = assigned.sum(dtype=work) if n1 else work.type(0)
-    if maximize:
-        total = -total
+    row_ind, col_ind, u, v, total = orient(row_to_col, v, assigned, maximize, transposed)
     stats = dict(stats)
     stats.update(n_rows=int(n2 if transposed else n1), n_cols=int(n1 if transposed else n2),
                  transposed=transposed, maximize=maximize,
