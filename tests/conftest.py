@@ -91,6 +91,25 @@ def rng():
     return np.random.default_rng(12345)
 
 
+def batch_scipy_costs(mats, maximize=False):
+    """scipy's optimal cost of every problem of a batch (float64)."""
+    out = []
+    for m in mats:
+        r, k = scipy_lsa(m, maximize=maximize)
+        out.append(m[r, k].astype(np.float64).sum())
+    return np.array(out)
+
+
+def batch_certified(mats, sol, maximize=False):
+    """Every member's duals certify it (``verify``) and its rows come sorted."""
+    for k, m in enumerate(mats):
+        s = sol.solution(k)
+        rep = epslap.verify(m, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize)
+        assert rep["optimal"], (k, rep)
+        assert np.all(np.diff(s.row_ind) > 0)
+        assert len(s.row_ind) == min(m.shape)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Skipped tests in one line per reason, with their count (``-ra`` would list every one)."""
     skipped = terminalreporter.stats.get("skipped", [])

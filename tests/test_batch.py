@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment
 
 import epslap
+from conftest import batch_certified, batch_scipy_costs
 from epslap.cpu import jv
 
-
-def _scipy_costs(mats, maximize=False):
-    out = []
-    for m in mats:
-        r, k = linear_sum_assignment(m, maximize=maximize)
-        out.append(m[r, k].astype(np.float64).sum())
-    return np.array(out)
-
-
-def _certified(mats, sol, maximize=False):
-    for k, m in enumerate(mats):
-        s = sol.solution(k)
-        rep = epslap.verify(m, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize)
-        assert rep["optimal"], (k, rep)
-        assert np.all(np.diff(s.row_ind) > 0)
+_scipy_costs = batch_scipy_costs
+_certified = batch_certified
 
 
 @pytest.mark.parametrize("shape", [(50, 7, 7), (20, 4, 9), (20, 9, 4), (3, 1, 1), (8, 30, 30)])
