@@ -138,8 +138,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
                          t_start=t_start, memory=memory, cache=cache, launch=launch)
-    if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and (threads is None
-                                                                    or threads == 1):
+    if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and not progress and (
+            threads is None or threads == 1):
         # a small matrix: straight to the small path's one compiled call (a tiny problem's
         # time is mostly the calls around it); an absolute import costs a third of a relative
         import epslap.cpu.jv as jv

@@ -58,3 +58,10 @@ def test_pass_labels_from_the_kernel_counters():
     assert "pass 1, ε = 0.25" in text and "4/10 rows" in text and "rows evaluated 7" in text
     assert "pass 2, exact" in text and "10/10 rows" in text
     assert "2 passes, 30 rows evaluated" in text
+
+
+def test_the_small_path_says_what_ran(capsys):
+    import epslap
+    epslap.solve(np.random.default_rng(0).random((30, 30)), progress=True)
+    err = capsys.readouterr().err
+    assert "by the small path" in err and "rows evaluated" in err

@@ -53,6 +53,11 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
             and (threads is None or threads == 1 or rectangular_from_zero(lo, hi))):
         sol = jv.small_solution(arr, maximize, t_start)
         if sol is not None:
+            if progress:  # one call, too short for phases: say what ran
+                import sys
+                sys.stderr.write(f"solved in {sol.stats['time_total_s']:.3f} s by the small path "
+                                 f"(docs/algorithm.md §9): {sol.stats['rows_evaluated']:,} rows "
+                                 f"evaluated\n")
             return sol
     arr = as_matrix(arr)
     min_cols = AUTO_MIN_COLS if arr.dtype.kind in "biu" else AUTO_MIN_COLS_FLOAT
