@@ -285,6 +285,10 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         _run_interruptibly(lambda: sync_mod.run_workers(ker.pass_worker, args_of, t, sync),
                            ctl, tick)
         if watch is not None and team["degraded_at"] is not None \
+                and result[0] != STATUS_INTERRUPTED:  # they finished before they saw the stop
+            ctl[0] = 0
+            team["degraded_at"] = None
+        if watch is not None and team["degraded_at"] is not None \
                 and result[0] == STATUS_INTERRUPTED:
             ctl[0] = 0
             stopped = int(ctl[1])  # the pass they were in (ε-passes before it are done)
@@ -310,8 +314,10 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         if prog:
             prog.passes()
         passes(eps_upper, eps_lower, eps_log, prog.tick if prog else None)
+        # a hand-over restarts from prices stopped in the middle of a pass: polish them too
         if not integral and result[0] == STATUS_OK and (
-                plain or prices_need_polish(start_absmax, v)):
+                plain or team["degraded_at"] is not None
+                or prices_need_polish(start_absmax, v)):
             first = result.copy()
             v -= v.max()
             kept = (row_to_col.copy(), v.copy())  # for a second polish (below)
