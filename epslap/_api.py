@@ -138,13 +138,11 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
                          t_start=t_start, memory=memory, cache=cache, launch=launch)
-    if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and not progress and (
-            threads is None or threads == 1):
+    if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and not progress:
         # a small matrix: straight to the small path's one compiled call (a tiny problem's
         # time is mostly the calls around it); an absolute import costs a third of a relative
         import epslap.cpu.jv as jv
-        n1, n2 = cost.shape
-        if n1 and n2 and (jv.applies(n1, n2) if n1 <= n2 else jv.applies(n2, n1)):
+        if jv.takes(*cost.shape, threads):
             sol = jv.small_solution(cost, maximize, t_start)
             if sol is not None:
                 return sol
@@ -163,8 +161,7 @@ def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.
     if type(cost_matrix) is np.ndarray and cost_matrix.ndim == 2 and cost_matrix.size:
         # the small path without the Solution's duals and stats (the same assignment)
         import epslap.cpu.jv as jv
-        n1, n2 = cost_matrix.shape
-        if jv.applies(n1, n2) if n1 <= n2 else jv.applies(n2, n1):
+        if jv.takes(*cost_matrix.shape, None):
             pair = jv.small_assignment(cost_matrix, maximize)
             if pair is not None:
                 return pair

@@ -9,7 +9,6 @@ from costfns import CostSource
 from costfns.functions import FunctionSource
 from costfns.rows import has_part_form
 
-from .._schedule import rectangular_from_zero
 from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
 from .._validate import as_matrix, canonical_dense, int_cost_limit
 from ..cache import join_caches, make_cache, parse_memory, serve_rows
@@ -45,12 +44,9 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
         return _solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                              threads=threads, progress=progress, t_start=t_start)
     arr = cost if type(cost) is np.ndarray and cost.ndim == 2 else as_matrix(cost)
-    n1, n2 = arr.shape
     # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes,
     # except for a rectangular matrix with many spare columns, which the passes would pad
-    lo, hi = (n1, n2) if n1 <= n2 else (n2, n1)
-    if (epsilon and n1 and n2 and jv.applies(lo, hi)
-            and (threads is None or threads == 1 or rectangular_from_zero(lo, hi))):
+    if epsilon and jv.takes(*arr.shape, threads):
         sol = jv.small_solution(arr, maximize, t_start)
         if sol is not None:
             if progress:  # one call, too short for phases: say what ran
@@ -140,8 +136,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         raise_out_of_range(source, caches, (n1, n2))
 
     small = None
-    if n1 and table and epsilon and jv.applies(n1, n2) and (
-            threads in (None, 1) or rectangular_from_zero(n1, n2)):
+    if table and epsilon and jv.takes(n1, n2, threads):
         small = jv.solve_jv(inner, integral)  # the table is a dense canonical matrix
     if n1 == 0:
         row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")

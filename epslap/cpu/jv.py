@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
+from .._schedule import rectangular_from_zero
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, raise_for_status
 from .._validate import as_matrix, check_int_range
 from ..certificate import RTOL, row_duals_hold
@@ -768,7 +769,16 @@ def applies(n1: int, n2: int) -> bool:
     geometric costs: 2050 columns 0.27 s here against 0.08 s there, 2200 columns 0.045 s against
     0.070 s, 3000 columns 0.023 s against 2.0 s)."""
     return (n2 <= MAX_NEAR_SQUARE or (n1 == n2 and n2 <= MAX_SQUARE)
-            or (n1 < n2 and 16 * (n2 - n1) >= n2))
+            or rectangular_from_zero(n1, n2))
+
+
+def takes(n1: int, n2: int, threads) -> bool:
+    """Whether a non-empty matrix of n1 x n2 (either orientation) takes this path when
+    ``threads`` are asked for: where it :func:`applies`, on one thread, and for a rectangular
+    one with many spare columns with any thread count (the ε-passes would pad it)."""
+    lo, hi = (n1, n2) if n1 <= n2 else (n2, n1)
+    return lo > 0 and applies(lo, hi) and (threads is None or threads == 1
+                                           or rectangular_from_zero(lo, hi))
 
 
 _COMPILED: set = set()
