@@ -107,26 +107,24 @@ def _is_integral_typed(c):
     return lambda c: flag
 
 
-@intrinsic
-def _float_bits(typingctx, x):
-    """The bits of a float64 as an int64 (an LLVM bitcast, free at run time)."""
-    if x != types.float64:
-        return None
+def _bitcast(src, dst, doc: str):
+    """An intrinsic that reinterprets a ``src`` value's bits as ``dst`` (an LLVM bitcast, free
+    at run time)."""
+    def cast(typingctx, x):
+        if x != src:
+            return None
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-    return types.int64(types.float64), codegen
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
+        return dst(src), codegen
+    cast.__name__ = cast.__qualname__ = f"_bitcast_{src}_{dst}"  # distinct names for typing
+    cast.__doc__ = doc
+    return intrinsic(cast)
 
 
-@intrinsic
-def _bits_float(typingctx, k):
-    """The float64 whose bits are the int64 ``k`` (the inverse of :func:`_float_bits`)."""
-    if k != types.int64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return types.float64(types.int64), codegen
+_float_bits = _bitcast(types.float64, types.int64, "The bits of a float64 as an int64.")
+_bits_float = _bitcast(types.int64, types.float64,
+                       "The float64 whose bits are the int64 (the inverse of _float_bits).")
 
 
 _MAGNITUDE = np.int64(2**63 - 1)
