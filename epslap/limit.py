@@ -32,6 +32,7 @@ import numbers
 
 import numpy as np
 
+from ._validate import as_matrix
 from .solution import Solution
 
 
@@ -72,12 +73,15 @@ def extended(cost, limit):
     xp = np
     if _is_gpu_array(cost):
         import cupy as xp  # the input stays on the device
-    c = cost if xp is not np else np.asarray(cost)
-    if c.ndim != 2:
-        raise ValueError(f"expected a matrix (2-D array), got a {c.ndim} array")
-    if c.dtype.kind not in "biuf":
-        raise TypeError(f"Cannot cast array data from {c.dtype!r} to dtype('float64') "
-                        "according to the rule 'safe'")
+    if xp is np:
+        c = as_matrix(cost)  # solve's checks and messages (dtype, shape)
+    else:
+        c = cost
+        if c.ndim != 2:
+            raise ValueError(f"expected a matrix (2-D array), got a {c.ndim} array")
+        if c.dtype.kind not in "biuf":
+            raise TypeError(f"Cannot cast array data from {c.dtype!r} to dtype('float64') "
+                            "according to the rule 'safe'")
     transposed = c.shape[0] > c.shape[1]
     if transposed:
         c = c.T

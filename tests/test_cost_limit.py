@@ -184,3 +184,12 @@ def test_batch_errors_name_the_member():
         epslap.solve_batch([np.eye(2), np.array([[np.nan, 1.0], [1.0, 1.0]])], cost_limit=0.5)
     with pytest.raises(ValueError, match="problem 1: expected a matrix"):
         epslap.solve_batch([np.eye(2), np.ones(3)], cost_limit=0.5)
+
+
+def test_matrix_checks_are_solves():
+    """The matrix is checked as ``solve`` checks it: a dtype float64 cannot hold exactly is
+    refused, not rounded."""
+    with pytest.raises(TypeError, match="Cannot cast array data"):
+        epslap.solve(np.eye(3, dtype=np.longdouble), cost_limit=0.5)
+    with pytest.raises(ValueError, match="expected a matrix"):
+        epslap.solve(np.ones(3), cost_limit=0.5)
