@@ -189,7 +189,8 @@ def test_batch_errors_name_the_member():
 def test_matrix_checks_are_solves():
     """The matrix is checked as ``solve`` checks it: a dtype float64 cannot hold exactly is
     refused, not rounded."""
-    with pytest.raises(TypeError, match="Cannot cast array data"):
-        epslap.solve(np.eye(3, dtype=np.longdouble), cost_limit=0.5)
+    if np.dtype(np.longdouble).itemsize > 8:  # where long double is wider than float64
+        with pytest.raises(TypeError, match="Cannot cast array data"):
+            epslap.solve(np.eye(3, dtype=np.longdouble), cost_limit=0.5)
     with pytest.raises(ValueError, match="expected a matrix"):
         epslap.solve(np.ones(3), cost_limit=0.5)
