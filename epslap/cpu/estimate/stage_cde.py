@@ -148,8 +148,10 @@ def cde_worker(tid, nthreads, src, buf, n1, n2, perm, vf, pick, sync, slots, bou
     """Stages C, D and E for thread ``tid`` of ``nthreads`` (its slice of the columns).
     Thread 0 writes pick and bounds = [UB_C, LB_C, UB_E, LB_E]. Returns False if aborted."""
     lo, hi = _col_range(n2, nthreads, tid)
+    # np.int64(0), not the literal 0: a literal argument compiles a second specialisation of
+    # _greedy_cols for every cost source type (measured: 1-1.7 s each)
     ub_c, lb_c, gen, ok = _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick,
-                                       sync, slots, 0)
+                                       sync, slots, np.int64(0))
     if ok:
         gen, ok = _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync,
                                 slots, gen)
