@@ -29,6 +29,7 @@ TABLES = {
     "emd": ("emd", "image EMD: all pairs of ten photographs, time per pair"),
     "parallel": ("parallel", "CPU: 2 threads against 1 per class and size"),
     "ab": ("ab", "A/B of two checkouts: CPU solve times, alternating fresh processes"),
+    "resume": ("resume", "CPU: a killed solve resumed from its checkpoint; warm starts"),
 }
 
 #: what a result file's name says about its table, for files without meta["table"]

@@ -1,6 +1,7 @@
 """The public entry points: ``solve`` and the scipy drop-in ``linear_sum_assignment``."""
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,10 @@ if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is aske
 def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: str = "cpu",
           memory: int | str | None = None, cache: str = "auto", threads: int | None = None,
           progress: bool = False, device: int = 0,
-          launch: LaunchConfig | None = None, cost_limit: float | None = None) -> Solution:
+          launch: LaunchConfig | None = None, cost_limit: float | None = None,
+          init: Any = None, checkpoint: str | os.PathLike | None = None,
+          checkpoint_every: float | str = "5min",
+          resume: str | os.PathLike | None = None) -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
 
     Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
@@ -93,6 +97,33 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         ``backend="gpu"``); ``None`` or ``inf`` (``-inf`` when maximising): every line of the
         shorter side is matched. Solved exactly as a rectangular problem with one slack
         column per row (``epslap/limit.py``).
+    init : Solution, (u, v) or array, optional
+        A warm start (``backend="cpu"`` or ``"gpu"``): the duals of a similar problem solved
+        before — the previous
+        frame of a tracking sequence, the previous image pair, a coarser problem — as its
+        ``Solution``, a pair ``(u, v)``, or the column duals ``v`` (of length n_cols; a problem
+        with more rows than columns needs ``u`` too). The solve validates the rows, skips the
+        ε-passes and runs the exact pass from these prices. Any finite hint gives the same
+        optimum; a good one makes it much cheaper (docs/algorithm.md §11, the benchmark page).
+        ``stats["warm_start"]`` says ``"used"``, or ``"rejected"`` where float duals from a
+        hint far off the costs' scale missed ``verify``'s rule and the problem was solved
+        again without it.
+    checkpoint : path, optional
+        Write the solve's state to this file: after the estimate, every ``checkpoint_every``
+        during the passes, and on Ctrl-C before the KeyboardInterrupt. Each write replaces the
+        previous one atomically. ``stats["checkpoints_written"]`` counts them. The CPU
+        backend stops between two augmentations for it; the GPU backend writes between passes
+        (a pass under way runs to its end, Ctrl-C included), so a resume there repeats at most
+        the pass that was cut off.
+    checkpoint_every : float or str
+        Seconds between checkpoints, or a string such as ``"90s"``, ``"5min"``, ``"1h"``.
+    resume : path, optional
+        Go on from a checkpoint of this same problem (the same cost, ``maximize``, ``epsilon``
+        and backend; any thread count and memory budget) where it stopped: the same optimum,
+        certified as usual, ``stats["resumed_from"]`` and
+        ``stats["rows_evaluated_before_resume"]`` set. A checkpoint of another problem, a
+        damaged or truncated file or a newer format raises ``epslap.checkpoint.CheckpointError``
+        (a ValueError) saying which. New checkpoints go to ``checkpoint``, else to this file.
     launch : epslap.gpu.LaunchConfig, optional
         How the GPU backends launch their kernels (threads, blocks, shared-memory column state,
         the phase-clock diagnostic build, Hungarian blocks); for diagnostics and tests, the
@@ -117,6 +148,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
     limit = check_cost_limit(cost_limit, maximize)
+    carry = None
+    if init is not None or checkpoint is not None or resume is not None:
+        carry = _continuation(backend, limit, init, checkpoint, checkpoint_every, resume)
     if limit is not None:
         def solve_extended(e):
             return solve(e, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,
@@ -137,7 +171,13 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if backend == "gpu":
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
-                         t_start=t_start, memory=memory, cache=cache, launch=launch)
+                         t_start=t_start, memory=memory, cache=cache, launch=launch,
+                         init=init, checkpoint=carry)
+    if carry is not None and backend == "cpu":
+        import epslap.cpu.api as cpu
+        return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory,
+                             cache=cache, threads=threads, progress=progress, t_start=t_start,
+                             init=init, checkpoint=carry)
     if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and not progress:
         # a small matrix: straight to the small path's one compiled call (a tiny problem's
         # time is mostly the calls around it); an absolute import costs a third of a relative
@@ -149,6 +189,29 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     import epslap.cpu.api as cpu
     return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                          threads=threads, progress=progress, t_start=t_start)
+
+
+def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):
+    """Check ``solve``'s warm-start and checkpoint options; the :class:`Checkpointing` of the
+    solve (a loaded checkpoint when resuming)."""
+    from . import checkpoint as ckpt
+    used = [name for name, value in (("init", init), ("checkpoint", checkpoint),
+                                     ("resume", resume)) if value is not None]
+    if backend not in ("cpu", "gpu"):
+        raise ValueError(f"{', '.join(used)}: warm starts, checkpoints and resume are for "
+                         f"backend='cpu' and 'gpu', not {backend!r}")
+    if limit is not None:
+        raise ValueError(f"{', '.join(used)} cannot be combined with cost_limit")
+    if init is not None and resume is not None:
+        raise ValueError("init and resume exclude each other: a resumed solve goes on from the "
+                         "checkpoint's prices")
+    every = ckpt.parse_interval(checkpoint_every)
+    path = os.fspath(checkpoint) if checkpoint is not None else None
+    if resume is None:
+        return ckpt.Checkpointing(path=path, every_s=every)
+    resume = os.fspath(resume)
+    return ckpt.Checkpointing(path=path if path is not None else resume, every_s=every,
+                              resume_path=resume, loaded=ckpt.load(resume))
 
 
 def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ class Status(IntEnum):
     SUSPENDED = 6        # a GPU pass waits for the host to fill a missing row (not an end)
     BROKEN_PATH = 7      # Hungarian: an alternating path did not close (a defect)
     ITERATION_LIMIT = 8  # Hungarian: the dual updates exceeded their bound (a defect)
+    PAUSED = 9           # a checkpoint's stop request, met after an augmentation (not an end)
 
 
 STATUS_OK = int(Status.OK)
@@ -35,6 +36,7 @@ STATUS_ABORTED = int(Status.ABORTED)
 STATUS_SUSPENDED = int(Status.SUSPENDED)
 STATUS_BROKEN_PATH = int(Status.BROKEN_PATH)
 STATUS_ITERATION_LIMIT = int(Status.ITERATION_LIMIT)
+STATUS_PAUSED = int(Status.PAUSED)
 
 
 def cuda_defines() -> str:

@@ -110,6 +110,14 @@ def _solve_parser(sub) -> None:
     s.add_argument("--json", metavar="OUT", help="write the result and statistics as JSON")
     s.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip the optimality certificate (it reads the whole matrix once)")
+    s.add_argument("--checkpoint", metavar="FILE",
+                   help="write the solve's state to FILE after the estimate, every "
+                        "--checkpoint-every and on Ctrl-C (GPU: between passes)")
+    s.add_argument("--checkpoint-every", metavar="DURATION", default="5min",
+                   help="time between checkpoints, e.g. 90s, 5min, 1h (default 5min)")
+    s.add_argument("--resume", metavar="FILE",
+                   help="go on from a checkpoint of the same problem (new checkpoints go to "
+                        "--checkpoint, else to FILE)")
 
 
 def _emd_parser(sub) -> None:
@@ -215,8 +223,15 @@ def _print_matrix(images, dist, metric: str) -> None:
         print(f"{name:>{width}}" + "".join(f" {x:10.5f}" for x in row))
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C after a checkpoint was written: the message says how to go on."""
+
+
 def _check_solve_options(args) -> None:
     """Refuse options that would be ignored for this input and backend (one line each)."""
+    ckpt = [f for f, v in (("--checkpoint", args.checkpoint), ("--resume", args.resume)) if v]
+    if ckpt and args.backend == "hungarian-gpu":
+        raise UsageError(f"epslap solve: {' and '.join(ckpt)} apply to --backend cpu and gpu")
     if (args.matrix is None) == (args.problem is None):
         raise UsageError("epslap solve: give either a .npy matrix file or --problem NAME"
                          + ("" if args.matrix is None else ", not both"))
@@ -269,8 +284,19 @@ def _solve(args) -> int:
     cost, label = _load_cost(args)
     kw = {k: v for k, v in (("memory", args.memory), ("cache", args.cache),
                             ("threads", args.threads)) if v is not None}
-    sol = epslap.solve(cost, maximize=args.maximize, epsilon=args.epsilon,
-                       backend=args.backend, progress=args.progress, **kw)
+    for flag, value in (("checkpoint", args.checkpoint), ("resume", args.resume)):
+        if value is not None:
+            kw[flag] = value
+    if "checkpoint" in kw or "resume" in kw:
+        kw["checkpoint_every"] = args.checkpoint_every
+    try:
+        sol = epslap.solve(cost, maximize=args.maximize, epsilon=args.epsilon,
+                           backend=args.backend, progress=args.progress, **kw)
+    except KeyboardInterrupt:
+        saved = args.checkpoint or args.resume
+        if saved and os.path.exists(saved):
+            raise Interrupted(f"resume with --resume {saved}") from None
+        raise
     st = sol.stats
     print(f"problem        {label}  ({st['n_rows']} x {st['n_cols']})")
     print(f"optimal cost   {sol.cost!r}")
@@ -278,6 +304,12 @@ def _solve(args) -> int:
           f"(estimate {st['time_estimate_s']:.3f}s, passes {st['time_solve_s']:.3f}s, "
           f"compile/load {st['compile_s']:.2f}s)")
     _print_counts(st)
+    if "resumed_from" in st:
+        print(f"resumed from   {st['resumed_from']} ({st['rows_evaluated_before_resume']:,} "
+              "rows evaluated before)")
+    if st.get("checkpoints_written"):
+        print(f"checkpoints    {st['checkpoints_written']} written to "
+              f"{args.checkpoint or args.resume}")
     import resource
     print(f"peak RSS       {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     result = {"problem": label, "cost": sol.cost, "stats": st}
@@ -327,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code (see the module docstring)."""
     from costfns.images import ImageReadError
 
+    from .checkpoint import CheckpointError
     from .errors import GPUUnavailableError, InfeasibleError
     t0 = time.perf_counter()
     words = sys.argv[1:] if argv is None else list(argv)
@@ -335,8 +368,12 @@ def main(argv: list[str] | None = None) -> int:
         return _run(words, name)
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         message, code = f"{name}: interrupted after {time.perf_counter() - t0:.1f}s", INTERRUPTED
+        if isinstance(exc, Interrupted):
+            message += f"; {exc}"
+    except CheckpointError as exc:
+        message, code = f"{name}: {_one_line(exc)}", FAILURE
     except UsageError as exc:
         message, code = _one_line(exc), USAGE
     except Failure as exc:

@@ -159,6 +159,21 @@ def test_verify_accepts_every_right_and_rejects_every_wrong_certificate(case):
     # an assignment of the same cost (a tie) may be certified: it is optimal too
 
 
+def test_float_duals_of_the_passes_meet_verify_where_the_spread_rounds_a_tight_tiny_pair():
+    """Geometric n = 1500, seed 2: prices rounded at their spread (0.03) made the tight pair of
+    two small costs next to the top price miss the per-entry rule by 3%; the passes now check
+    every row and polish. On one and two threads, as a matrix and as a cost source."""
+    from tests.conftest import cpu_path
+    c = costfns.generate("geometric", 1500, seed=2)
+    with cpu_path("eps"):
+        for threads in (1, 2):
+            sol = epslap.solve(c, threads=threads)
+            assert verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+            assert sol.stats["polish_rows"] > 0
+    sol = epslap.solve(costfns.problem("geometric", 1500, seed=2), memory=200 * 1500 * 8)
+    assert verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+
+
 # ---- 2. one integer range rule for every source, no uninitialised reads ------------------------
 
 def test_integer_sources_are_held_to_the_range_rule_of_arrays():

@@ -196,3 +196,24 @@ def test_progress_with_a_row_cache(capsys):
     captured = capsys.readouterr()
     assert "row cache" in captured.out and "OPTIMAL" in captured.out
     assert "Traceback" not in captured.err
+
+
+def test_checkpoint_and_resume_from_the_command_line(tmp_path, monkeypatch, capsys):
+    path = str(tmp_path / "run.ckpt")
+    argv = ["solve", "--problem", "geometric", "--n", "1200", "--seed", "3", "--threads", "1"]
+    code, out, _ = run(argv + ["--checkpoint", path, "--checkpoint-every", "1h"], capsys)
+    assert code == 0 and "checkpoints    1 written to" in out
+    cost = [line for line in out.splitlines() if line.startswith("optimal cost")]
+    code, out2, _ = run(argv + ["--resume", path], capsys)
+    assert code == 0 and "resumed from" in out2 and cost[0] in out2
+    code, _, err = run(["solve", "--problem", "geometric", "--n", "1300", "--resume", path],
+                       capsys)
+    assert code == 1 and "is of a (1200, 1200) problem" in one_line(err)
+    code, _, err = run(argv[:-2] + ["--resume", path, "--backend", "hungarian-gpu"], capsys)
+    assert code == 2 and "apply to --backend cpu and gpu" in one_line(err)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(epslap, "solve", interrupted)
+    code, _, err = run(argv + ["--checkpoint", path], capsys)
+    assert code == 130 and one_line(err).endswith(f"resume with --resume {path}")

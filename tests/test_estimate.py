@@ -41,7 +41,7 @@ def _run_passes(c, v, perm, eps_upper, eps_lower):
     row_to_col = np.full(n1, -1, np.int64)
     slots = np.zeros(2 * ker.SLOT, np.int64)
     result = np.zeros(3)
-    io = ker.PassIO(v, perm, row_to_col, np.zeros(ker.MAX_PASSES), result)
+    io = ker.fresh_io(v, perm, row_to_col, np.zeros(ker.MAX_PASSES), result)
     meet = ker.Meeting(new_sync(), slots, slots.view(v.dtype), np.zeros(8, np.int64))
     ker.pass_worker(np.int64(0), np.int64(1), c, np.empty(n2, c.dtype), n1, n2,
                     float(eps_upper), float(eps_lower), integral, inf_val, io, meet)

@@ -148,7 +148,7 @@ def _worker_args(c, nthreads, ctl):
     result = np.zeros(3)
     bufs = np.empty((nthreads, n2))
     v = np.zeros(n2)
-    io = ker.PassIO(v, np.arange(n1, dtype=np.int64), np.full(n1, -1, np.int64),
+    io = ker.fresh_io(v, np.arange(n1, dtype=np.int64), np.full(n1, -1, np.int64),
                     np.zeros(ker.MAX_PASSES), result)
     meet = ker.Meeting(sync, slots, slots.view(np.float64), ctl)
     shared = (n1, n2, 0.0, 0.0, False, np.inf, io, meet)

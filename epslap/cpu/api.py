@@ -12,6 +12,7 @@ from costfns.rows import has_part_form
 from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
 from .._validate import as_matrix, canonical_dense, int_cost_limit
 from ..cache import join_caches, make_cache, parse_memory, serve_rows
+from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
 from . import jv
 from .passes import col_range
@@ -36,17 +37,20 @@ def _hit_rate_text(state):
 
 
 def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, threads,
-              progress: bool, t_start: float) -> Solution:
+              progress: bool, t_start: float, init=None, checkpoint=None) -> Solution:
     """Solve ``cost`` (a matrix or a ``costfns.CostSource``) on the CPU. A small matrix takes
     the small path in one compiled call (``jv.small_solution``: a tiny problem's time is mostly
-    this call's overhead); what that path cannot certify, and larger matrices, the ε-passes."""
+    this call's overhead); what that path cannot certify, and larger matrices, the ε-passes.
+    ``init`` (a warm start) and ``checkpoint`` (``epslap.checkpoint.Checkpointing``) go to the
+    ε-passes, whatever the size."""
     if type(cost) is not np.ndarray and isinstance(cost, CostSource):
         return _solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
-                             threads=threads, progress=progress, t_start=t_start)
+                             threads=threads, progress=progress, t_start=t_start, init=init,
+                             checkpoint=checkpoint)
     arr = cost if type(cost) is np.ndarray and cost.ndim == 2 else as_matrix(cost)
     # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes,
     # except for a rectangular matrix with many spare columns, which the passes would pad
-    if epsilon and jv.takes(*arr.shape, threads):
+    if epsilon and checkpoint is None and jv.takes(*arr.shape, threads):
         sol = jv.small_solution(arr, maximize, t_start)
         if sol is not None:
             if progress:  # one call, too short for phases: say what ran
@@ -65,16 +69,24 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
     else:
+        init_v = None if init is None else canonical_hint(
+            init, n_rows=arr.shape[0], n_cols=arr.shape[1], transposed=canon.transposed,
+            maximize=maximize, integral=canon.integral, limit=int_cost_limit(arr.shape))
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
-                                          epsilon=epsilon, progress=progress, threads=nthreads)
+                                          epsilon=epsilon, progress=progress, threads=nthreads,
+                                          checkpoint=checkpoint, init_v=init_v)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)
 
 
-def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None):
+def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None,
+                  init=None, checkpoint=None):
     """Solve a ``costfns.CostSource`` on the CPU."""
     n1, n2 = source.shape
+    init_v = None if init is None else canonical_hint(
+        init, n_rows=n1, n_cols=n2, transposed=n1 > n2, maximize=maximize,
+        integral=np.dtype(source.dtype).kind == "i", limit=int_cost_limit(source.shape))
     transposed = n1 > n2
     if transposed:
         source = source.transpose()
@@ -136,7 +148,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         raise_out_of_range(source, caches, (n1, n2))
 
     small = None
-    if table and epsilon and jv.takes(n1, n2, threads):
+    if table and epsilon and checkpoint is None and jv.takes(n1, n2, threads):
         small = jv.solve_jv(inner, integral)  # the table is a dense canonical matrix
     if n1 == 0:
         row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")
@@ -149,7 +161,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
                 inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
                 progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
                 estimate_context=None if joined is None else (lambda: serve_rows(joined)),
-                check_rows=check_rows)
+                check_rows=check_rows, checkpoint=checkpoint, init_v=init_v)
         finally:
             check_rows()
     if joined is None:

@@ -20,7 +20,8 @@ by barrier parity, so a fast thread never overwrites a slot that a slow one stil
 
 Shapes: rows ``0 … n1-1`` are real, rows ``n1 … n2-1`` virtual (cost 0, never read); ``v`` (n2,)
 work dtype, each thread writes only ``v[lo:hi]``; ``row_to_col`` (n1,) int64 out; ``ctl`` (8,)
-int64 shared with the host: ctl[0] stop request (host → kernel), ctl[1] pass index, ctl[2] rows
+int64 shared with the host: ctl[0] stop request (host → kernel: 1 now, 2 after the current
+augmentation), ctl[1] pass index, ctl[2] rows
 augmented in the pass, ctl[3] rows evaluated so far; ``eps_log`` (MAX_PASSES,) float64 out;
 ``sync`` (_sync.SYNC_SIZE,) int64 barrier state; ``slots`` (2·T·SLOT,) int64 and ``slots_w``
 the same memory viewed in the work dtype; ``result`` (3,) float64 out.
@@ -35,7 +36,8 @@ from numba.extending import intrinsic
 from costfns.rows import cost_at, get_row, get_row_part, random_access
 
 from .._schedule import next_eps
-from .._status import STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK
+from .._status import (STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK,
+                       STATUS_PAUSED)
 from .._sync import SYNC_SIZE, aborted, barrier, load_acquire
 from ..certificate import row_duals_hold
 
@@ -301,9 +303,50 @@ class PassIO(NamedTuple):
     row_to_col: np.ndarray
     eps_log: np.ndarray
     result: np.ndarray
+    #: (RESUME_SIZE,) float64, in and out: the point in the pass loop to start from (written by
+    #: thread 0 when a stop request ends the loop; read when ``resume[0]`` is 1), see ``_R_*``
+    resume: np.ndarray
+    #: (n2,) int64, in and out with ``resume``: the pass's assignment so far (virtual rows too)
+    resume_row_col: np.ndarray
     #: rows each pass augments: -1 every row, the virtual ones after the real ones; n1 only the
     #: real rows (a rectangular problem solved from v = 0, docs/algorithm.md §10)
     rows_per_pass: int = -1
+
+
+# The point a stopped pass loop goes on from (``PassIO.resume``): everything the loop holds
+# between two augmentations that is not in v, the pass's assignment (``resume_row_col``) or the
+# thread's own column state (rebuilt from the assignment, see ``_restore_columns``).
+RESUME_SIZE = 8
+_R_ACTIVE, _R_K, _R_PASS, _R_EPS, _R_SUM_D, _R_SUM_EPS, _R_ROWS, _R_REVERSE = range(8)
+
+
+def fresh_io(v, perm, row_to_col, eps_log, result, rows_per_pass=-1) -> PassIO:
+    """A :class:`PassIO` that starts the pass loop from its beginning (no resume state)."""
+    return PassIO(v, perm, row_to_col, eps_log, result, np.zeros(RESUME_SIZE),
+                  np.full(v.shape[0], -1, np.int64), rows_per_pass)
+
+
+@njit(cache=True, nogil=True)
+def _restore_columns(src, n1, lo, row_col, cols, zero):
+    """This thread's column state for the assignment ``row_col`` of a pass under way: owner,
+    assigned flag and the owner's cost of each of its assigned columns. The cost is read with
+    ``cost_at`` where the source has random access, else from the owner's row slice (one
+    partial row per assigned row of this slice; not counted as rows evaluated)."""
+    buf, owner, free_mask, acost = cols.buf, cols.owner, cols.free_mask, cols.acost
+    m = owner.shape[0]
+    hi = lo + m
+    for i in range(row_col.shape[0]):
+        j = row_col[i]
+        if lo <= j < hi:
+            jj = j - lo
+            owner[jj] = i
+            free_mask[jj] = _KEY_MAX
+            if i >= n1:
+                acost[jj] = zero
+            elif random_access(src):
+                acost[jj] = cost_at(src, i, j)
+            else:
+                acost[jj] = get_row_part(src, i, lo, hi, buf)[jj]
 
 
 @njit(cache=True, nogil=True)
@@ -337,6 +380,7 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
     nc = 0
     mn = zero
     jmin = -1
+    paused = False
     while True:
         jl = argmin_open(dkey, free_mask, block_min, block_free, integral)
         gen[0] += 1
@@ -348,8 +392,11 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
             slots[off + _F_STOP] = load_acquire(ctl, 0)
         if not barrier(sync, nthreads, gen[0]):
             return STATUS_ABORTED
-        if slots[base + _F_STOP] != 0:
+        stop = slots[base + _F_STOP]
+        if stop == 1:  # Ctrl-C or a hand-over: now, before this row changes anything
             return STATUS_INTERRUPTED
+        if stop == 2:  # a checkpoint: once this row is augmented
+            paused = True
         w = _winner(slots, base, nthreads)
         if w < 0:
             return STATUS_INFEASIBLE
@@ -403,7 +450,7 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
         if i == f:
             break
         j = prev
-    return STATUS_OK
+    return STATUS_PAUSED if paused else STATUS_OK
 
 
 @njit(cache=True, nogil=True)
@@ -416,7 +463,7 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
     Thread 0 writes ``row_to_col``, ``eps_log``, ``ctl[1:4]`` and ``result`` = [status, passes,
     rows evaluated]. Returns the status (the same in every thread).
     """
-    v, perm, row_to_col, eps_log, result, rows_per_pass = io
+    v, perm, row_to_col, eps_log, result, resume, resume_row_col, rows_per_pass = io
     n_aug = n2 if rows_per_pass < 0 else rows_per_pass
     sync, slots, slots_w, ctl = meet
     lo, hi = _col_range(n2, nthreads, tid)
@@ -439,32 +486,67 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
     reverse = eps == 0.0
     n_pass = 0
     status = STATUS_OK
-    while eps >= 0.0:
-        eps = next_eps(eps, eps_lower, acc[1], acc[2], first, second, n2, integral)
-        if eps == 0.0:
-            eps = -1.0
+    resuming = resume[_R_ACTIVE] == 1.0
+    if resuming:  # go on inside the pass a stop request ended (same ε, same statistics)
+        n_pass = np.int64(resume[_R_PASS])
+        eps = resume[_R_EPS]
+        rows_evaluated = resume[_R_ROWS]
+        reverse = resume[_R_REVERSE] != 0.0
+        first = n_pass == 0
+        second = n_pass == 1
+    while eps >= 0.0 or resuming:  # eps = -1 in the exact pass (the last), resumed too
+        k0 = 0
+        if resuming:
+            k0 = np.int64(resume[_R_K])
+            owner[:] = -1
+            free_mask[:] = _KEY_MIN
+            row_col[:] = resume_row_col
+            _restore_columns(src, n1, lo, row_col, cols, zero_v)
+            acc[0] = 0.0
+            acc[1] = resume[_R_SUM_D]
+            acc[2] = resume[_R_SUM_EPS]
+        else:
+            eps = next_eps(eps, eps_lower, acc[1], acc[2], first, second, n2, integral)
+            if eps == 0.0:
+                eps = -1.0
+            owner[:] = -1
+            free_mask[:] = _KEY_MIN
+            row_col[:] = -1
+            acc[:] = 0.0
         if tid == 0:
             if n_pass < eps_log.shape[0]:
                 eps_log[n_pass] = max(eps, 0.0)
             ctl[1] = n_pass
         eps_cast[0] = max(eps, 0.0)
         eps_w = eps_cast[0]
-        owner[:] = -1
-        free_mask[:] = _KEY_MIN
-        row_col[:] = -1
-        acc[:] = 0.0
-        for k in range(n_aug):
+        for k in range(k0, n_aug):
             if k < n1:
                 f = perm[n1 - 1 - k] if reverse else perm[k]
             else:
                 f = k
             status = _augment(tid, nthreads, src, f, n1, lo, vl, eps_w, inf_val, integral, cols,
                               path, meet)
+            if status == STATUS_PAUSED or status == STATUS_INTERRUPTED:
+                if tid == 0:
+                    # where to go on from: after row k when paused; before it when interrupted
+                    # (v, the assignment and the statistics are as they were before it started)
+                    resume_row_col[:] = row_col
+                    resume[_R_ACTIVE] = 1.0
+                    resume[_R_K] = k + 1 if status == STATUS_PAUSED else k
+                    resume[_R_PASS] = n_pass
+                    resume[_R_EPS] = eps
+                    resume[_R_SUM_D] = acc[1]
+                    resume[_R_SUM_EPS] = acc[2]
+                    resume[_R_ROWS] = rows_evaluated + acc[0]
+                    resume[_R_REVERSE] = 1.0 if reverse else 0.0
+                status = STATUS_INTERRUPTED
+                break
             if status != STATUS_OK:
                 break
             if tid == 0:
                 ctl[2] = k + 1
                 ctl[3] = np.int64(rows_evaluated + acc[0])
+        resuming = False
         rows_evaluated += acc[0]
         n_pass += 1
         if status != STATUS_OK:

@@ -121,7 +121,8 @@ class _Route(NamedTuple):
 
 
 def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: float,
-              memory=None, cache: str = "auto", launch: LaunchConfig | None = None):
+              memory=None, cache: str = "auto", launch: LaunchConfig | None = None,
+              init=None, checkpoint=None):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays.
 
     Where the costs come from decides how the passes read them (one route each):
@@ -138,7 +139,8 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: floa
 
     ``memory``: the budget of device memory (search state, uploaded matrix, row cache), checked
     before anything is allocated; default for a row cache: 2 GiB of rows. ``launch``: the launch
-    configuration (default: the tuned one).
+    configuration (default: the tuned one). ``init``, ``checkpoint``: a warm start and
+    checkpoints between passes (``epslap.solve``; docs/algorithm.md §11).
     """
     from costfns import CostSource
     from .._sources import raise_out_of_range, raise_pending
@@ -165,6 +167,13 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: floa
                      if cuda_cost is None else
                      _device_cost_route(src, transposed, cuda_cost, maximize, cache, budget))
         n1, n2, integral = route.n1, route.n2, route.integral
+        hint_v = None
+        if init is not None:
+            from .._validate import int_cost_limit
+            from ..checkpoint import canonical_hint
+            hint_v = canonical_hint(init, n_rows=shape[0], n_cols=shape[1],
+                                    transposed=route.transposed, maximize=maximize,
+                                    integral=integral, limit=int_cost_limit(shape))
         if n1 == 0:
             row_to_col, v, assigned, stats = empty_solve(n2, integral, "gpu")
         else:
@@ -172,7 +181,7 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: floa
                 row_to_col, v, stats, assigned = solve_device(
                     route.cuda_cost, n1, n2, integral=integral, epsilon=epsilon, device=device,
                     cache=route.cache, host=route.host, check_range=source is not None,
-                    launch=launch)
+                    launch=launch, hint_v=hint_v, checkpoint=checkpoint)
             finally:
                 if source is not None:
                     raise_pending(source)

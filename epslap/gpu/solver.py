@@ -24,6 +24,7 @@ from .device_estimate import _estimate_device
 from .launch import LaunchConfig, PassGeometry, exchange_slots, pass_geometry, unroll_for
 from .modules import estimate_module, pass_module
 from .runtime import cost_args, import_cupy, wide_grid
+from .rowcache import DeviceCostRows
 from .state import R_EVICT, R_FILL_SLOT, R_LOGN, R_NEED, RESUME, DeviceState, device_bytes, \
     search_bytes
 
@@ -49,7 +50,7 @@ class HostRowsSpec(NamedTuple):
 def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool = True,
                  device: int = 0, cache: CacheSpec | None = None,
                  host: HostRowsSpec | None = None, check_range: bool = False, start_v=None,
-                 launch: LaunchConfig | None = None) -> tuple:
+                 launch: LaunchConfig | None = None, hint_v=None, checkpoint=None) -> tuple:
     """Solve on the device, then check the dual certificate of the result.
 
     ``cuda_cost``: the device form of the costs (None when there is none). ``cache`` (a
@@ -67,6 +68,12 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     ``launch``: the launch configuration (default: the tuned one; the environment is read only
     by ``epslap.solve``).
 
+    ``hint_v``: a user's warm start (canonical prices, docs/algorithm.md §11): the rows are
+    validated (the estimate runs), then the exact pass starts from these prices; a result that
+    misses its certificate is solved again without them (``stats["warm_start"]``).
+    ``checkpoint`` (``epslap.checkpoint.Checkpointing``): checkpoints between passes, or the
+    state to resume from.
+
     Every result is checked against its dual certificate on the device. Should a check ever fail
     (a defect: the multi-block race of 2026-11-22 is fixed and the GPU tests assert that no rerun
     happens), the solve is repeated with one block, which serialises the search, and
@@ -79,9 +86,14 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
         check_device_range(cuda_cost, n1, n2, device, launch)
     kw = dict(integral=integral, epsilon=epsilon, device=device, cache=cache, host=host,
               start_v=start_v, launch=launch)
-    out = _solve_device_once(cuda_cost, n1, n2, blocks=None, **kw)
+    out = _solve_device_once(cuda_cost, n1, n2, blocks=None, hint_v=hint_v,
+                             checkpoint=checkpoint, **kw)
     if certified(cuda_cost, n1, n2, integral, out, device, host, launch):
         out[2]["gpu_single_block_rerun"] = False
+        return out
+    if hint_v is not None:  # float prices far off the costs' scale: solve without them
+        out = solve_device(cuda_cost, n1, n2, checkpoint=checkpoint, **kw)
+        out[2]["warm_start"] = "rejected"
         return out
     pad = out[2]["method"] == "rectangular"
     if pad:
@@ -124,7 +136,7 @@ class _Run(NamedTuple):
 
 def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool,
                        device: int, blocks, launch: LaunchConfig, cache=None, host=None,
-                       start_v=None, pad: bool = False):
+                       start_v=None, pad: bool = False, hint_v=None, checkpoint=None):
     """Solve the canonical problem (n1 <= n2) on the device (see :func:`solve_device`).
 
     Returns ``(row_to_col, v, stats, assigned)`` as NumPy arrays (v, assigned in the work dtype;
@@ -133,26 +145,42 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     cupy = import_cupy()
     with cupy.cuda.Device(device):
         t0 = time.perf_counter()
+        loaded = None if checkpoint is None else checkpoint.loaded
         run = _setup(cupy, cuda_cost, n1, n2, integral, blocks, launch, cache,
-                     estimate=start_v is None and host is None)
+                     estimate=start_v is None and host is None and loaded is None)
         compile_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         # a rectangular problem: v = 0, one exact pass over the real rows (docs/algorithm.md §10)
-        rectangular = start_v is None and rectangular_from_zero(n1, n2) and not pad
-        plain = not epsilon or rectangular
-        eps_upper, eps_lower, certified_pick, host_compile_s = _initial_prices(
-            run, start_v, host, not plain)
+        rectangular = (start_v is None and hint_v is None and rectangular_from_zero(n1, n2)
+                       and not pad)
+        plain = not epsilon or rectangular or hint_v is not None
+        ck = _Checkpoints(run, checkpoint, "gpu-" + ("rectangular" if rectangular else
+                                                     ("eps" if epsilon else "ssp")))
+        passes = _Passes(run, n1 if rectangular else n2)
+        sched = None
+        if loaded is not None:  # the prices and the schedule where the checkpoint left them
+            eps_upper, eps_lower, start_absmax, sched = ck.restore(passes)
+            certified_pick, host_compile_s = None, 0.0
+        else:
+            eps_upper, eps_lower, certified_pick, host_compile_s = _initial_prices(
+                run, start_v, host, not plain and hint_v is None)
+            if hint_v is not None:  # a warm start: the exact pass from the user's prices
+                run.state.v[:] = cupy.asarray(np.asarray(hint_v, dtype=run.work))
+                eps_upper = eps_lower = 0.0
+                certified_pick = None
         compile_s += host_compile_s
         cupy.cuda.Device().synchronize()
         time_estimate = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        passes = _Passes(run, n1 if rectangular else n2)
-        start_absmax = float(cupy.abs(run.state.v).max()) if n2 else 0.0
+        if loaded is None:
+            start_absmax = float(cupy.abs(run.state.v).max()) if n2 else 0.0
         polish_rows = 0
         if certified_pick is None:
-            _eps_passes(run, passes, eps_upper, eps_lower)
+            ck.header.update(eps_upper=float(eps_upper), eps_lower=float(eps_lower),
+                             start_absmax=start_absmax)
+            _eps_passes(run, passes, eps_upper, eps_lower, sched, ck)
             polish_rows = _polish(run, passes, not plain, start_absmax)
             row_to_col = run.state.row_to_col().get()
         else:  # stage B's assignment is optimal (see the estimate)
@@ -187,6 +215,9 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
     if run.row_cache is not None:
         stats.update(run.row_cache.stats(), gpu_suspensions=passes.suspensions,
                      cache_replay_mismatches=run.row_cache.mismatches)
+    if hint_v is not None:
+        stats["warm_start"] = "used"
+    stats.update(ck.stats())
     return row_to_col, v_host, stats, assigned
 
 
@@ -309,28 +340,110 @@ class _Passes:
         st.resume[R_FILL_SLOT:R_EVICT + 1].set(np.array([slot, evicted], np.int64))
 
 
-def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float) -> None:
+def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float,
+                sched: dict | None = None, ck: _Checkpoints | None = None) -> None:
     """The ε schedule from the estimate's bounds down to the exact pass (ε = 0, marked -1 here),
-    each pass's ε from the last two passes' totals (``next_eps``, as on the CPU)."""
+    each pass's ε from the last two passes' totals (``next_eps``, as on the CPU). ``sched``: the
+    schedule's state to go on from (a checkpoint's); ``ck`` writes checkpoints between passes
+    and on Ctrl-C (which the host sees once the pass under way has ended)."""
     v, blocks = run.state.v, run.geo.blocks  # v: work dtype, on the device
-    eps, first, second = float(eps_upper), True, False
-    reverse = eps == 0.0
-    total_d = total_eps = 0.0
-    while eps >= 0.0:
-        eps = float(next_eps(eps, float(eps_lower), total_d, total_eps, first, second, run.n2,
-                             run.integral))
-        if eps == 0.0:
-            eps = -1.0
-        passes.epsilons.append(max(eps, 0.0))
-        out_i, out_f = passes.run(run.work(max(eps, 0.0)), reverse)
-        passes.count += 1
-        passes.rows_evaluated += int(out_f[0])
-        total_d = float(sum(out_f[3:3 + blocks]))  # per-block partial sums, in block order
-        total_eps = float(out_f[2])
-        passes.phase_cycles += out_f[3 + blocks:]
-        if eps > 0.0:
-            v -= v.max()
-        second, first, reverse = first, False, not reverse
+    s = sched or dict(eps=float(eps_upper), first=True, second=False,
+                      reverse=float(eps_upper) == 0.0, total_d=0.0, total_eps=0.0)
+    if ck is not None and sched is None:
+        ck.save(passes, s, "estimate")
+    try:
+        while s["eps"] >= 0.0:
+            eps = float(next_eps(s["eps"], float(eps_lower), s["total_d"], s["total_eps"],
+                                 s["first"], s["second"], run.n2, run.integral))
+            if eps == 0.0:
+                eps = -1.0
+            out_i, out_f = passes.run(run.work(max(eps, 0.0)), s["reverse"])
+            passes.epsilons.append(max(eps, 0.0))
+            passes.count += 1
+            passes.rows_evaluated += int(out_f[0])
+            passes.phase_cycles += out_f[3 + blocks:]
+            if eps > 0.0:
+                v -= v.max()
+            s = dict(eps=eps, first=False, second=s["first"], reverse=not s["reverse"],
+                     total_d=float(sum(out_f[3:3 + blocks])),  # per-block sums, block order
+                     total_eps=float(out_f[2]))
+            if ck is not None and s["eps"] >= 0.0 and ck.due():
+                ck.save(passes, s, "interval")
+    except KeyboardInterrupt:
+        if ck is not None:
+            ck.save(passes, s, "interrupted")
+        raise
+
+
+class _Checkpoints:
+    """Checkpoints of a GPU solve between passes (``epslap.checkpoint``): the prices, the row
+    order and the ε schedule's state; a pass under way is not saved (the kernel runs it to its
+    end), so a resume goes on from the last pass that ended."""
+
+    def __init__(self, run: _Run, checkpoint, mode: str):
+        from .. import checkpoint as ckpt
+        self.r, self.c, self.mode, self.ckpt = run, checkpoint, mode, ckpt
+        self.header: dict = {}
+        self.print_ = None
+        if checkpoint is not None and (checkpoint.path is not None
+                                       or checkpoint.loaded is not None):
+            rows = ckpt.fingerprint_rows(run.n1)
+            self.print_ = ckpt.fingerprint(self._rows(rows), run.n1, run.n2, mode)
+            if checkpoint.loaded is not None:
+                ckpt.check_matches(checkpoint.loaded, checkpoint.resume_path, run.n1, run.n2,
+                                   run.work, mode, self.print_, {"v": run.n2, "perm": run.n1})
+
+    def _rows(self, rows) -> np.ndarray:
+        """The canonical rows ``rows``, read where the passes read them."""
+        cupy, r = self.r.cupy, self.r
+        filler = (r.row_cache.rows if r.row_cache is not None else
+                  DeviceCostRows(r.src_mod.get_function("fill_row"), r.src_args,
+                                 wide_grid(cupy)))
+        out = cupy.empty((len(rows), r.n2), dtype=r.work)
+        for k, i in enumerate(rows):
+            filler.fill(int(i), out[k])
+        return out.get()
+
+    def due(self) -> bool:
+        return self.c is not None and self.c.due()
+
+    def save(self, passes: _Passes, sched: dict, reason: str) -> None:
+        if self.c is None or self.c.path is None:
+            return
+        st = self.r.state
+        self.ckpt.write(self.c.path, dict(
+            self.header, fingerprint=self.print_, shape=[self.r.n1, self.r.n2],
+            dtype=np.dtype(self.r.work).str, mode=self.mode, reason=reason, sched=sched,
+            passes=passes.count, epsilons=passes.epsilons,
+            rows_evaluated=int(passes.rows_evaluated)),
+            {"v": st.v.get(), "perm": st.perm.get()})
+        self.c.written += 1
+        self.c.last_write = time.monotonic()
+
+    def restore(self, passes: _Passes) -> tuple:
+        """Load the checkpoint's prices, row order and counts; ``(eps_upper, eps_lower,
+        start_absmax, sched)``."""
+        state, cupy = self.c.loaded, self.r.cupy
+        head = state["header"]
+        self.r.state.v[:] = cupy.asarray(state["v"].astype(self.r.work))
+        self.r.state.perm[:] = cupy.asarray(state["perm"].astype(np.int64))
+        passes.count = int(head["passes"])
+        passes.epsilons = [float(e) for e in head["epsilons"]]
+        passes.rows_evaluated = int(head["rows_evaluated"])
+        self.rows_before = passes.rows_evaluated
+        self.header.update(eps_upper=head["eps_upper"], eps_lower=head["eps_lower"],
+                           start_absmax=head["start_absmax"])
+        return (float(head["eps_upper"]), float(head["eps_lower"]), float(head["start_absmax"]),
+                dict(head["sched"]))
+
+    def stats(self) -> dict:
+        if self.print_ is None:
+            return {}
+        out = {"checkpoints_written": self.c.written}
+        if self.c.loaded is not None:
+            out.update(resumed_from=self.c.resume_path,
+                       rows_evaluated_before_resume=self.rows_before)
+        return out
 
 
 def _polish(run: _Run, passes: _Passes, epsilon: bool, start_absmax: float) -> int:

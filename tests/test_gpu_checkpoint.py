@@ -1,0 +1,111 @@
+"""Warm starts, checkpoints and resume on the GPU backend (docs/algorithm.md §11): checkpoints
+between passes change nothing, a resume from one takes the remaining passes of the
+uninterrupted solve, a warm start is exact whatever its hint. Skipped, with the reason shown,
+where CuPy or a CUDA device is missing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costfns
+import epslap
+from conftest import assert_optimal, gpu
+from epslap.checkpoint import CheckpointError, load
+
+pytestmark = [gpu, pytest.mark.gpu]
+
+
+def _same(a, b):
+    assert np.array_equal(a.row_ind, b.row_ind) and np.array_equal(a.col_ind, b.col_ind)
+    assert np.array_equal(a.v, b.v) and a.cost == b.cost
+
+
+def _sources():
+    return {
+        "device cost": lambda: costfns.problem("geometric", 3000, seed=1),
+        "dense": lambda: costfns.generate("random", 2000, seed=2),
+        "integer max": lambda: costfns.generate("integer", 1500, seed=3),
+        "host rows": lambda: costfns.from_function(
+            lambda i: np.cos(np.arange(700) * (i + 0.5)) + 1.0, (700, 700), kind="row"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_sources()))
+def test_checkpoints_between_passes_and_resume(name, tmp_path):
+    cost = _sources()[name]()
+    kw = dict(backend="gpu", maximize=name == "integer max")
+    if name == "host rows":
+        kw["memory"] = "2MiB"  # the search state and about 140 rows
+    plain = epslap.solve(cost, **kw)
+    path = tmp_path / "gpu.ckpt"
+    with_ckpt = epslap.solve(cost, checkpoint=path, checkpoint_every=1e-9, **kw)
+    _same(plain, with_ckpt)
+    assert with_ckpt.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
+    # after the estimate and after every pass but the last
+    polished = plain.stats["polish_rows"] > 0
+    assert with_ckpt.stats["checkpoints_written"] == plain.stats["passes"] - polished
+    head = load(str(path))["header"]
+    assert head["mode"].startswith("gpu-")
+    resumed = epslap.solve(cost, resume=path, **kw)
+    _same(plain, resumed)
+    assert resumed.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
+    assert resumed.stats["rows_evaluated_before_resume"] == head["rows_evaluated"]
+    if isinstance(cost, np.ndarray):
+        assert_optimal(cost, resumed, maximize=kw["maximize"])
+
+
+def test_ctrl_c_between_passes_leaves_a_checkpoint(monkeypatch, tmp_path):
+    import epslap.gpu.solver as gs
+    c = costfns.generate("geometric", 2000, seed=4)
+    plain = epslap.solve(c, backend="gpu")
+    calls = {"n": 0}
+    run = gs._Passes.run
+
+    def interrupted_after_two(self, *args):
+        out = run(self, *args)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return out
+    monkeypatch.setattr(gs._Passes, "run", interrupted_after_two)
+    path = tmp_path / "int.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        epslap.solve(c, backend="gpu", checkpoint=path, checkpoint_every="1h")
+    assert load(str(path))["header"]["reason"] == "interrupted"
+    monkeypatch.undo()
+    resumed = epslap.solve(c, backend="gpu", resume=path)
+    assert resumed.cost == plain.cost
+    assert_optimal(c, resumed)
+
+
+def test_a_cpu_checkpoint_is_refused_by_the_gpu(tmp_path):
+    c = costfns.generate("random", 1200, seed=5)
+    path = tmp_path / "cpu.ckpt"
+    epslap.solve(c, checkpoint=path, threads=1)
+    with pytest.raises(CheckpointError, match="'gpu-eps'"):
+        epslap.solve(c, backend="gpu", resume=path)
+
+
+@pytest.mark.parametrize("name", ["geometric", "random"])
+def test_gpu_warm_start_is_exact_and_cheaper(name):
+    c = costfns.generate(name, 2000, seed=6)
+    after = c * (1.0 + 0.01 * np.random.default_rng(6).standard_normal(c.shape))
+    prev = epslap.solve(c, backend="gpu")
+    cold = epslap.solve(after, backend="gpu")
+    warm = epslap.solve(after, backend="gpu", init=prev)
+    assert warm.stats["warm_start"] == "used"
+    assert warm.cost == cold.cost
+    assert_optimal(after, warm)
+    assert warm.stats["rows_evaluated"] < 0.6 * cold.stats["rows_evaluated"]
+    src = costfns.problem("geometric", 2000, seed=6)  # a device cost, from the CPU's duals
+    sol = epslap.solve(src, backend="gpu", init=epslap.solve(src, threads=1))
+    assert sol.stats["warm_start"] == "used"
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e300])
+def test_gpu_bad_hint_still_gives_the_optimum(scale):
+    c = costfns.generate("geometric", 600, seed=7)
+    sol = epslap.solve(c, backend="gpu",
+                       init=np.random.default_rng(1).standard_normal(600) * scale)
+    assert sol.stats["warm_start"] in ("used", "rejected")
+    assert_optimal(c, sol)
