@@ -109,3 +109,24 @@ def test_gpu_bad_hint_still_gives_the_optimum(scale):
                        init=np.random.default_rng(1).standard_normal(600) * scale)
     assert sol.stats["warm_start"] in ("used", "rejected")
     assert_optimal(c, sol)
+
+
+def test_float_duals_that_miss_the_certificate_are_polished_on_the_device(monkeypatch):
+    """The first result's duals missing the per-entry rule (forced here) are redone by one exact
+    pass from its prices, not by the single-block rerun."""
+    import epslap.gpu.solver as gs
+    c = costfns.generate("geometric", 1500, seed=2)
+    plain = epslap.solve(c, backend="gpu")
+    calls = {"n": 0}
+    real = gs.certified
+
+    def first_fails(*args, **kwargs):
+        calls["n"] += 1
+        return False if calls["n"] == 1 else real(*args, **kwargs)
+    monkeypatch.setattr(gs, "certified", first_fails)
+    sol = epslap.solve(c, backend="gpu")
+    assert calls["n"] == 2 and not sol.stats["gpu_single_block_rerun"]
+    assert sol.stats["polish_rows"] >= 1500
+    assert sol.stats["rows_evaluated"] > plain.stats["rows_evaluated"]
+    assert sol.cost == plain.cost
+    assert_optimal(c, sol)

@@ -95,6 +95,26 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
         out = solve_device(cuda_cost, n1, n2, checkpoint=checkpoint, **kw)
         out[2]["warm_start"] = "rejected"
         return out
+    if not integral:
+        # float prices rounded at the scale of their spread can miss the per-entry rule where
+        # a tight pair of tiny costs meets the top price (as on the CPU, epslap.cpu.solver):
+        # one exact pass from the final prices (the polish: every path one edge) recomputes
+        # the duals at their own scale
+        first = out
+        out = _solve_device_once(cuda_cost, n1, n2, blocks=None, **dict(kw, start_v=first[1]))
+        if certified(cuda_cost, n1, n2, integral, out, device, host, launch):
+            stats = first[2]
+            again = out[2]
+            stats.update(rows_evaluated=stats["rows_evaluated"] + again["rows_evaluated"],
+                         passes=stats["passes"] + again["passes"],
+                         epsilons=stats["epsilons"] + again["epsilons"],
+                         polish_rows=stats["polish_rows"] + again["rows_evaluated"],
+                         time_solve_s=stats["time_solve_s"] + again["time_estimate_s"]
+                         + again["time_solve_s"],
+                         certificate_max_violation=again["certificate_max_violation"],
+                         gpu_single_block_rerun=False)
+            return out[0], out[1], stats, out[3]
+        out = first
     pad = out[2]["method"] == "rectangular"
     if pad:
         # float duals of the rectangular route that miss the rule (rare: prices rounded at a
