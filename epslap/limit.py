@@ -114,8 +114,13 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost):
     work = np.int64 if integral_duals else np.float64
     half = work(half)
     u = xp.full(n1, half, dtype=work)
-    u[r] = u_e.astype(work)[r] - half
     v = v_e[:n2].astype(work) + half
+    if integral_duals:
+        u[r] = u_e.astype(work)[r] - half
+    else:  # from the shifted v, not u' - L/2: prices solved at the scale of L would leave the
+        # assigned pairs of small costs a slack of an ulp of L, beyond their own terms' rule
+        oriented = cost.T if transposed else cost
+        u[r] = oriented[r, k].astype(work) - v[k]
     if transposed:
         order = xp.argsort(k)
         r, k = k[order], r[order]
