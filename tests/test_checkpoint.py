@@ -119,6 +119,7 @@ _KILLED_SOLVE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # three processes started and killed (8 s)
 def test_sigkill_at_random_moments_leaves_a_checkpoint_that_resumes_to_the_optimum(tmp_path):
     c = costfns.generate("random", 5000, seed=9)
     plain = epslap.solve(c, threads=1, epsilon=False)

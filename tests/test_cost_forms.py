@@ -258,6 +258,7 @@ def test_jitted_functions_share_one_kernel_type(dtype):
         assert numba.typeof(sa.state()) != numba.typeof(sb.state())
 
 
+@pytest.mark.slow  # specialize=True compiles the kernels in every process (16-18 s each)
 @pytest.mark.parametrize("kind,fn", [("element", _elem), ("row", _row_fill)])
 def test_specialized_and_first_class_give_the_same_solve(kind, fn):
     import epslap

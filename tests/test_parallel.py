@@ -371,6 +371,7 @@ def test_load_watch_reads_the_core_share():
     assert step(0.25, 0.25)            # two low windows in a row
 
 
+@pytest.mark.slow  # two solves of n = 4000 on threads that stop and hand over (6 s)
 def test_stalled_threads_hand_over_to_one_thread(monkeypatch):
     """When the watch reports a stall, the threads stop at an augmentation and one thread
     finishes from their prices: the same optimum, a warning, and the time of the hand-over."""
