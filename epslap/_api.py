@@ -111,10 +111,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     checkpoint : path, optional
         Write the solve's state to this file: after the estimate, every ``checkpoint_every``
         during the passes, and on Ctrl-C before the KeyboardInterrupt. Each write replaces the
-        previous one atomically. ``stats["checkpoints_written"]`` counts them. The CPU
-        backend stops between two augmentations for it; the GPU backend writes between passes
-        (a pass under way runs to its end, Ctrl-C included), so a resume there repeats at most
-        the pass that was cut off.
+        previous one atomically. ``stats["checkpoints_written"]`` counts them. Both
+        backends stop between two augmentations for it (the GPU kernel at the host's request
+        while it runs) and go on from there, so no work is lost and a resumed solve takes the
+        same steps.
     checkpoint_every : float or str
         Seconds between checkpoints, or a string such as ``"90s"``, ``"5min"``, ``"1h"``.
     resume : path, optional

@@ -112,7 +112,7 @@ def _solve_parser(sub) -> None:
                    help="skip the optimality certificate (it reads the whole matrix once)")
     s.add_argument("--checkpoint", metavar="FILE",
                    help="write the solve's state to FILE after the estimate, every "
-                        "--checkpoint-every and on Ctrl-C (GPU: between passes)")
+                        "--checkpoint-every and on Ctrl-C")
     s.add_argument("--checkpoint-every", metavar="DURATION", default="5min",
                    help="time between checkpoints, e.g. 90s, 5min, 1h (default 5min)")
     s.add_argument("--resume", metavar="FILE",

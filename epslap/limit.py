@@ -120,7 +120,10 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost):
     else:  # from the shifted v, not u' - L/2: prices solved at the scale of L would leave the
         # assigned pairs of small costs a slack of an ulp of L, beyond their own terms' rule
         oriented = cost.T if transposed else cost
-        u[r] = oriented[r, k].astype(work) - v[k]
+        paired = oriented[r, k]
+        if xp is np and _is_gpu_array(paired):  # a CuPy matrix, a result on the host
+            paired = paired.get()
+        u[r] = xp.asarray(paired).astype(work) - v[k]
     if transposed:
         order = xp.argsort(k)
         r, k = k[order], r[order]

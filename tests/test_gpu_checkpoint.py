@@ -41,9 +41,9 @@ def test_checkpoints_between_passes_and_resume(name, tmp_path):
     with_ckpt = epslap.solve(cost, checkpoint=path, checkpoint_every=1e-9, **kw)
     _same(plain, with_ckpt)
     assert with_ckpt.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
-    # after the estimate and after every pass but the last
+    # after the estimate, after every pass but the last, and inside the passes
     polished = plain.stats["polish_rows"] > 0
-    assert with_ckpt.stats["checkpoints_written"] == plain.stats["passes"] - polished
+    assert with_ckpt.stats["checkpoints_written"] >= plain.stats["passes"] - polished
     head = load(str(path))["header"]
     assert head["mode"].startswith("gpu-")
     resumed = epslap.solve(cost, resume=path, **kw)
@@ -130,3 +130,59 @@ def test_float_duals_that_miss_the_certificate_are_polished_on_the_device(monkey
     assert sol.stats["rows_evaluated"] > plain.stats["rows_evaluated"]
     assert sol.cost == plain.cost
     assert_optimal(c, sol)
+
+
+@pytest.mark.parametrize("name", ["device cost", "host rows"])
+def test_checkpoints_inside_a_pass_and_resume_from_one(name, tmp_path, monkeypatch):
+    """With an interval shorter than a pass the kernel is stopped between two augmentations,
+    the pass under way is saved, and the solve goes on: the same result; a resume from such a
+    checkpoint (in a fresh solve) ends the same too."""
+    import shutil
+
+    import epslap.checkpoint as ckpt
+    cost = _sources()[name]()
+    kw = dict(backend="gpu")
+    if name == "host rows":
+        kw["memory"] = "2MiB"
+    plain = epslap.solve(cost, **kw)
+    path = tmp_path / "gpu.ckpt"
+    inside = tmp_path / "inside.ckpt"
+    write = ckpt.write
+
+    def keep_first_inside(p, header, arrays):
+        write(p, header, arrays)
+        if "owner" in arrays and not inside.exists():
+            shutil.copy(p, inside)
+    monkeypatch.setattr(ckpt, "write", keep_first_inside)
+    stopped = epslap.solve(cost, checkpoint=path, checkpoint_every=0.01, **kw)
+    monkeypatch.undo()
+    _same(plain, stopped)
+    assert stopped.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
+    assert inside.exists(), "no checkpoint inside a pass: the passes were too short"
+    assert load(str(inside))["header"]["sched"]["in_pass"] is not None
+    resumed = epslap.solve(cost, resume=inside, **kw)
+    _same(plain, resumed)
+    assert resumed.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
+
+
+def test_ctrl_c_inside_a_pass_stops_the_kernel_and_saves_the_pass(tmp_path, monkeypatch):
+    import time
+    c = costfns.problem("geometric", 3000, seed=1)
+    plain = epslap.solve(c, backend="gpu")
+    sleep = time.sleep
+    fired = {}
+
+    def ctrl_c_once(seconds):  # the host's first look at the running kernel
+        if not fired:
+            fired["t"] = True
+            raise KeyboardInterrupt
+        sleep(seconds)
+    monkeypatch.setattr(time, "sleep", ctrl_c_once)
+    path = tmp_path / "int.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        epslap.solve(c, backend="gpu", checkpoint=path, checkpoint_every="1h")
+    monkeypatch.undo()
+    head = load(str(path))["header"]
+    assert head["reason"] == "interrupted" and head["sched"]["in_pass"] is not None
+    resumed = epslap.solve(c, backend="gpu", resume=path)
+    _same(plain, resumed)

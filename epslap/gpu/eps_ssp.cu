@@ -59,6 +59,7 @@ __device__ __forceinline__ void consider(Cand& best, cost_t dj, long long j, lon
 // Every access to a present row is appended to `alog` (block 0, thread 0) so that the host can
 // replay the access sequence through the very same LFU/SLRU code as the CPU cache (epslap.cache).
 // Every block takes the same decisions (same winner, same slot table), so all suspend together.
+// (A stop the host requests through progress[2] saves the same record, phase 1, in every build.)
 // resume (int64[32]): [0] phase (0 start of the pass, 1 at the start of augmentation k, 2 inside
 // its search), [1] row needed (-1: only the access log is full), [2] k, [3] steps closed,
 // [4] jmin, [5] mn, [6..10] the step's winner (val, key, own, vj, pred), [11] rows evaluated,
@@ -144,11 +145,13 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
 #endif
     const long long t_last = g < n2 ? (n2 - 1 - g) / S : 0;   // this thread's last slot
     long long k_start = 0;
-    int phase = 0;
+    // a resumed launch (phase != 0): after a suspension for a row, or after the host's stop
+    // request (phase 1, at the start of augmentation k: a checkpoint or Ctrl-C)
+    const int phase = (int)resume[R_PHASE];
 #ifdef EXTERNAL_ROWS
     long long log_n = 0;
     bool skip_log = false;          // the first access after a miss: the host counted it already
-    phase = (int)resume[R_PHASE];
+#endif
     if (phase != 0) {
         k_start = resume[R_K];
         my_total_d = susp_d[g];
@@ -156,6 +159,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
         from_bits((unsigned long long)resume[R_EPS], total_eps);
         seq = (unsigned)resume[R_SEQ];
         parity = (int)resume[R_PARITY];
+#ifdef EXTERNAL_ROWS
         const long long need = resume[R_NEED];
         skip_log = need >= 0;
         if (need >= 0 && threadIdx.x == 0) {        // the host filled a slot: every block
@@ -163,9 +167,11 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
             if (resume[R_EVICT] >= 0) table[resume[R_EVICT]] = -1;
             table[need] = resume[R_FILL_SLOT];
         }
+#endif
         __syncthreads();
     }
     if (leader) out_i64[0] = STATUS_OK;
+#ifdef EXTERNAL_ROWS
     // 0: row i can be read now; 1: row i is missing; 2: the access log is full
     auto access = [&](long long i) -> int {
         if (i >= n1) return 0;
@@ -241,7 +247,21 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
             const unsigned stop = (blockIdx.x == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
             r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra);
             CLOCK_MARK(1);
-            if (got_extra != 0) { flush(); if (leader) out_i64[0] = STATUS_INTERRUPTED; return; }  // host: stop
+            if (got_extra != 0) {   // the host's stop: before augmentation k changed anything
+                flush();
+                susp_d[g] = my_total_d;
+                if (leader) {       // phase 1 at k; the slot exchange starts afresh (zeroed slots)
+                    resume[R_PHASE] = 1; resume[R_NEED] = -1; resume[R_K] = k;
+                    resume[R_ROWS] = (long long)bits_of(rows_eval);
+                    resume[R_EPS] = (long long)bits_of(total_eps);
+                    resume[R_SEQ] = 0; resume[R_PARITY] = 0;
+#ifdef EXTERNAL_ROWS
+                    resume[R_LOGN] = log_n;
+#endif
+                    out_i64[0] = STATUS_INTERRUPTED;
+                }
+                return;
+            }
             if (r.key == NO_KEY || !(r.val < COST_INF)) { flush(); if (leader) out_i64[0] = STATUS_INFEASIBLE; return; }
             if (f < n1) rows_eval += 1.0;
             jmin = r.key & 0x7fffffffu; n_closed = 1;

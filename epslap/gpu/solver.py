@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._schedule import next_eps, rectangular_from_zero
-from .._status import STATUS_SUSPENDED, raise_for_status
+from .._status import STATUS_INTERRUPTED, STATUS_SUSPENDED, raise_for_status
 from ..certificate import prices_need_polish
 from .certificate import certified
 from .device_costs import check_device_range, materialise
@@ -71,8 +71,8 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     ``hint_v``: a user's warm start (canonical prices, docs/algorithm.md §11): the rows are
     validated (the estimate runs), then the exact pass starts from these prices; a result that
     misses its certificate is solved again without them (``stats["warm_start"]``).
-    ``checkpoint`` (``epslap.checkpoint.Checkpointing``): checkpoints between passes, or the
-    state to resume from.
+    ``checkpoint`` (``epslap.checkpoint.Checkpointing``): checkpoints inside and between passes,
+    or the state to resume from.
 
     Every result is checked against its dual certificate on the device. Should a check ever fail
     (a defect: the multi-block race of 2026-11-22 is fixed and the GPU tests assert that no rerun
@@ -325,12 +325,16 @@ class _Passes:
         self.count, self.epsilons, self.rows_evaluated = 0, [], 0
         self.syncs = self.suspensions = 0
         self.phase_cycles = np.zeros(4)
+        self.in_pass = False    # the next run goes on inside a pass (a checkpoint's state)
+        self.ck = None          # _Checkpoints: stop requests during a launch (checkpoints, Ctrl-C)
 
     def run(self, eps_w, reverse: bool) -> tuple:
-        """One pass: one launch, plus one per suspension for a missing row. Returns the
-        kernel's (int64, float64) outputs; raises if the problem is infeasible."""
+        """One pass: one launch, plus one per suspension for a missing row, and one per stop
+        for a checkpoint. Returns the kernel's (int64, float64) outputs; raises if the
+        problem is infeasible."""
         r, st = self.r, self.r.state
-        st.reset_pass()
+        st.reset_pass(keep_assignment=self.in_pass)
+        self.in_pass = False
         while True:
             r.pass_kernel((r.geo.blocks,), (r.geo.threads,), (
                 *r.pass_args, st.perm, np.int32(reverse), np.int64(self.n_aug), eps_w, st.v,
@@ -338,14 +342,67 @@ class _Passes:
                 st.out_f64,
                 st.out_i64, st.progress, st.resume, st.susp_d, st.alog,
                 np.int64(st.log_cap)), shared_mem=r.geo.smem)
+            if self.ck is not None and self.ck.active():
+                self._watch(st)
+            stop = self._stop  # asked during this launch or an earlier one of the pass
             out_i = st.out_i64.get()  # one host sync per pass (or per miss)
             self.syncs += 1
-            if out_i[0] != STATUS_SUSPENDED:
-                break
-            self.suspensions += 1
-            self._serve(st)
+            if out_i[0] == STATUS_SUSPENDED:  # (a stop asked for stays asked for)
+                self.suspensions += 1
+                self._serve(st)
+                continue
+            if out_i[0] == STATUS_INTERRUPTED and stop is not None:
+                self._stop = None
+                # stopped between two augmentations at our request: the row cache takes the
+                # accesses logged so far, the slot exchange starts afresh, the state is saved
+                if r.row_cache is not None:
+                    self._serve(st)
+                st.progress[2:3].fill(0)
+                st.xslots.fill(0)
+                self.ck.stopped(self, stop)  # a checkpoint; raises KeyboardInterrupt on Ctrl-C
+                continue
+            break
+        stop, self._stop = self._stop, None
+        if stop is not None:  # the pass ended before the kernel saw the request
+            st.progress[2:3].fill(0)
+            if stop == "interrupted":  # Ctrl-C: stop after the pass
+                raise KeyboardInterrupt
         raise_for_status(out_i[0], "gpu")
         return out_i, st.out_f64.get()
+
+    def _watch(self, st: DeviceState) -> None:
+        """Wait for the launch while watching the clock and Ctrl-C; ask the kernel to stop
+        (``progress[2]``, written through the copy engine while it runs) when a checkpoint is
+        due or Ctrl-C comes, and remember why (``_stop``)."""
+        import time as _time
+        cupy = self.r.cupy
+        done = cupy.cuda.Event()
+        done.record()
+        t0 = _time.monotonic()
+        while not done.done:
+            try:
+                _time.sleep(min(0.02, 0.1 * (_time.monotonic() - t0) + 1e-4))
+            except KeyboardInterrupt:
+                self._request_stop(st, "interrupted")
+                continue
+            if self._stop is None and self.ck.due():
+                self._request_stop(st, "interval")
+
+    _stop = None  # why the kernel was asked to stop, until the stop is handled
+
+    def _request_stop(self, st: DeviceState, why: str) -> None:
+        if self._stop is not None and why != "interrupted":
+            return
+        self._stop = why
+        cupy = self.r.cupy
+        if not hasattr(self, "_flag"):
+            self._flag_mem = cupy.cuda.alloc_pinned_memory(8)
+            self._flag = np.frombuffer(self._flag_mem, np.int64, 1)
+            self._stream = cupy.cuda.Stream(non_blocking=True)
+        self._flag[0] = 1
+        rt = cupy.cuda.runtime
+        rt.memcpyAsync(st.progress.data.ptr + 2 * 8, self._flag.ctypes.data, 8,
+                       rt.memcpyHostToDevice, self._stream.ptr)
 
     def _serve(self, st: DeviceState) -> None:
         """The kernel suspended for a row (or a full access log): the row cache replays the
@@ -371,12 +428,21 @@ def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float,
                       reverse=float(eps_upper) == 0.0, total_d=0.0, total_eps=0.0)
     if ck is not None and sched is None:
         ck.save(passes, s, "estimate")
+    if ck is not None:
+        passes.ck = ck
     try:
-        while s["eps"] >= 0.0:
-            eps = float(next_eps(s["eps"], float(eps_lower), s["total_d"], s["total_eps"],
-                                 s["first"], s["second"], run.n2, run.integral))
-            if eps == 0.0:
-                eps = -1.0
+        while s["eps"] >= 0.0 or s.get("in_pass") is not None:
+            if s.get("in_pass") is not None:  # go on inside the pass a checkpoint stopped
+                eps = s.pop("in_pass")
+                passes.in_pass = True
+            else:
+                eps = float(next_eps(s["eps"], float(eps_lower), s["total_d"],
+                                     s["total_eps"], s["first"], s["second"], run.n2,
+                                     run.integral))
+                if eps == 0.0:
+                    eps = -1.0
+            if ck is not None:
+                ck.current = (s, eps)
             out_i, out_f = passes.run(run.work(max(eps, 0.0)), s["reverse"])
             passes.epsilons.append(max(eps, 0.0))
             passes.count += 1
@@ -390,15 +456,18 @@ def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float,
             if ck is not None and s["eps"] >= 0.0 and ck.due():
                 ck.save(passes, s, "interval")
     except KeyboardInterrupt:
-        if ck is not None:
+        if ck is not None and not ck.saved_stop:
             ck.save(passes, s, "interrupted")
         raise
+    finally:
+        passes.ck = None
 
 
 class _Checkpoints:
-    """Checkpoints of a GPU solve between passes (``epslap.checkpoint``): the prices, the row
-    order and the ε schedule's state; a pass under way is not saved (the kernel runs it to its
-    end), so a resume goes on from the last pass that ended."""
+    """Checkpoints of a GPU solve (``epslap.checkpoint``): the prices, the row order and the ε
+    schedule's state; inside a pass (the kernel stopped between two augmentations at the host's
+    request, :meth:`_Passes._watch`) also the pass's assignment (owner, cmatch), the kernel's
+    loop record and its threads' partial sums, so that the resume goes on inside that pass."""
 
     def __init__(self, run: _Run, checkpoint, mode: str):
         from .. import checkpoint as ckpt
@@ -424,19 +493,41 @@ class _Checkpoints:
             filler.fill(int(i), out[k])
         return out.get()
 
+    current = None      # (schedule state, ε) of the pass under way
+    saved_stop = False  # a Ctrl-C's checkpoint was written inside the pass
+
     def due(self) -> bool:
         return self.c is not None and self.c.due()
 
-    def save(self, passes: _Passes, sched: dict, reason: str) -> None:
+    def active(self) -> bool:
+        """Whether launches are watched for stops (checkpoints are written)."""
+        return self.c is not None and self.c.path is not None
+
+    def stopped(self, passes: _Passes, why: str) -> None:
+        """The kernel stopped between two augmentations at our request: save the pass under
+        way; Ctrl-C then ends the solve."""
+        sched, eps = self.current
+        self.save(passes, dict(sched, in_pass=eps), why, in_pass=True)
+        if why == "interrupted":
+            self.saved_stop = True
+            raise KeyboardInterrupt
+
+    def save(self, passes: _Passes, sched: dict, reason: str, in_pass: bool = False) -> None:
         if self.c is None or self.c.path is None:
             return
         st = self.r.state
+        arrays = {"v": st.v.get(), "perm": st.perm.get()}
+        rows = int(passes.rows_evaluated)
+        if in_pass:  # the pass's assignment, its loop record and the threads' partial sums
+            record = st.resume.get()
+            arrays.update(owner=st.owner.get(), cmatch=st.cmatch.get(), record=record,
+                          susp_d=st.susp_d.get())
+            rows += int(np.frombuffer(record[11:12].tobytes(), np.float64)[0])  # R_ROWS
         self.ckpt.write(self.c.path, dict(
             self.header, fingerprint=self.print_, shape=[self.r.n1, self.r.n2],
             dtype=np.dtype(self.r.work).str, mode=self.mode, reason=reason, sched=sched,
             passes=passes.count, epsilons=passes.epsilons,
-            rows_evaluated=int(passes.rows_evaluated)),
-            {"v": st.v.get(), "perm": st.perm.get()})
+            rows_evaluated=rows, rows_evaluated_passes=int(passes.rows_evaluated)), arrays)
         self.c.written += 1
         self.c.last_write = time.monotonic()
 
@@ -449,8 +540,23 @@ class _Checkpoints:
         self.r.state.perm[:] = cupy.asarray(state["perm"].astype(np.int64))
         passes.count = int(head["passes"])
         passes.epsilons = [float(e) for e in head["epsilons"]]
-        passes.rows_evaluated = int(head["rows_evaluated"])
-        self.rows_before = passes.rows_evaluated
+        passes.rows_evaluated = int(head.get("rows_evaluated_passes", head["rows_evaluated"]))
+        self.rows_before = int(head["rows_evaluated"])
+        if head["sched"].get("in_pass") is not None:  # the pass under way, where it stopped
+            st = self.r.state
+            for name in ("owner", "cmatch"):
+                if name not in state or state[name].shape != (self.r.n2,):
+                    raise self.ckpt.CheckpointError(
+                        f"checkpoint {self.c.resume_path!r} is damaged: {name} is missing")
+            st.owner[:] = cupy.asarray(state["owner"])
+            st.cmatch[:] = cupy.asarray(state["cmatch"].astype(self.r.work))
+            st.resume[:] = cupy.asarray(state["record"])
+            part = state["susp_d"]
+            if part.shape == st.susp_d.shape:
+                st.susp_d[:] = cupy.asarray(part)
+            else:  # another grid: the pass's sum in one place (the schedule's next ε may
+                st.susp_d.fill(0)  # differ in its last bits; the optimum does not)
+                st.susp_d[0:1] = float(part.sum())
         self.header.update(eps_upper=head["eps_upper"], eps_lower=head["eps_lower"],
                            start_absmax=head["start_absmax"])
         return (float(head["eps_upper"]), float(head["eps_lower"]), float(head["start_absmax"]),

@@ -61,13 +61,18 @@ class DeviceState:
         words = 0 if self.bits_in_smem else self.sms * -(-n2 // 32)
         self.taken_bits = cupy.empty(max(words, 1), dtype=np.uint32)  # else in shared memory
 
-    def reset_pass(self) -> None:
-        self.resume.fill(0)
-        self.owner.fill(-1)
+    def reset_pass(self, keep_assignment: bool = False) -> None:
+        """Before a pass: no assignment, every column open, fresh slots and outputs.
+        ``keep_assignment``: a pass that goes on from a checkpoint (owner, cmatch, the resume
+        record and the partial sums as restored)."""
+        if not keep_assignment:
+            self.resume.fill(0)
+            self.owner.fill(-1)
         self.col_open.fill(1)
         self.xslots.fill(0)
         self.out_f64.fill(0)
         self.out_i64.fill(0)
+        self.progress.fill(0)
 
     def row_to_col(self):
         """Column of every real row, from the columns' owners (on the device)."""
