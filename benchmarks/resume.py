@@ -1,16 +1,19 @@
-"""Checkpoints, resume and warm starts on the CPU (docs/algorithm.md §11).
+"""Checkpoints, resume and warm starts (docs/algorithm.md §11), on the CPU or (``--backend
+gpu``) the GPU.
 
 ``resume``: geometric on demand (``--n``, ``--memory``), one thread, each run a fresh process.
 The uninterrupted solve; then a solve with checkpoints every ``--interval`` seconds that is
-killed (SIGKILL) once half of the uninterrupted process's time has passed, and a process that
-resumes from its checkpoint. The bar: killed + resumed wall time <= 1.1 x uninterrupted +
-interval. Every optimum is compared with the uninterrupted one.
+killed (SIGKILL) once half of the uninterrupted process's time has passed (and its first
+checkpoint exists), and a process that resumes from its checkpoint. The bar: killed + resumed
+wall time <= 1.1 x uninterrupted + interval. Every optimum is compared with the uninterrupted
+one.
 
 ``warm``: geometric ``--n`` as a matrix, one thread: the solve of the costs, then the costs
 times (1 + 0.01 N(0, 1)) solved cold and warm (``init=`` the first solve). The bar: warm rows
 evaluated <= 0.3 x cold.
 
-    python -m benchmarks resume --n 16000 --interval 5
+    python -m benchmarks resume --n 16000 --interval 1
+    python -m benchmarks resume --backend gpu --what resume --n 64000 --interval 1
 """
 from __future__ import annotations
 
@@ -60,16 +63,17 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def _process(script: str, *argv: str, kill_after: float | None = None) -> tuple[float, dict]:
     """Run ``script`` in a fresh Python; (wall seconds, its JSON line) — or, killed after
-    ``kill_after`` seconds, (those seconds, {})."""
+    ``kill_after`` seconds and once its checkpoint (``argv[1]``) exists, (those seconds, {})."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
                                                         os.environ.get("PYTHONPATH", "")]))
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE,
                             text=True, env=env)
     if kill_after is not None:
-        try:
-            proc.wait(timeout=kill_after)
-        except subprocess.TimeoutExpired:
+        while proc.poll() is None and (time.perf_counter() - t0 < kill_after
+                                       or not os.path.exists(argv[1])):
+            time.sleep(0.005)
+        if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             return time.perf_counter() - t0, {}
