@@ -147,7 +147,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         raise_pending(source)
         raise_out_of_range(source, caches, (n1, n2))
 
-    small = None
+    small = assigned = None
     if table and epsilon and checkpoint is None and jv.takes(n1, n2, threads):
         small = jv.solve_jv(inner, integral)  # the table is a dense canonical matrix
     if n1 == 0:
@@ -156,17 +156,20 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         row_to_col, v, stats = small
     else:
         extra = None if table else _hit_rate_text(first)
+        gathered: dict = {}
         try:
             row_to_col, v, stats = solve_rows(
                 inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
                 progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
                 estimate_context=None if joined is None else (lambda: serve_rows(joined)),
-                check_rows=check_rows, checkpoint=checkpoint, init_v=init_v)
+                check_rows=check_rows, checkpoint=checkpoint, init_v=init_v,
+                gathered=gathered)
         finally:
             check_rows()
-    if joined is None:
+        assigned = gathered.get("assigned")  # read by the check of the float duals
+    if assigned is None and joined is None:
         assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
-    else:
+    elif assigned is None:
         with serve_rows(joined):
             assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     check_rows()

@@ -625,16 +625,20 @@ def augment_rows(src, n1, n2, v, row_to_col, col_row, rows, integral):
 
 
 @njit(cache=True, nogil=True)
-def duals_hold_rows(src, buf, v, row_to_col, rtol, sync):
+def duals_hold_rows(src, buf, v, row_to_col, rtol, sync, assigned):
     """Whether the float duals that ``finish`` reports from ``v`` (shifted to a maximum of 0, u
     from the assigned pairs) meet ``epslap.verify``'s per-entry rule on every row of ``src``:
     u_i + v_j - c_ij <= rtol·(|c_ij| + |u_i| + |v_j|) on every finite entry (one more read of
-    each row, for on-demand sources); stops early on a stop request (``sync``)."""
+    each row, for on-demand sources); stops early on a stop request (``sync``). Each row's
+    assigned cost goes to ``assigned[i]`` on the way (complete when it returns True), so that
+    the rows need not be read again for the result."""
     top = v.max()
     for i in range(row_to_col.shape[0]):
         if aborted(sync):
             return False
-        if not row_duals_hold(get_row(src, i, buf), v, top, row_to_col[i], rtol):
+        row = get_row(src, i, buf)
+        assigned[i] = row[row_to_col[i]]
+        if not row_duals_hold(row, v, top, row_to_col[i], rtol):
             return False
     return True
 

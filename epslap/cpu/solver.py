@@ -220,7 +220,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                progress: bool = False, progress_extra=None, threads: int = 1,
                thread_srcs=None, estimate_context=None, check_rows=None,
                pad: bool = False, checkpoint: Checkpointing | None = None,
-               init_v: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+               init_v: np.ndarray | None = None,
+               gathered: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
     ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
@@ -232,6 +233,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     ``pad``: solve a rectangular source padded with virtual rows (docs/algorithm.md §10 says
     when that is the fallback). ``checkpoint``: write checkpoints and/or resume from one
     (``epslap.checkpoint``); ``init_v``: canonical prices of a warm start (docs/algorithm.md §11).
+    ``gathered`` (a dict, optional): receives ``"assigned"``, the canonical cost of every row's
+    pair in the work dtype, where the last check of the float duals read them.
     """
     work = np.int64 if integral else np.float64
     inf_val = INT_INF if integral else np.float64(np.inf)
@@ -368,6 +371,18 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
             else:
                 team["n"], team["srcs"] = 1, [src]
 
+    assigned_buf = np.empty(n1, dtype=work)
+
+    def duals_hold() -> bool:
+        """The float duals' check on every row (``_duals_hold``); where it holds, the rows'
+        assigned costs it read go to ``gathered["assigned"]`` (the result needs no other read)."""
+        ok = _duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context, assigned_buf)
+        if gathered is not None:
+            gathered.pop("assigned", None)
+            if ok:
+                gathered["assigned"] = assigned_buf.copy()
+        return ok
+
     def polish() -> int:
         """One exact pass from the final prices (docs/algorithm.md §8); its rows evaluated."""
         first = result.copy()
@@ -417,17 +432,17 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     retries = 0
     while (not integral and not certified and result[0] == STATUS_OK
            and not (rectangular or init_v is not None) and retries < 2
-           and not _duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context)):
+           and not duals_hold()):
         polish_rows += polish()
         retries += 1
     time_solve = time.perf_counter() - t0
-    if retries == 2 and not _duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context):
+    if retries == 2 and not duals_hold():
         warnings.warn("epslap: the float duals of this solve miss epslap.verify's per-entry rule "
                       "after two polishing passes (the assignment is optimal up to float "
                       "rounding); please report the problem", RuntimeWarning,
                       stacklevel=_user_level())
     if (rectangular or init_v is not None) and not integral and result[0] == STATUS_OK \
-            and not _duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context):
+            and not duals_hold():
         # float duals that miss verify's rule after the polish (rare: prices rounded at a
         # cost scale far above some rows' own, or a warm start's prices far off the costs'
         # scale). A warm start is solved again without its hint; a rectangular source padded,
@@ -436,7 +451,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
             prog.close()
         again = dict(progress=progress, progress_extra=progress_extra, threads=threads,
                      thread_srcs=thread_srcs, estimate_context=estimate_context,
-                     check_rows=check_rows)
+                     check_rows=check_rows, gathered=gathered)
         if init_v is not None:
             out = solve_rows(src, n1, n2, row_dtype, integral=integral, epsilon=epsilon,
                              pad=pad, checkpoint=checkpoint, **again)
@@ -495,14 +510,15 @@ def _read_rows(src, n2: int, row_dtype, rows: np.ndarray, estimate_context) -> n
     return out
 
 
-def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context) -> bool:
+def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assigned) -> bool:
     """``passes.duals_hold_rows`` over the rows of ``src`` (inside ``estimate_context``: a
-    source whose rows helper threads compute)."""
+    source whose rows helper threads compute); the assigned costs into ``assigned``."""
     from ..certificate import RTOL
     stop = sync_mod.new_sync()
 
     def run():
-        return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, stop)
+        return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, stop,
+                                   assigned)
     if estimate_context is None:
         return _run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
     with estimate_context():
