@@ -496,10 +496,10 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
         second = n_pass == 1
     while eps >= 0.0 or resuming:  # eps = -1 in the exact pass (the last), resumed too
         k0 = 0
+        owner[:] = -1
+        free_mask[:] = _KEY_MIN
         if resuming:
             k0 = np.int64(resume[_R_K])
-            owner[:] = -1
-            free_mask[:] = _KEY_MIN
             row_col[:] = resume_row_col
             _restore_columns(src, n1, lo, row_col, cols, zero_v)
             acc[0] = 0.0
@@ -509,8 +509,6 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
             eps = next_eps(eps, eps_lower, acc[1], acc[2], first, second, n2, integral)
             if eps == 0.0:
                 eps = -1.0
-            owner[:] = -1
-            free_mask[:] = _KEY_MIN
             row_col[:] = -1
             acc[:] = 0.0
         if tid == 0:

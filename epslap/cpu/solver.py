@@ -428,25 +428,25 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     # entry whose own terms are far smaller (a tight pair of tiny costs next to the top price:
     # 1 of 36 random, geometric and disjoint instances at n = 1500 and 3000); one exact pass
     # from the final prices (the polish: every path one edge, each row's dual its smallest
-    # reduced cost) recomputes them at their own scale.
-    retries = 0
-    while (not integral and not certified and result[0] == STATUS_OK
-           and not (rectangular or init_v is not None) and retries < 2
-           and not duals_hold()):
+    # reduced cost) recomputes them at their own scale. A rectangular source and a warm start
+    # have had their polish: where they still miss it (prices rounded at a cost scale far above
+    # some rows' own, or a warm start's prices far off the costs' scale), a warm start is solved
+    # again without its hint, a rectangular source padded, whose ε-passes shape the prices.
+    retries, solve_again = 0, False
+    while not integral and not certified and result[0] == STATUS_OK and not duals_hold():
+        if rectangular or init_v is not None:
+            solve_again = True
+            break
+        if retries == 2:
+            warnings.warn("epslap: the float duals of this solve miss epslap.verify's per-entry "
+                          "rule after two polishing passes (the assignment is optimal up to "
+                          "float rounding); please report the problem", RuntimeWarning,
+                          stacklevel=_user_level())
+            break
         polish_rows += polish()
         retries += 1
     time_solve = time.perf_counter() - t0
-    if retries == 2 and not duals_hold():
-        warnings.warn("epslap: the float duals of this solve miss epslap.verify's per-entry rule "
-                      "after two polishing passes (the assignment is optimal up to float "
-                      "rounding); please report the problem", RuntimeWarning,
-                      stacklevel=_user_level())
-    if (rectangular or init_v is not None) and not integral and result[0] == STATUS_OK \
-            and not duals_hold():
-        # float duals that miss verify's rule after the polish (rare: prices rounded at a
-        # cost scale far above some rows' own, or a warm start's prices far off the costs'
-        # scale). A warm start is solved again without its hint; a rectangular source padded,
-        # whose ε-passes shape the prices.
+    if solve_again:
         if prog:
             prog.close()
         again = dict(progress=progress, progress_extra=progress_extra, threads=threads,
