@@ -265,11 +265,9 @@ def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: La
         state = DeviceState(cupy, n1, n2, geo.blocks, geo.threads, work, log_cap)
         row_cache = None
         if cache is not None:
-            from .rowcache import DeviceCostRows, DeviceRowCache
-            rows = cache.rows
-            if rows is None:
-                rows = DeviceCostRows(src_mod.get_function("fill_row"), src_args,
-                                      wide_grid(cupy))
+            from .rowcache import DeviceRowCache
+            rows = cache.rows if cache.rows is not None else _source_rows(cupy, src_mod,
+                                                                           src_args)
             row_cache = DeviceRowCache(cupy, n1, n2, work, cache.capacity, cache.policy, rows)
     except cupy.cuda.memory.OutOfMemoryError as exc:
         raise MemoryError(f"backend='gpu': not enough device memory for n={n2} "
@@ -289,6 +287,11 @@ def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: La
         pass_kernel.max_dynamic_shared_size_bytes = geo.smem
     return _Run(cupy, n1, n2, integral, work, geo, src_mod, src_args, est_mod, pass_kernel,
                 pass_args, state, row_cache, keep)
+
+
+def _source_rows(cupy, src_mod, src_args) -> DeviceCostRows:
+    """The cost source's rows, filled on the device by its module's ``fill_row``."""
+    return DeviceCostRows(src_mod.get_function("fill_row"), src_args, wide_grid(cupy))
 
 
 def _initial_prices(run: _Run, start_v, host, epsilon: bool) -> tuple:
@@ -327,6 +330,7 @@ class _Passes:
         self.phase_cycles = np.zeros(4)
         self.in_pass = False    # the next run goes on inside a pass (a checkpoint's state)
         self.ck = None          # _Checkpoints: stop requests during a launch (checkpoints, Ctrl-C)
+        self._flag = None       # pinned host word and stream that write the kernel's stop flag
 
     def run(self, eps_w, reverse: bool) -> tuple:
         """One pass: one launch, plus one per suspension for a missing row, and one per stop
@@ -374,14 +378,13 @@ class _Passes:
         """Wait for the launch while watching the clock and Ctrl-C; ask the kernel to stop
         (``progress[2]``, written through the copy engine while it runs) when a checkpoint is
         due or Ctrl-C comes, and remember why (``_stop``)."""
-        import time as _time
         cupy = self.r.cupy
         done = cupy.cuda.Event()
         done.record()
-        t0 = _time.monotonic()
+        t0 = time.monotonic()
         while not done.done:
             try:
-                _time.sleep(min(0.02, 0.1 * (_time.monotonic() - t0) + 1e-4))
+                time.sleep(min(0.02, 0.1 * (time.monotonic() - t0) + 1e-4))
             except KeyboardInterrupt:
                 self._request_stop(st, "interrupted")
                 continue
@@ -395,7 +398,7 @@ class _Passes:
             return
         self._stop = why
         cupy = self.r.cupy
-        if not hasattr(self, "_flag"):
+        if self._flag is None:
             self._flag_mem = cupy.cuda.alloc_pinned_memory(8)
             self._flag = np.frombuffer(self._flag_mem, np.int64, 1)
             self._stream = cupy.cuda.Stream(non_blocking=True)
@@ -486,8 +489,7 @@ class _Checkpoints:
         """The canonical rows ``rows``, read where the passes read them."""
         cupy, r = self.r.cupy, self.r
         filler = (r.row_cache.rows if r.row_cache is not None else
-                  DeviceCostRows(r.src_mod.get_function("fill_row"), r.src_args,
-                                 wide_grid(cupy)))
+                  _source_rows(cupy, r.src_mod, r.src_args))
         out = cupy.empty((len(rows), r.n2), dtype=r.work)
         for k, i in enumerate(rows):
             filler.fill(int(i), out[k])
