@@ -14,6 +14,7 @@ import os
 import re
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -143,7 +144,19 @@ def _emd_parser(sub) -> None:
     e.add_argument("--plot", help="save the 2-D MDS of the distances with thumbnails (PNG)")
     e.add_argument("--assignment", help="save the first pair's colour transfer picture (PNG)")
     e.add_argument("--no-progress", dest="progress", action="store_false",
-                   help="no per-pair progress line on stderr")
+                   help="no progress bar of the pairs on stderr")
+    e.add_argument("--threads", type=_positive_int,
+                   help="CPU threads per solve (default: automatic; with --workers, the cores "
+                        "shared among the workers)")
+    where = e.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="solve the pairs on the workers of this Dask scheduler (e.g. "
+                            "tcp://host:8786); each worker reads the images itself, so the "
+                            "paths must be valid there. Needs epslap[dask]")
+    where.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="solve the pairs on a local Dask cluster of N worker processes "
+                            "(one per GPU with --backend gpu, through dask-cuda). Needs "
+                            "epslap[dask]")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -189,19 +202,32 @@ def _emd(args) -> int:
         raise UsageError("epslap emd: give at least two images")
     for flag in ("out", "plot", "assignment"):
         _check_output(getattr(args, flag), f"--{flag}")
-    for path in args.images:  # every image readable before the first of k(k-1)/2 solves
-        load_image(path)
+    if args.scheduler is None:  # every image readable before the first of k(k-1)/2 solves
+        for path in args.images:
+            load_image(path)
+    client, threads = _emd_client(args)
     kw = {"size": args.size, "metric": args.metric, "unmatched": args.unmatched,
           "backend": args.backend, "position_weight": args.position_weight,
-          "colour": args.colour, "memory": args.memory}
+          "colour": args.colour, "memory": args.memory, "threads": args.threads or threads}
     first = {}
 
     def keep_first(i: int, j: int, res) -> None:  # --assignment draws this pair's matching
         if (i, j) == (0, 1):
             first["res"] = res
-    dist = emd_matrix(args.images, out=args.out, progress=args.progress, on_pair=keep_first,
-                      **kw)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            dist = emd_matrix(args.images, out=args.out, progress=args.progress,
+                              on_pair=keep_first, client=client, **kw)
+    finally:
+        if client is not None:
+            from ._runner import close_client
+            close_client(client)
     _print_matrix(args.images, dist, args.metric)
+    for w in caught:
+        print(f"epslap emd: {w.message}", file=sys.stderr)
+    if np.isnan(dist).any():
+        return FAILURE
     if args.plot:
         plot_mds(dist, args.images, args.plot, metric=args.metric)
         print(f"wrote {args.plot}")
@@ -210,6 +236,20 @@ def _emd(args) -> int:
         plot_assignment(res, args.images[0], args.images[1], args.assignment, size=args.size)
         print(f"wrote {args.assignment}")
     return 0
+
+
+def _emd_client(args) -> tuple:
+    """(Dask client or None, threads per solve or None) for --scheduler / --workers."""
+    if args.scheduler is None and args.workers is None:
+        return None, None
+    from ._runner import make_client
+    try:
+        return make_client(args.scheduler, args.workers, gpu=args.backend == "gpu")
+    except ImportError as exc:
+        raise Failure(f"epslap emd: {exc}") from None
+    except OSError as exc:
+        raise Failure(f"epslap emd: cannot reach the Dask scheduler {args.scheduler} "
+                      f"({_one_line(exc)})") from None
 
 
 def _print_matrix(images, dist, metric: str) -> None:

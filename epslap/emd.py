@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
-import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-_CSV_HEADER = ["a", "b", "settings", "distance", "seconds"]
+from ._runner import run_tasks
+
+_CSV_HEADER = ["a", "b", "settings", "distance", "seconds", "error"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def true_distances(values, metric: str):
 
 def emd(img_a, img_b, *, size: int | None = None, metric: str = "euclidean",
         unmatched: str = "resample", position_weight: float = 1.0, colour: str = "rgb",
-        backend: str = "cpu", memory=None) -> EMDResult:
+        backend: str = "cpu", memory=None, threads: int | None = None) -> EMDResult:
     """Exact EMD between two images (paths or arrays); see :class:`costfns.ImageEMD`.
 
     ``size``: pixels per image (the paper used ~11,000, ~44,000 and ~176,000). Two images of
@@ -64,14 +65,15 @@ def emd(img_a, img_b, *, size: int | None = None, metric: str = "euclidean",
     result is a balanced EMD. ``metric``: ``"euclidean"`` (default, W1) or
     ``"sqeuclidean"`` (W2²). ``unmatched="drop"`` instead keeps each image's own resolution
     (about ``size`` pixels each) and leaves the larger image's surplus pixels unmatched: a
-    partial matching, not an EMD of equal masses. ``memory``: row-cache budget of the solve.
+    partial matching, not an EMD of equal masses. ``memory``: row-cache budget of the solve;
+    ``threads``: its CPU threads (default: automatic).
     """
     from costfns.images import ImageEMD
 
     from ._api import solve
     src = ImageEMD(img_a, img_b, size=size, position_weight=position_weight, colour=colour,
                    metric=metric, unmatched=unmatched)
-    sol = solve(src, backend=backend, memory=memory)
+    sol = solve(src, backend=backend, memory=memory, threads=threads)
     rows, cols = sol.row_ind, sol.col_ind
     pa, pb = (cols, rows) if src.swapped else (rows, cols)
     n = max(len(rows), 1)
@@ -89,45 +91,22 @@ def _settings(size, metric, unmatched, position_weight, colour) -> str:
 
 
 def _read_done(path, settings: str) -> dict:
-    """Finished pairs of a CSV written with ``settings``; refuses a file of another layout."""
+    """Finished pairs of a CSV written with ``settings`` (a pair that failed is not finished);
+    refuses a file of another layout."""
     done = {}
     if path and os.path.exists(path) and os.path.getsize(path) > 0:
         with open(path, newline="") as fh:
             reader = csv.reader(fh)
             header = next(reader, None)
-            if header != _CSV_HEADER:
+            if header not in (_CSV_HEADER, _CSV_HEADER[:-1]):  # (files without the error column)
                 raise ValueError(f"{path} has columns {','.join(header or [])!r}, not "
                                  f"{','.join(_CSV_HEADER)!r} (written by an older epslap?); "
                                  "use another output file")
             for rec in reader:
-                if len(rec) == len(_CSV_HEADER) and rec[2] == settings:
+                failed = len(rec) > 5 and rec[5] != ""
+                if len(rec) == len(header) and rec[2] == settings and not failed:
                     done[(rec[0], rec[1])] = float(rec[3])
     return done
-
-
-class _PairProgress:
-    """One line on stderr, redrawn per pair: pairs done, solved, elapsed and ETA."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled = total, enabled
-        self.t0 = time.perf_counter()
-        self.drawn = False
-
-    def update(self, count: int, solved: int) -> None:
-        if not self.enabled:
-            return
-        el = time.perf_counter() - self.t0
-        eta = el / solved * (self.total - count) if solved else 0.0
-        sys.stderr.write(f"\rpair {count}/{self.total}  solved {solved}  "
-                         f"elapsed {el:.0f}s  ETA {eta:.0f}s   ")
-        sys.stderr.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        """End the line (also when interrupted), so that what follows starts on its own."""
-        if self.drawn:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def _open_csv(out: str | None, settings: str):
@@ -144,51 +123,67 @@ def _open_csv(out: str | None, settings: str):
     return done, fh, writer
 
 
+def _emd_pair(a: str, b: str, kw: dict) -> EMDResult:
+    """One pair, where it is solved (a Dask worker loads its own images)."""
+    return emd(a, b, **kw)
+
+
 def emd_matrix(images: Sequence, *, out: str | None = None, progress: bool = True,
                size: int | None = None, metric: str = "euclidean", unmatched: str = "resample",
                position_weight: float = 1.0, colour: str = "rgb", backend: str = "cpu",
-               memory=None,
+               memory=None, threads: int | None = None, client=None,
                on_pair: Callable[[int, int, EMDResult], None] | None = None) -> np.ndarray:
     """Symmetric (k, k) matrix of pairwise EMDs of ``images`` (paths), k(k−1)/2 solves.
 
     The entries are :func:`emd` distances for ``metric`` (W1, or W2² for ``"sqeuclidean"``:
     :func:`true_distances` turns them into W2). With ``out`` (a CSV path) every finished pair
-    is appended as ``a,b,settings,distance,seconds`` at once, and pairs already in the file with
-    the same settings are not solved again: an interrupted run continues where it stopped.
-    ``on_pair(i, j, result)`` receives each pair this call solves (for its matching: no pair
-    need be solved twice).
+    is appended as ``a,b,settings,distance,seconds,error`` at once, and pairs already in the
+    file with the same settings are not solved again: an interrupted run continues where it
+    stopped. ``client`` (a ``dask.distributed.Client``) solves the pairs as Dask tasks on its
+    workers; each worker reads the images itself, so the paths must be valid there. A pair that
+    fails (an unreadable image) gets NaN, its error in ``out``, and a warning at the end; the
+    other pairs complete. ``on_pair(i, j, result)`` receives each pair this call solves (for
+    its matching: no pair need be solved twice).
     """
     names = [os.fspath(p) for p in images]
     settings = _settings(size, metric, unmatched, position_weight, colour)
     kw = {"size": size, "metric": metric, "unmatched": unmatched,
           "position_weight": position_weight, "colour": colour, "backend": backend,
-          "memory": memory}
+          "memory": memory, "threads": threads}
     k = len(names)
     dist = np.zeros((k, k))
-    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     done, fh, writer = _open_csv(out, settings)
-    bar = _PairProgress(len(pairs), progress)
-    try:
-        solved = 0
-        for count, (i, j) in enumerate(pairs, 1):
-            key = (names[i], names[j])
-            d = done.get(key, done.get(key[::-1]))  # a pair is the same pair either way round
+    tasks = []
+    for i in range(k):
+        for j in range(i + 1, k):
+            d = done.get((names[i], names[j]), done.get((names[j], names[i])))  # either way
             if d is None:
-                t0 = time.perf_counter()
-                res = emd(names[i], names[j], **kw)
-                d, secs = res.distance, time.perf_counter() - t0
-                solved += 1
-                if writer:
-                    writer.writerow([names[i], names[j], settings, repr(d), f"{secs:.3f}"])
-                    fh.flush()
-                if on_pair is not None:
-                    on_pair(i, j, res)
-            dist[i, j] = dist[j, i] = d
-            bar.update(count, solved)
+                tasks.append(((i, j), _emd_pair, (names[i], names[j], kw)))
+            else:
+                dist[i, j] = dist[j, i] = d
+    failed = []
+
+    def finished(key, outcome) -> None:
+        i, j = key
+        res = outcome.value
+        d = np.nan if res is None else res.distance
+        dist[i, j] = dist[j, i] = d
+        if outcome.error is not None:
+            failed.append(f"{names[i]} vs {names[j]}: {outcome.error}")
+        if writer:
+            writer.writerow([names[i], names[j], settings, repr(d), f"{outcome.seconds:.3f}",
+                             outcome.error or ""])
+            fh.flush()
+        if on_pair is not None and res is not None:
+            on_pair(i, j, res)
+    try:
+        run_tasks(tasks, finished, client=client, progress=progress, desc="pairs")
     finally:
-        bar.close()
         if fh:
             fh.close()
+    if failed:
+        warnings.warn(f"{len(failed)} of {len(tasks)} pairs failed (NaN in the matrix): "
+                      + "; ".join(failed), RuntimeWarning, stacklevel=2)
     return dist
 
 

@@ -1,0 +1,237 @@
+"""solve_many and emd_matrix, here and on a local Dask cluster of two worker processes: results
+equal to scipy's and to the local loop, result files resumed, bad members recorded, a worker
+killed or restarted mid-run, Ctrl-C."""
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+from conftest import scipy_optimum
+from test_emd import gradient, save, square
+
+import costfns
+import epslap
+from epslap import Source, solve_many
+from epslap.cli import main
+
+distributed = pytest.importorskip("distributed", reason="needs dask.distributed "
+                                  "(pip install 'epslap[dask]')")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0")
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def mixed(tmp_path):
+    """Good and bad members: matrices of several shapes and dtypes, a .npy path, a Source, an
+    infeasible matrix, a NaN matrix, a missing file and a path that is not .npy."""
+    rng = np.random.default_rng(5)
+    good = [rng.random((6, 6)), rng.random((4, 9)), rng.integers(-5, 9, (7, 3)),
+            np.where(rng.random((5, 5)) < 0.3, np.inf, rng.random((5, 5))) + np.eye(5)]
+    npy = str(tmp_path / "m.npy")
+    np.save(npy, rng.random((12, 12)))
+    bad = [np.array([[1.0, np.inf], [2.0, np.inf]]), np.array([[np.nan, 1.0], [1.0, 1.0]]),
+           str(tmp_path / "missing.npy"), str(tmp_path / "m.txt")]
+    return good + [npy, Source(costfns.problem, "geometric", 40, seed=3)] + bad
+
+
+def check(problems, results):
+    """Each ok result is optimal (scipy); each bad member is an error that says why."""
+    for p, r in zip(problems, results):
+        if isinstance(p, Source):
+            dense = p.build().dense()
+        elif isinstance(p, str):
+            dense = np.load(p) if os.path.exists(p) and p.endswith(".npy") else None
+        else:
+            dense = p
+        ref = None if dense is None or np.isnan(dense).any() else scipy_optimum(dense)
+        if ref is None:
+            assert r.status == "error" and r.error, r
+            continue
+        assert r.ok, r.error
+        assert abs(r.cost - ref) <= 1e-9 * max(1.0, abs(ref))
+        assert abs(dense[r.row_ind, r.col_ind].sum() - ref) <= 1e-9 * max(1.0, abs(ref))
+
+
+def test_local_solves_are_optimal_and_bad_members_are_recorded(tmp_path):
+    problems = mixed(tmp_path)
+    results = solve_many(problems)
+    check(problems, results)
+    errors = [r.error for r in results if not r.ok]
+    assert any("infeasible" in e for e in errors) and any("NaN" in e for e in errors)
+    assert any("missing.npy" in e for e in errors) and any(".npy file" in e for e in errors)
+    assert results[5].key == "costfns.classes.problem('geometric', 40, seed=3)"
+    named = solve_many({"a": problems[0], "b": problems[1]})
+    assert [r.key for r in named] == ["a", "b"]
+    with pytest.raises(ValueError, match="the same"):
+        solve_many([problems[0], problems[0].copy()])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz", ".parquet"])
+def test_output_is_resumed_and_failures_are_tried_again(tmp_path, suffix):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow", reason="out=*.parquet needs pyarrow")
+    problems = mixed(tmp_path)
+    out = str(tmp_path / f"r{suffix}")
+    first = solve_many(problems[:3], out=out)
+    assert not any(r.from_output for r in first)
+    again = solve_many(problems, out=out)
+    assert [r.from_output for r in again] == [True] * 3 + [False] * (len(problems) - 3)
+    check(problems, again)
+    for a, b in zip(first, again):
+        assert np.array_equal(a.col_ind, b.col_ind) and a.cost == b.cost
+    third = solve_many(problems, out=out)  # the ok ones are read back, the failed ones retried
+    assert [r.from_output for r in third] == [r.ok for r in again]
+    for a, b in zip(again, third):
+        assert a.status == b.status and (not a.ok or np.array_equal(a.row_ind, b.row_ind))
+
+
+def test_csv_ignores_a_torn_line_and_refuses_a_foreign_file(tmp_path):
+    problems = mixed(tmp_path)[:3]
+    out = tmp_path / "r.csv"
+    solve_many(problems[:2], out=str(out))
+    text = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(text) + text[-1][: len(text[-1]) // 2])  # killed mid-write
+    results = solve_many(problems, out=str(out))
+    assert [r.from_output for r in results] == [True, True, False]
+    foreign = tmp_path / "f.csv"
+    foreign.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="not a solve_many result file"):
+        solve_many(problems, out=str(foreign))
+    with pytest.raises(ValueError, match=r"\.csv, \.npz or \.parquet"):
+        solve_many(problems, out=str(tmp_path / "r.json"))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        solve_many(problems, out=str(tmp_path / "no" / "r.csv"))
+
+
+def test_dask_equals_the_local_loop(tmp_path, client):
+    problems = mixed(tmp_path)
+    local = solve_many(problems)
+    remote = solve_many(problems, client=client, out=str(tmp_path / "r.npz"))
+    for a, b in zip(local, remote):
+        assert (a.key, a.status, a.cost) == (b.key, b.status, b.cost)
+        assert a.ok or a.error == b.error
+        assert not a.ok or np.array_equal(a.col_ind, b.col_ind)
+
+
+def _slow_problems(count=8, n=3000):  # about 0.3 s each on one thread
+    return [Source(costfns.problem, "geometric", n, seed=s) for s in range(count)]
+
+
+def _lines(path) -> list[list[str]]:
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as fh:
+        return [row for row in csv.reader(fh)][1:]
+
+
+def _when(predicate, timeout=60.0):
+    t0 = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - t0 < timeout, "timed out"
+        time.sleep(0.02)
+
+
+def _run_in_thread(**kw):
+    box = {}
+
+    def target():
+        try:
+            box["results"] = solve_many(**kw)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            box["error"] = exc
+    t = threading.Thread(target=target)
+    t.start()
+    return t, box
+
+
+@pytest.mark.parametrize("how", ["kill", "restart"])
+def test_a_worker_lost_mid_run_loses_nothing(tmp_path, client, how):
+    problems = _slow_problems()
+    out = str(tmp_path / "r.csv")
+    thread, box = _run_in_thread(problems=problems, client=client, out=out, threads=1)
+    _when(lambda: len(_lines(out)) >= 1)
+    assert any(client.processing().values())  # tasks under way on the workers
+    if how == "kill":  # SIGKILL one worker process while both are solving; its nanny restarts it
+        pid = next(iter(client.run(os.getpid).values()))
+        os.kill(pid, signal.SIGKILL)
+    else:
+        client.restart()  # every task under way is cancelled: solve_many submits them again
+    thread.join(300)
+    assert "error" not in box, box.get("error")
+    results = box["results"]
+    assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+    keys = [row[0] for row in _lines(out)]
+    assert sorted(keys) == sorted(r.key for r in results)  # each once: nothing written twice
+    for r in results[:2]:  # optimal (against the solve here)
+        assert r.cost == epslap.solve(r_source(problems, r.key).build(), threads=1).cost
+
+
+def r_source(problems, key):
+    return next(p for p in problems if p.key == key)
+
+
+def test_ctrl_c_cancels_and_the_output_stays_consistent(tmp_path, client):
+    problems = _slow_problems(count=10)
+    out = str(tmp_path / "r.csv")
+
+    def interrupt():
+        _when(lambda: len(_lines(out)) >= 1)
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        solve_many(problems, client=client, out=out, threads=1)
+    _when(lambda: not any(client.processing().values()), timeout=30)  # nothing left running
+    written = _lines(out)
+    assert 1 <= len(written) < len(problems) and all(row[-1] == "yes" for row in written)
+    results = solve_many(problems, client=client, out=out, threads=1)
+    assert sum(r.from_output for r in results) == len(written)
+    assert all(r.ok for r in results) and len(_lines(out)) == len(problems)
+
+
+def test_emd_matrix_on_dask_records_a_bad_image(tmp_path, client):
+    paths = [save(tmp_path, f"i{k}.png", img) for k, img in
+             enumerate([square(), square(at=(2, 4)), gradient()])]
+    local = epslap.emd_matrix(paths, progress=False)
+    broken = str(tmp_path / "broken.png")
+    with open(broken, "wb") as fh:
+        fh.write(b"not an image")
+    out = tmp_path / "d.csv"
+    with pytest.warns(RuntimeWarning, match="3 of 6 pairs failed"):
+        dist = epslap.emd_matrix(paths + [broken], out=str(out), progress=False, client=client)
+    np.testing.assert_allclose(dist[:3, :3], local, rtol=1e-12)
+    assert np.isnan(dist[3, :3]).all()
+    rows = list(csv.reader(out.open()))[1:]
+    assert sum(bool(r[5]) for r in rows) == 3 and all("broken.png" in r[5] for r in rows if r[5])
+    with open(broken, "wb") as fh:  # repaired: a rerun solves only the three failed pairs
+        fh.write(open(paths[2], "rb").read())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dist = epslap.emd_matrix(paths + [broken], out=str(out), progress=False, client=client)
+    assert len(list(csv.reader(out.open()))) == 1 + 9 and not np.isnan(dist).any()
+    np.testing.assert_allclose(dist[3, :3], local[2], rtol=1e-12, atol=1e-15)
+
+
+def test_cli_emd_on_local_workers(tmp_path, capsys):
+    paths = [save(tmp_path, f"i{k}.png", img) for k, img in
+             enumerate([square(), gradient(), square(at=(2, 4))])]
+    assert main(["emd", *paths, "--workers", "2", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    local = epslap.emd_matrix(paths, progress=False)
+    assert f"{local[0, 1]:10.5f}" in text and f"{local[1, 2]:10.5f}" in text
+    missing = str(tmp_path / "missing.png")
+    assert main(["emd", paths[0], missing, "--workers", "1", "--no-progress"]) == 1
+    assert "missing.png" in capsys.readouterr().err
+    assert main(["emd", *paths, "--workers", "0"]) == 2
+    assert main(["emd", *paths, "--workers", "2", "--scheduler", "tcp://x:1"]) == 2
