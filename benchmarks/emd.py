@@ -64,6 +64,8 @@ def run(args: argparse.Namespace, out: Output) -> None:
     os.makedirs(out_dir, exist_ok=True)
     paths = _paths(args.skimage, out_dir)
     out.meta["images"] = [os.path.basename(p) for p in paths]
+    if args.backend == "gpu":
+        out.meta["gpu"] = _gpus()
     if args.workers:
         return _run_workers(args, paths, out_dir, out)
     import epslap
@@ -87,6 +89,14 @@ def run(args: argparse.Namespace, out: Output) -> None:
                  distances=[[float(x) for x in row] for row in dist]))
     print(f"{len(secs)} pairs at ~{args.size} pixels, backend {args.backend}: total {total:.1f} s",
           flush=True)
+
+
+def _gpus() -> str:
+    """The machine's GPUs, e.g. "2 x NVIDIA H200"."""
+    import cupy
+    rt = cupy.cuda.runtime
+    names = [rt.getDeviceProperties(d)["name"].decode() for d in range(rt.getDeviceCount())]
+    return " + ".join(f"{names.count(n)} x {n}" for n in dict.fromkeys(names))
 
 
 def _pair_seconds(csv: str) -> list[float]:

@@ -120,6 +120,11 @@ def _interrupt_after(seconds: float | None):
 
 
 def render(meta: dict, rows: list[dict]) -> str:
+    if rows and all("cost" not in r for r in rows):  # the segments of a solve not finished yet
+        return markdown(["GPU", "n", "segment", "wall s", "rows evaluated so far", "finished"],
+                        [[r["device"], f"{r['n']:,}", r["segment"], f"{r['wall_s']:.1f}",
+                          f"{r['rows_evaluated']:,}", "yes" if r["finished"] else "no"]
+                         for r in rows])
     body = []
     for r in rows:
         segmented = "segments" in r  # the estimate and passes times are the last segment's

@@ -110,7 +110,7 @@ def _bar(total: int, enabled: bool, desc: str):
     if not enabled or total == 0:
         return None
     from tqdm import tqdm
-    return tqdm(total=total, desc=desc, unit="", dynamic_ncols=True, leave=True)
+    return tqdm(total=total, desc=desc, unit=desc.rstrip("s"), dynamic_ncols=True, leave=True)
 
 
 def make_client(scheduler: str | None = None, workers: int | None = None, *,

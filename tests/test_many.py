@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import scipy_optimum
+from conftest import gpu, scipy_optimum
 from test_emd import gradient, save, square
 
 import costfns
@@ -235,3 +235,12 @@ def test_cli_emd_on_local_workers(tmp_path, capsys):
     assert "missing.png" in capsys.readouterr().err
     assert main(["emd", *paths, "--workers", "0"]) == 2
     assert main(["emd", *paths, "--workers", "2", "--scheduler", "tcp://x:1"]) == 2
+
+
+@gpu
+def test_gpu_backend_equals_the_cpu(tmp_path):
+    problems = mixed(tmp_path)
+    on_gpu = solve_many(problems, backend="gpu")
+    check(problems, on_gpu)
+    for a, b in zip(solve_many(problems), on_gpu):
+        assert a.status == b.status and (not a.ok or abs(a.cost - b.cost) <= 1e-9 * abs(a.cost))
