@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -20,12 +22,12 @@ import epslap
 from epslap import Source, solve_many
 from epslap.cli import main
 
-distributed = pytest.importorskip("distributed", reason="needs dask.distributed "
-                                  "(pip install 'epslap[dask]')")
+DASK_REASON = "needs dask.distributed (pip install 'epslap[dask]')"
 
 
 @pytest.fixture(scope="module")
 def client():
+    distributed = pytest.importorskip("distributed", reason=DASK_REASON)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0")
     with distributed.Client(cluster) as c:
@@ -224,6 +226,7 @@ def test_emd_matrix_on_dask_records_a_bad_image(tmp_path, client):
 
 
 def test_cli_emd_on_local_workers(tmp_path, capsys):
+    pytest.importorskip("distributed", reason=DASK_REASON)
     paths = [save(tmp_path, f"i{k}.png", img) for k, img in
              enumerate([square(), gradient(), square(at=(2, 4))])]
     assert main(["emd", *paths, "--workers", "2", "--no-progress"]) == 0
@@ -244,3 +247,11 @@ def test_gpu_backend_equals_the_cpu(tmp_path):
     check(problems, on_gpu)
     for a, b in zip(solve_many(problems), on_gpu):
         assert a.status == b.status and (not a.ok or abs(a.cost - b.cost) <= 1e-9 * abs(a.cost))
+
+
+def test_importing_epslap_does_not_import_dask():
+    code = ("import sys, epslap; epslap.solve_many([[[1.0]]]); "
+            "print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.stdout.strip() == "False"
