@@ -66,9 +66,11 @@ def check(problems, results):
         assert abs(dense[r.row_ind, r.col_ind].sum() - ref) <= 1e-9 * max(1.0, abs(ref))
 
 
-def test_local_solves_are_optimal_and_bad_members_are_recorded(tmp_path):
+def test_local_solves_are_optimal_and_bad_members_are_recorded(tmp_path, capsys):
     problems = mixed(tmp_path)
-    results = solve_many(problems)
+    results = solve_many(problems, progress=True)
+    bar = capsys.readouterr().err
+    assert "solves: 100%" in bar and "10/10" in bar and "4 failed" in bar, bar
     check(problems, results)
     errors = [r.error for r in results if not r.ok]
     assert any("infeasible" in e for e in errors) and any("NaN" in e for e in errors)
@@ -223,6 +225,14 @@ def test_emd_matrix_on_dask_records_a_bad_image(tmp_path, client):
         dist = epslap.emd_matrix(paths + [broken], out=str(out), progress=False, client=client)
     assert len(list(csv.reader(out.open()))) == 1 + 9 and not np.isnan(dist).any()
     np.testing.assert_allclose(dist[3, :3], local[2], rtol=1e-12, atol=1e-15)
+
+
+def test_cli_emd_on_a_running_scheduler(tmp_path, client, capsys):
+    paths = [save(tmp_path, f"i{k}.png", img) for k, img in enumerate([square(), gradient()])]
+    assert main(["emd", *paths, "--scheduler", client.scheduler.address, "--no-progress"]) == 0
+    local = epslap.emd_matrix(paths, progress=False)
+    assert f"{local[0, 1]:10.5f}" in capsys.readouterr().out
+    assert client.status == "running"  # the CLI closed its own client, not the cluster
 
 
 def test_cli_emd_on_local_workers(tmp_path, capsys):
