@@ -22,7 +22,7 @@ from ._status import STATUS_OK, raise_for_status
 from ._validate import _float_kind, check_int_range, check_options
 from .limit import check_cost_limit, solve_batch_with_limit
 from .cpu import jv
-from .solution import Solution, orient
+from .solution import Solution, orient_duals
 
 
 @dataclass(frozen=True)
@@ -196,50 +196,48 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index) -> Bat
     work = np.int64 if integral else np.float64
     x = np.zeros((b, n1), np.int64)
     v = np.zeros((b, n2), work)
+    u = np.zeros((b, n1), work)
+    assigned = np.zeros((b, n1), work)
     status = np.zeros(b, np.int64)
     rows = np.zeros(b, np.int64)
     if b and n1:
         if jv.applies(n1, n2):
-            _run_threads(c, integral, x, v, status, rows, max(1, min(nthreads, b)))
+            _run_threads((c, integral, x, v, status, rows, u, assigned),
+                         max(1, min(nthreads, b)))
         else:
             status[:] = jv.NEEDS_EPSILON
-    for k in range(b):  # errors name the first bad problem; rare leftovers take the ε path
-        if status[k] == jv.NEEDS_EPSILON:
+    for k in np.flatnonzero(status != STATUS_OK).tolist():  # errors name the first bad
+        if status[k] == jv.NEEDS_EPSILON:                   # problem; rare leftovers: ε path
             from ._api import solve
             try:
                 sol = solve(c[k], threads=nthreads)
             except (ValueError, ArithmeticError) as exc:
                 raise type(exc)(f"problem {int(index[k])}: {exc}") from None
-            x[k] = sol.col_ind
-            v[k] = sol.v
+            x[k], v[k], u[k] = sol.col_ind, sol.v, sol.u  # canonical: n1 <= n2, minimised
+            assigned[k] = c[k][np.arange(n1), sol.col_ind]
             rows[k] = sol.stats["rows_evaluated"]
         elif status[k] != STATUS_OK:
             try:
                 raise_for_status(int(status[k]), "cpu")
             except (ValueError, ArithmeticError) as exc:
                 raise type(exc)(f"problem {int(index[k])}: {exc}") from None
-    return _assemble(c, x, v, transposed, integral, maximize, rows, nthreads)
+    row_ind, col_ind, u, v, total = orient_duals(x, u, v, assigned.sum(axis=-1, dtype=work),
+                                                 maximize, transposed)
+    stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}
+    return BatchSolution(row_ind, col_ind, total, u, v, stats)
 
 
-def _run_threads(c, integral, x, v, status, rows, nthreads: int) -> None:
-    """``jv.solve_many`` over contiguous shares of the problems, one share per thread."""
-    b = c.shape[0]
+def _run_threads(args: tuple, nthreads: int) -> None:
+    """``jv.solve_share`` over contiguous shares of the problems, one share per thread."""
+    b = args[0].shape[0]
     bounds = [(b * t) // nthreads for t in range(nthreads + 1)]
     if nthreads == 1:
-        jv.solve_many(c, integral, 0, b, x, v, status, rows)
+        jv.solve_share(args[0], args[1], 0, b, *args[2:])
         return
-    workers = [threading.Thread(target=jv.solve_many,
-                                args=(c, integral, bounds[t], bounds[t + 1], x, v, status, rows),
+    workers = [threading.Thread(target=jv.solve_share,
+                                args=(args[0], args[1], bounds[t], bounds[t + 1], *args[2:]),
                                 name="epslap-batch", daemon=True) for t in range(nthreads)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-
-
-def _assemble(c, x, v, transposed, integral, maximize, rows, nthreads) -> BatchSolution:
-    """Every problem's result in the caller's orientation and sign (``solution.orient``)."""
-    assigned = np.take_along_axis(c, x[:, :, None], axis=2)[:, :, 0].astype(v.dtype)
-    row_ind, col_ind, u, v, total = orient(x, v, assigned, maximize, transposed)
-    stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}
-    return BatchSolution(row_ind, col_ind, total, u, v, stats)

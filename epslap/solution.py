@@ -71,11 +71,19 @@ def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize
     shifted to a maximum of 0 (unassigned columns tie at the top: their dual is exactly 0), and
     u is taken from the shifted v: one rounding relative to u itself, so that every reduced cost
     is exact to a few units in the last place of its own terms (see ``epslap.verify``).
+    (``jv.solve_share`` computes the same shifted v and u in compiled code for batches.)
     """
     if v.shape[-1]:
         v = v - v.max(axis=-1, keepdims=True)
     u = assigned - np.take_along_axis(v, row_to_col, axis=-1)
-    total = assigned.sum(axis=-1, dtype=v.dtype)
+    return orient_duals(row_to_col, u, v, assigned.sum(axis=-1, dtype=v.dtype), maximize,
+                        transposed)
+
+
+def orient_duals(row_to_col: np.ndarray, u: np.ndarray, v: np.ndarray, total, maximize: bool,
+                 transposed: bool) -> tuple:
+    """The canonical result with its duals (v shifted, u from the shifted v) in the caller's
+    sign and orientation: ``(row_ind, col_ind, u, v, total)``, row_ind sorted."""
     if maximize:
         u, v, total = -u, -v, -total
     rows = np.broadcast_to(np.arange(row_to_col.shape[-1], dtype=np.int64),

@@ -28,8 +28,8 @@ Float duals: ``solve_small`` reports each row's dual as the smallest reduced cos
 (``_row_duals``), which meets ``verify``'s per-entry rule on every entry of the row by
 construction, and checks the assigned pairs' slack against that rule; where it misses, one exact
 pass from the final prices (``polish``) recomputes the prices, and where even that misses, the ε
-path solves. ``solve_jv`` and ``solve_many``, whose callers take u from the assigned pairs, check
-that rule instead (``duals_hold``).
+path solves. ``solve_jv`` and ``solve_share`` (batches), whose callers take u from the assigned
+pairs, check that rule instead (``duals_hold``).
 
 Reduced costs are c_ij - v_j; ``rows_evaluated`` counts every row read after the validation
 sweep (each step reads whole rows), comparable with the ε-passes'.
@@ -730,14 +730,17 @@ def solve_small(c, maximize, xs, duals):
 
 
 @njit(cache=True, nogil=True)
-def solve_many(c, integral, lo, hi, x, v, status, rows):
+def solve_share(c, integral, lo, hi, x, v, status, rows, u, assigned):
     """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), as :func:`solve_jv`
-    solves one: fills ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated)."""
+    solves one: fills ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated),
+    and for each solved problem its result as ``solution.orient`` takes it: v shifted to a
+    maximum of 0, ``u`` (B, n1) from the shifted v, ``assigned`` (B, n1) the pairs' costs."""
     n1, n2 = c.shape[1], c.shape[2]
     y = np.empty(n2, np.int64)  # one scratch space for the whole share
     iw = np.empty(n1 + _scratch(n2), np.int64)
     fw = np.empty(2 * n2, v.dtype)
     unlimited = np.int64(2**63 - 1)  # integer ranges are the caller's check
+    wt = v.dtype.type
     for b in range(lo, hi):
         st, r = _solve_canonical(c[b], integral, unlimited, v[b], x[b], y, iw, fw)
         if st == STATUS_OK and not integral and not duals_hold(c[b], v[b], x[b]):
@@ -747,6 +750,15 @@ def solve_many(c, integral, lo, hi, x, v, status, rows):
                 st = NEEDS_EPSILON
         status[b] = st
         rows[b] = r
+        if st == STATUS_OK and n2 > 0:
+            vb = v[b]
+            top = vb.max()
+            for j in range(n2):
+                vb[j] = vb[j] - top
+            for i in range(n1):
+                a = wt(c[b, i, x[b, i]])
+                assigned[b, i] = a
+                u[b, i] = a - vb[x[b, i]]
 
 
 #: square problems up to this many columns take this path. One thread, 2 vCPU, against the
