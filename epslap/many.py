@@ -95,7 +95,9 @@ def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu
         Run each solve as a Dask task on the client's workers (GPU workers of dask-cuda's
         ``LocalCUDACluster`` with ``backend="gpu"``). None: run here, in order.
     backend, maximize, memory, threads
-        As for :func:`epslap.solve`, for every problem.
+        As for :func:`epslap.solve`, for every problem. Workers that share a machine's cores
+        should be given ``threads`` (e.g. 1 with one worker per core): the automatic choice
+        looks at the machine's load when each solve starts, not at the other workers.
     out : path, optional
         ``.csv``, ``.npz`` or ``.parquet`` (needs pyarrow): each result is added as it
         arrives, and problems the file already holds as solved are not solved again (a failed
