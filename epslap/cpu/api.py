@@ -17,7 +17,7 @@ from ..solution import Solution, empty_solve, finish
 from . import jv
 from .passes import col_range
 from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
-                     solve_rows)
+                     rows_served, solve_rows)
 
 _ROW_DTYPES = (np.float64, np.float32, np.int64, np.int32)
 
@@ -148,6 +148,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         raise_out_of_range(source, caches, (n1, n2))
 
     small = assigned = None
+    served = None if joined is None else (lambda: serve_rows(joined))  # helper threads' rows
     if table and epsilon and checkpoint is None and jv.takes(n1, n2, threads):
         small = jv.solve_jv(inner, integral)  # the table is a dense canonical matrix
     if n1 == 0:
@@ -161,16 +162,13 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
             row_to_col, v, stats = solve_rows(
                 inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
                 progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
-                estimate_context=None if joined is None else (lambda: serve_rows(joined)),
-                check_rows=check_rows, checkpoint=checkpoint, init_v=init_v,
-                gathered=gathered)
+                estimate_context=served, check_rows=check_rows, checkpoint=checkpoint,
+                init_v=init_v, gathered=gathered)
         finally:
             check_rows()
         assigned = gathered.get("assigned")  # read by the check of the float duals
-    if assigned is None and joined is None:
-        assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
-    elif assigned is None:
-        with serve_rows(joined):
+    if assigned is None:
+        with rows_served(served):
             assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     check_rows()
     stats.update(cache_info)

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 import warnings
+from contextlib import nullcontext
 from typing import Any
 
 import numba
@@ -22,7 +23,6 @@ from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STA
                        raise_for_status)
 from .. import checkpoint as ckpt
 from ..certificate import prices_need_polish
-from ..checkpoint import Checkpointing
 from . import passes as ker
 from .estimate import CpuStages, certificate_holds
 from .estimate import certify as cert
@@ -199,11 +199,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     if progress is not None:
         progress.estimate()
         tick = progress.tick
-    if estimate_context is None:
+    with rows_served(estimate_context):
         status, eps_upper, eps_lower = _run_interruptibly(run, ctl, tick, sync=stop)
-    else:
-        with estimate_context():
-            status, eps_upper, eps_lower = _run_interruptibly(run, ctl, tick, sync=stop)
     if check_rows is not None:  # the source's own errors explain a status better than it does
         check_rows()
     raise_for_status(status, "cpu")
@@ -219,7 +216,7 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                progress: bool = False, progress_extra=None, threads: int = 1,
                thread_srcs=None, estimate_context=None, check_rows=None,
-               pad: bool = False, checkpoint: Checkpointing | None = None,
+               pad: bool = False, checkpoint: ckpt.Checkpointing | None = None,
                init_v: np.ndarray | None = None,
                gathered: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
@@ -493,20 +490,21 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     return row_to_col, v, stats
 
 
+def rows_served(estimate_context):
+    """``estimate_context()`` (the context in which helper threads compute a source's rows),
+    or a context that does nothing where there is none."""
+    return nullcontext() if estimate_context is None else estimate_context()
+
+
 def _read_rows(src, n2: int, row_dtype, rows: np.ndarray, estimate_context) -> np.ndarray:
     """Rows ``rows`` of ``src`` (inside ``estimate_context``: rows that helper threads
     compute)."""
     from costfns.rows import fill_rows
     out = np.empty((len(rows), n2), dtype=row_dtype)
 
-    def run():
+    with rows_served(estimate_context):
         for k, i in enumerate(rows):
             fill_rows(src, np.int64(i), out[k:k + 1])
-    if estimate_context is None:
-        run()
-    else:
-        with estimate_context():
-            run()
     return out
 
 
@@ -519,9 +517,7 @@ def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assign
     def run():
         return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, stop,
                                    assigned)
-    if estimate_context is None:
-        return _run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
-    with estimate_context():
+    with rows_served(estimate_context):
         return _run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
 
 
