@@ -751,14 +751,11 @@ def solve_share(c, integral, lo, hi, x, v, status, rows, u, assigned):
         status[b] = st
         rows[b] = r
         if st == STATUS_OK and n2 > 0:
-            vb = v[b]
-            top = vb.max()
-            for j in range(n2):
-                vb[j] = vb[j] - top
+            _shift_to_max_zero(v[b])
             for i in range(n1):
                 a = wt(c[b, i, x[b, i]])
                 assigned[b, i] = a
-                u[b, i] = a - vb[x[b, i]]
+                u[b, i] = a - v[b, x[b, i]]
 
 
 #: square problems up to this many columns take this path. One thread, 2 vCPU, against the
