@@ -1,4 +1,5 @@
-"""Result files of :func:`epslap.solve_many`: one record per problem, added as it arrives.
+"""The results of :func:`epslap.solve_many` (:class:`ManyResult`) and their files, one record per
+problem added as it arrives.
 
 ``.csv`` gains one line per record, flushed to disk at once; each line ends with a ``complete``
 field, so a line torn by a crash is recognised and ignored. ``.npz`` and ``.parquet`` hold
@@ -12,7 +13,7 @@ import csv
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,22 +22,32 @@ _FIELDS = ["key", "status", "cost", "seconds", "rows_evaluated", "error", "row_i
            "complete"]
 
 
-@dataclass
-class Record:
+_SCALARS = ("key", "status", "cost", "seconds", "rows_evaluated", "error")
+
+
+@dataclass(frozen=True)
+class ManyResult:
+    """One problem's result. ``status``: ``"ok"`` or ``"error"`` (``error`` says why);
+    ``row_ind``/``col_ind``/``cost`` as :func:`epslap.solve` gives them; ``seconds``: the solve's
+    time on its worker; ``from_output``: read from ``out`` (solved by an earlier run: a CSV
+    keeps the assignment too). The result files store every field but ``from_output``."""
+
     key: str
     status: str
     cost: float | None = None
+    row_ind: np.ndarray | None = None
+    col_ind: np.ndarray | None = None
     seconds: float = 0.0
     rows_evaluated: int | None = None
     error: str | None = None
-    row_ind: np.ndarray | None = None
-    col_ind: np.ndarray | None = None
+    from_output: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
 
     def scalars(self) -> dict:
-        d = asdict(self)
-        d.pop("row_ind")
-        d.pop("col_ind")
-        return d
+        return {name: getattr(self, name) for name in _SCALARS}
 
 
 def open_output(path) -> _Output:
@@ -53,12 +64,12 @@ def open_output(path) -> _Output:
 class _Output:
     def __init__(self, path: str):
         self.path = path
-        self.records: dict[str, Record] = {}  # the last record of each key
+        self.records: dict[str, ManyResult] = {}  # the last record of each key
 
-    def done(self) -> dict[str, Record]:
+    def done(self) -> dict[str, ManyResult]:
         return {k: r for k, r in self.records.items() if r.status == "ok"}
 
-    def add(self, rec: Record) -> None:
+    def add(self, rec: ManyResult) -> None:
         self.records[rec.key] = rec
 
     def close(self) -> None:
@@ -89,14 +100,14 @@ class _Csv(_Output):
         self._sync()
 
     @staticmethod
-    def _parse(row: list[str]) -> Record:
+    def _parse(row: list[str]) -> ManyResult:
         key, status, cost, seconds, rows, error, ri, ci, _ = row
-        return Record(key, status, cost=float(cost) if cost else None, seconds=float(seconds),
+        return ManyResult(key, status, cost=float(cost) if cost else None, seconds=float(seconds),
                       rows_evaluated=int(rows) if rows else None, error=error or None,
                       row_ind=_ints(ri) if status == "ok" else None,
                       col_ind=_ints(ci) if status == "ok" else None)
 
-    def add(self, rec: Record) -> None:
+    def add(self, rec: ManyResult) -> None:
         super().add(rec)
 
         def text(a):
@@ -125,7 +136,7 @@ class _Rewritten(_Output):
                 self.records[rec.key] = rec
         self.last, self.dirty = 0.0, False
 
-    def add(self, rec: Record) -> None:
+    def add(self, rec: ManyResult) -> None:
         super().add(rec)
         self.dirty = True
         if time.monotonic() - self.last >= REWRITE_S:
@@ -150,17 +161,17 @@ class _Npz(_Rewritten):
     """``records``: the scalars of every record as JSON; ``row_ind_<k>``, ``col_ind_<k>``: the
     assignment of record k."""
 
-    def _read(self) -> list[Record]:
+    def _read(self) -> list[ManyResult]:
         try:
             with np.load(self.path, allow_pickle=False) as z:
                 scalars = json.loads(z["records"].tobytes().decode())
-                return [Record(**s, row_ind=z.get(f"row_ind_{k}"), col_ind=z.get(f"col_ind_{k}"))
-                        for k, s in enumerate(scalars)]
+                return [ManyResult(**s, row_ind=z.get(f"row_ind_{k}"),
+                                   col_ind=z.get(f"col_ind_{k}")) for k, s in enumerate(scalars)]
         except (OSError, ValueError, KeyError) as exc:
             raise ValueError(f"{self.path} is not a readable solve_many result file "
                              f"({exc})") from None
 
-    def _write(self, tmp: str, records: list[Record]) -> None:
+    def _write(self, tmp: str, records: list[ManyResult]) -> None:
         arrays = {}
         for k, r in enumerate(records):
             if r.row_ind is not None:
@@ -186,13 +197,13 @@ class _Parquet(_Rewritten):
                               ".npz need nothing more") from None
         return pa, pq
 
-    def _read(self) -> list[Record]:
+    def _read(self) -> list[ManyResult]:
         _, pq = self._pyarrow()
         rows = pq.read_table(self.path).to_pylist()
-        return [Record(**{k: (np.array(v, np.int64) if k in ("row_ind", "col_ind") and
+        return [ManyResult(**{k: (np.array(v, np.int64) if k in ("row_ind", "col_ind") and
                               v is not None else v) for k, v in row.items()}) for row in rows]
 
-    def _write(self, tmp: str, records: list[Record]) -> None:
+    def _write(self, tmp: str, records: list[ManyResult]) -> None:
         pa, pq = self._pyarrow()
         cols = {name: [getattr(r, name) for r in records] for name in _FIELDS[:-1]}
         for name in ("row_ind", "col_ind"):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ._outputs import Record, open_output
+from ._outputs import ManyResult, open_output
 from ._runner import Outcome, run_tasks
 
 
@@ -54,28 +54,6 @@ class Source:
 
     def __repr__(self) -> str:
         return f"Source({self.key})"
-
-
-@dataclass(frozen=True)
-class ManyResult:
-    """One problem's result. ``status``: ``"ok"`` or ``"error"`` (``error`` says why);
-    ``row_ind``/``col_ind``/``cost`` as :func:`epslap.solve` gives them; ``seconds``: the solve's
-    time on its worker; ``from_output``: read from ``out`` (solved by an earlier run: a CSV
-    keeps the assignment too)."""
-
-    key: str
-    status: str
-    cost: float | None = None
-    row_ind: np.ndarray | None = None
-    col_ind: np.ndarray | None = None
-    seconds: float = 0.0
-    rows_evaluated: int | None = None
-    error: str | None = None
-    from_output: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
 
 
 def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu",
@@ -123,15 +101,15 @@ def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu
         if sink is not None:
             for rec in sink.done().values():
                 if rec.key in named:
-                    results[rec.key] = _from_record(rec, from_output=True)
+                    results[rec.key] = replace(rec, from_output=True)
         tasks = [(key, _solve_one, (_payload(p), options)) for key, p in named.items()
                  if key not in results]
 
         def finished(key: str, outcome: Outcome) -> None:
-            rec = _record(key, outcome)
+            result = _result(key, outcome)
             if sink is not None:
-                sink.add(rec)
-            results[key] = _from_record(rec)
+                sink.add(result)
+            results[key] = result
         run_tasks(tasks, finished, client=client, progress=progress, desc="solves",
                   retries=retries)
     finally:
@@ -187,17 +165,10 @@ def _solve_one(problem, options: dict) -> dict:
                 rows_evaluated=sol.stats.get("rows_evaluated"))
 
 
-def _record(key: str, outcome: Outcome) -> Record:
+def _result(key: str, outcome: Outcome) -> ManyResult:
     if outcome.error is not None:
-        return Record(key, "error", seconds=outcome.seconds, error=outcome.error)
+        return ManyResult(key, "error", seconds=outcome.seconds, error=outcome.error)
     v = outcome.value
-    return Record(key, "ok", cost=v["cost"], seconds=outcome.seconds,
-                  rows_evaluated=v["rows_evaluated"], row_ind=v["row_ind"],
-                  col_ind=v["col_ind"])
-
-
-def _from_record(rec: Record, from_output: bool = False) -> ManyResult:
-    return ManyResult(key=rec.key, status=rec.status, cost=rec.cost, row_ind=rec.row_ind,
-                      col_ind=rec.col_ind, seconds=rec.seconds,
-                      rows_evaluated=rec.rows_evaluated, error=rec.error,
-                      from_output=from_output)
+    return ManyResult(key, "ok", cost=v["cost"], seconds=outcome.seconds,
+                      rows_evaluated=v["rows_evaluated"], row_ind=v["row_ind"],
+                      col_ind=v["col_ind"])
