@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from ._base import CostSource, CudaCost, check_shape
-from .rows import cost_forms
+from .rows import cost_forms, erased
 from .sources import SqEuclidean
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -75,6 +75,46 @@ class _RandomIntState(NamedTuple):
     span: np.uint64  # values are uniform in [0, span - 1]
 
 
+# Trampolines (costfns.rows.erased): each class's state rebuilt from the fixed layout, its forms
+# called; a row slice from the entries as costfns.rows derives it.
+
+@njit(cache=True, nogil=True, inline="always")
+def _part_from_entries(at, s, i, lo, hi, buf):
+    """buf[lo:hi] = entries (i, lo … hi-1) of ``at``: a loop from 0 over the slice, under a
+    test that lo >= 0 (an index that may be negative keeps Numba's wraparound in the loop and
+    stops it from vectorising)."""
+    out = buf[lo:hi]
+    if lo >= 0:
+        for t in range(hi - lo):
+            out[t] = at(s, i, lo + t)
+
+
+@njit(cache=True, nogil=True)
+def _random_entry(a, b, k, i, j):
+    return _random_at(_RandomState(np.uint64(k[0])), i, j)
+
+
+@njit(cache=True, nogil=True)
+def _random_part(a, b, k, i, lo, hi, buf):
+    _part_from_entries(_random_at, _RandomState(np.uint64(k[0])), i, lo, hi, buf)
+
+
+@njit(cache=True, nogil=True)
+def _random_int_entry(a, b, k, i, j):
+    return _random_int_at(_RandomIntState(np.uint64(k[0]), np.uint64(k[1])), i, j)
+
+
+@njit(cache=True, nogil=True)
+def _random_int_part(a, b, k, i, lo, hi, buf):
+    _part_from_entries(_random_int_at, _RandomIntState(np.uint64(k[0]), np.uint64(k[1])), i,
+                       lo, hi, buf)
+
+
+def _bits(key: np.uint64) -> int:
+    """A uint64 key as the int64 of the same bits (the layout's scalars are int64)."""
+    return int(np.array([key], np.uint64).view(np.int64)[0])
+
+
 def _check_n(n: int, n2: int | None) -> tuple[int, int]:
     return check_shape((n, n if n2 is None else n2))
 
@@ -88,6 +128,10 @@ class Random(CostSource):
         self.dtype = np.dtype(np.float64)
 
     def state(self):
+        return erased(_random_entry, _random_part, self.dtype, k=[_bits(_key(self.seed))])
+
+    def specialized_state(self):
+        """The state the kernels are compiled for on their own (tests, A/B)."""
         return _RandomState(_key(self.seed))
 
     def cuda_source(self):
@@ -110,6 +154,11 @@ class RandomInt(CostSource):
         self.dtype = np.dtype(np.int64)
 
     def state(self):
+        return erased(_random_int_entry, _random_int_part, self.dtype,
+                      k=[_bits(_key(self.seed)), _bits(np.uint64(self.high + 1))])
+
+    def specialized_state(self):
+        """The state the kernels are compiled for on their own (tests, A/B)."""
         return _RandomIntState(_key(self.seed), np.uint64(self.high + 1))
 
     def cuda_source(self):
@@ -149,6 +198,16 @@ class _SanityState(NamedTuple):
     b: np.ndarray
 
 
+@njit(cache=True, nogil=True)
+def _sanity_entry(a, b, k, i, j):
+    return _sanity_at(_SanityState(a[0], b[0]), i, j)
+
+
+@njit(cache=True, nogil=True)
+def _sanity_part(a, b, k, i, lo, hi, buf):
+    _part_from_entries(_sanity_at, _SanityState(a[0], b[0]), i, lo, hi, buf)
+
+
 class Sanity(CostSource):
     """``c_ij = a_i + b_j + 0.1·[i ≠ j]``: the identity is the unique optimum."""
 
@@ -160,6 +219,11 @@ class Sanity(CostSource):
         self.dtype = np.dtype(np.float64)
 
     def state(self):
+        return erased(_sanity_entry, _sanity_part, self.dtype, a=self.a[None, :],
+                      b=self.b[None, :])
+
+    def specialized_state(self):
+        """The state the kernels are compiled for on their own (tests, A/B)."""
         return _SanityState(self.a, self.b)
 
     def cuda_source(self):
@@ -206,6 +270,16 @@ class _LowRankState(NamedTuple):
     wt: np.ndarray  # (r, n2) column factors, scaled by 1/r
 
 
+@njit(cache=True, nogil=True)
+def _low_rank_entry(a, b, k, i, j):
+    return _low_rank_at(_LowRankState(a, b), i, j)
+
+
+@njit(cache=True, nogil=True)
+def _low_rank_trampoline_part(a, b, k, i, lo, hi, buf):
+    _low_rank_part(_LowRankState(a, b), i, lo, hi, buf)
+
+
 class LowRank(CostSource):
     """``c_ij = (1/r) Σ_k w_k[i] w_k[j]`` with ``w_k ~ U[0,1)^n`` (rank 1 is SSP's worst case)."""
 
@@ -219,6 +293,11 @@ class LowRank(CostSource):
         self.dtype = np.dtype(np.float64)
 
     def state(self):
+        return erased(_low_rank_entry, _low_rank_trampoline_part, self.dtype, a=self.w,
+                      b=self.w / self.rank)
+
+    def specialized_state(self):
+        """The state the kernels are compiled for on their own (tests, A/B)."""
         return _LowRankState(self.w, self.w / self.rank)
 
     def cuda_source(self):

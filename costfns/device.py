@@ -51,7 +51,7 @@ class RowKernel(CostSource):
                  blocks: int | None = None):
         if not callable(kernel):
             raise TypeError(f"kernel must be a cupy.RawKernel, got {type(kernel).__name__}")
-            shape = check_shape(shape)
+        shape = check_shape(shape)
         dt = np.dtype(dtype)
         if dt not in _DTYPES:
             raise ValueError(f"RowKernel dtype must be float64 or int64 (the kernel writes "

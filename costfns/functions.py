@@ -6,10 +6,13 @@ plain Python function is called through Numba's object mode, one row at a time.
 A jitted function reaches the kernels as a first-class function value by default: its state's
 Numba type holds the function's signature, not the function itself, so the kernels are compiled
 once per dtype and loaded from Numba's disk cache by every later process, whatever function the
-user passes (only the user's function is compiled, in well under a second). The call through a
+user passes (only the user's function is compiled, in well under a second). An element function
+shares them with the built-in classes and matrices of its dtype (``costfns.rows.ErasedState``,
+field ``user``); a row function has its own. The call through a
 function pointer cannot be inlined, which costs a little per entry for a cheap element function;
 ``specialize=True`` compiles the kernels for the very function instead (inlined, but compiled
-anew in every process: tens of seconds).
+anew in every process: tens of seconds; such kernels are not written to Numba's disk cache,
+where no later process could find them: ``costfns._numba_cache``).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from numba import njit, objmode, typeof, types
 from numba.core.registry import CPUDispatcher
 
 from ._base import CostSource, check_shape
-from .rows import cost_forms, fill_rows
+from .rows import cost_forms, fill_rows, matrix_state, user_element_state
 
 
 @njit(nogil=True, inline="always")
@@ -49,28 +52,16 @@ def _scalar_type(zero) -> types.Type:
     return types.unliteral(typeof(zero))
 
 
-def _entry_function_types(state):
-    """(int64, int64) -> cost dtype, as a first-class function; ``zero`` types the dtype."""
-    ty = _scalar_type(state.zero)
-    return [types.FunctionType(ty(types.int64, types.int64)), ty]
-
-
 def _row_function_types(state):
     """(int64, cost row) -> None, as a first-class function; ``zero`` types the dtype."""
     ty = _scalar_type(state.zero)
     return [types.FunctionType(types.none(types.int64, types.Array(ty, 1, "C"))), ty]
 
 
-@cost_forms(entry=_jit_element_at, field_types=_entry_function_types)
-class _FirstClassElementState(NamedTuple):
-    fn: Any      # the user's dispatcher, typed as a first-class function
-    zero: Any    # a scalar of the source's dtype: the function's return type
-
-
 @cost_forms(row=_jit_row_fill, field_types=_row_function_types)
 class _FirstClassRowState(NamedTuple):
-    fn: Any
-    zero: Any
+    fn: Any      # the user's dispatcher, typed as a first-class function
+    zero: Any    # a scalar of the source's dtype
 
 
 # Python callables are looked up by key from object mode (a NamedTuple cannot hold a PyObject).
@@ -117,8 +108,9 @@ class FunctionSource(CostSource):
         if isinstance(self.fn, CPUDispatcher):
             if self.specialize:
                 return (_JitElementState if self.kind == "element" else _JitRowState)(self.fn)
-            cls = _FirstClassElementState if self.kind == "element" else _FirstClassRowState
-            return cls(self.fn, self.dtype.type(0))
+            if self.kind == "element":  # the kernels of the built-in classes of its dtype
+                return user_element_state(self.fn, self.dtype)
+            return _FirstClassRowState(self.fn, self.dtype.type(0))
         if self._key is None:
             self._key = next(_KEYS)
             _PY_FUNCS[self._key] = self._python_row
@@ -230,8 +222,8 @@ class OnDisk(CostSource):
         self.dtype = self.matrix.dtype
 
     def state(self):
-        # a plain ndarray over the mapped buffer: the solver takes row views, pages load lazily
-        return np.asarray(self.matrix)
+        # the mapped buffer, not copied: the solver takes row views, pages load lazily
+        return matrix_state(np.asarray(self.matrix))
 
     def transpose(self):
         raise ValueError("OnDisk: a matrix with more rows than columns cannot be streamed "

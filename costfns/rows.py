@@ -33,6 +33,11 @@ copy, a cache, a Python callback); every form of a source must give bit-identica
 source: it has random access exactly when ``inner`` has. A class is registered once, before its
 first use.
 
+A registered class is compiled into the kernels as its own type. The built-in classes instead
+reach them type-erased (:func:`erased`): their data in a fixed layout and their forms behind two
+compiled trampolines called through function pointers, so that one set of kernels per cost dtype
+serves every one of them, and every row cache or negation around them.
+
 Numba's disk cache files a compiled kernel under the kernel's own source file and its argument
 types, so the Numba type of a registered state carries a fingerprint of its forms' source files
 (``_fingerprint``): a kernel cached for the old forms is not loaded after a form, a function it
@@ -46,10 +51,13 @@ from collections.abc import Callable
 from types import CodeType, FunctionType
 from typing import Any, NamedTuple
 
-from numba import njit, types
+import numpy as np
+from numba import njit, typeof, types
 from numba.core.datamodel import models
 from numba.core.errors import TypingError
 from numba.extending import overload, register_model, typeof_impl
+
+from . import _numba_cache  # noqa: F401  (obsolete cache indexes read as misses)
 
 
 class CostForms(NamedTuple):
@@ -356,3 +364,166 @@ def fill_rows(state, start, out):
         row = get_row(state, start + k, out[k])
         for j in range(out.shape[1]):  # a no-op when the source filled out[k] itself
             out[k, j] = row[j]
+
+
+# ---- type-erased states: one compiled kernel for every built-in class of a dtype ----------------
+#
+# The kernels are compiled per Numba type of the source state, and a class's state type is its
+# own: each class (and each wrapper around it: a row cache, a negation) cost the solver's kernels
+# a compile of their own (about 15 s per class for the estimate and the passes). A class that
+# packs its data into the fixed layout (``a``, ``b``: 2-D float64 arrays, ``k``: int64 scalars)
+# and gives two compiled trampolines of fixed signatures, its entry and its row slice, reaches
+# the kernels as an :class:`ErasedState`: a state type that depends only on the cost dtype. The
+# kernels call the trampolines through function pointers, once per row slice (the formula's loop
+# is compiled inside the trampoline, as before) and once per entry read without its row.
+# A matrix (``costfns.Dense``, ``costfns.OnDisk``) reaches the same kernels as an erased state
+# whose field ``m`` holds it (2-D, of the cost dtype; empty for a class): entries and row slices
+# are then read from ``m`` directly (slices as views), and the trampolines are never called. A
+# user's jitted element function fn(i, j) does too, in the field ``user`` (``calls_user``).
+
+_F2 = types.Array(types.float64, 2, "C")
+_K = types.Array(types.int64, 1, "C")
+
+
+def erased_signatures(dtype) -> tuple:
+    """(entry, part) signatures of the trampolines for cost ``dtype``: ``entry(a, b, k, i, j)``
+    returns entry (i, j); ``part(a, b, k, i, lo, hi, buf)`` writes columns ``lo … hi-1`` of
+    row ``i`` into ``buf[lo:hi]``. A trampoline calls only forms of its own file: Numba's disk
+    cache keys it on that file alone."""
+    ty = types.unliteral(typeof(np.dtype(dtype).type(0)))
+    buf = types.Array(ty, 1, "C")
+    return (ty(_F2, _F2, _K, types.int64, types.int64),
+            types.none(_F2, _F2, _K, types.int64, types.int64, types.int64, buf))
+
+
+def user_entry_signature(dtype):
+    """``fn(i, j) -> cost`` of a user's jitted element function for cost ``dtype``."""
+    ty = types.unliteral(typeof(np.dtype(dtype).type(0)))
+    return ty(types.int64, types.int64)
+
+
+def _erased_field_types(state):
+    entry, part = erased_signatures(state.zero.dtype)
+    ty = entry.return_type
+    return [types.FunctionType(entry), types.FunctionType(part), _F2, _F2, _K,
+            types.Array(ty, 2, "C"), types.FunctionType(user_entry_signature(state.zero.dtype)),
+            ty, types.boolean, types.boolean]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _erased_at(s, i, j):
+    if s.m.shape[0] > 0:
+        x = s.m[i, j]
+    elif s.calls_user:
+        x = s.user(i, j)
+    else:
+        x = s.entry(s.a, s.b, s.k, i, j)
+    return -x if s.negate else x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _erased_part(s, i, lo, hi, buf):
+    if s.m.shape[0] > 0:
+        if not s.negate:
+            return s.m[i, lo:hi]  # a view: a row cache copies it once
+        row = s.m[i, lo:hi]
+        out = buf[lo:hi]
+        for t in range(hi - lo):  # indices from 0: no wraparound test, the loop vectorises
+            out[t] = -row[t]
+        return out
+    out = buf[lo:hi]
+    if s.calls_user:
+        if lo >= 0:  # as in the slice derived from a registered entry form
+            for t in range(hi - lo):
+                out[t] = s.user(i, lo + t)
+    else:
+        s.part(s.a, s.b, s.k, i, lo, hi, buf)
+    if s.negate:
+        for t in range(hi - lo):
+            out[t] = -out[t]
+    return out
+
+
+@cost_forms(entry=_erased_at, part=_erased_part, field_types=_erased_field_types)
+class ErasedState(NamedTuple):
+    """A built-in class's state behind its trampolines (see :func:`erased`)."""
+
+    entry: Any   # the class's entry trampoline, typed as a first-class function
+    part: Any    # its row-slice trampoline
+    a: Any       # 2-D float64 data (points, factors, weights), C-contiguous
+    b: Any       # 2-D float64 data
+    k: Any       # int64 scalars (keys as their bits)
+    m: Any       # 2-D matrix of the cost dtype, C-contiguous: the costs themselves; (0, 0) else
+    user: Any    # a user's jitted element function fn(i, j), typed as a first-class function
+    zero: Any    # a scalar of the cost dtype
+    negate: bool = False  # the costs negated (a maximisation), in the same compiled type
+    calls_user: bool = False  # the costs are user(i, j)
+
+
+_NO_DATA = np.zeros((0, 0))
+_NO_KEYS = np.zeros(0, np.int64)
+
+
+def erased(entry, part, dtype, a=None, b=None, k=()) -> ErasedState:
+    """The :class:`ErasedState` of a class whose trampolines ``entry`` and ``part`` (jitted,
+    with the signatures of :func:`erased_signatures`) rebuild its own state from ``a``, ``b``
+    and ``k`` and call its forms, so that the values are those of its own state bit for bit."""
+    def f2(x):
+        return _NO_DATA if x is None else np.ascontiguousarray(x, dtype=np.float64)
+    dt = np.dtype(dtype)
+    return ErasedState(entry, part, f2(a), f2(b), np.ascontiguousarray(k, dtype=np.int64),
+                       np.zeros((0, 0), dt), _placeholders(dt)[2], dt.type(0))
+
+
+def _zero_entry(a, b, k, i, j):  # pragma: no cover - never called (a placeholder)
+    return 0
+
+
+def _zero_user(i, j):  # pragma: no cover - never called (a placeholder)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _no_part(a, b, k, i, lo, hi, buf):  # pragma: no cover - never called (a placeholder)
+    pass
+
+
+_PLACEHOLDERS: dict = {}  # dtype -> (entry, part, user) placeholders
+
+
+def _placeholders(dtype) -> tuple:
+    """Placeholders, typed for cost ``dtype``, of the function fields an erased state does not
+    call: the trampolines of a matrix or a user function, the user function of a class. The
+    entry forms' arguments do not name the dtype, so each dtype has dispatchers of its own
+    (compiled in milliseconds, returning 0 cast to the dtype)."""
+    dt = np.dtype(dtype)
+    found = _PLACEHOLDERS.get(dt)
+    if found is None:
+        entry_sig, part_sig = erased_signatures(dt)
+        _no_part.compile(part_sig)
+        found = _PLACEHOLDERS[dt] = (njit(entry_sig, nogil=True)(_zero_entry), _no_part,
+                                     njit(user_entry_signature(dt), nogil=True)(_zero_user))
+    return found
+
+
+def matrix_state(matrix) -> ErasedState:
+    """The :class:`ErasedState` of a 2-D C-contiguous matrix (any dtype the kernels take;
+    read-only and memory-mapped arrays too, not copied): the kernels compiled for the built-in
+    classes of its dtype serve it, negated or not. (A matrix without rows leaves ``m`` empty,
+    which is right: there is no entry to read.)"""
+    if matrix.ndim != 2 or not matrix.flags.c_contiguous:
+        raise ValueError(f"matrix_state: expected a C-contiguous 2-D matrix, got "
+                         f"{matrix.ndim} dimensions, C-contiguous {matrix.flags.c_contiguous}")
+    entry, part, user = _placeholders(matrix.dtype)
+    return ErasedState(entry, part, _NO_DATA, _NO_DATA, _NO_KEYS, matrix, user,
+                       matrix.dtype.type(0))
+
+
+def user_element_state(fn, dtype) -> ErasedState:
+    """The :class:`ErasedState` of a user's jitted element function ``fn(i, j)`` of cost
+    ``dtype``, called through a function pointer: the kernels of the built-in classes of that
+    dtype serve it (compiled once, whatever the function), negated or not."""
+    dt = np.dtype(dtype)
+    entry, part, _ = _placeholders(dt)
+    return ErasedState(entry, part, _NO_DATA, _NO_DATA, _NO_KEYS, np.zeros((0, 0), dt), fn,
+                       dt.type(0), calls_user=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 from numba import njit
 
 from costfns.rows import cost_at, cost_forms, get_row, get_row_part
 
-from ._validate import check_int_range
+from ._validate import check_int_range, int_cost_limit
 from .cache import out_of_range
 
 DEFAULT_MEMORY = "2GiB"
@@ -51,9 +52,24 @@ def raise_pending(source) -> None:
         pending()
 
 
-def raise_out_of_range(source, caches, shape) -> None:
-    """An integer row beyond the range rule, seen by a row cache: the array path's error."""
+def int_row_limit(shape, dtype, maximize: bool) -> int:
+    """The largest |cost| a row cache lets through for integer costs of ``dtype``: the range
+    rule, and for a maximised int32 source also 2**31 - 1 (the negation of -2**31 does not fit
+    the int32 rows: it would wrap to itself)."""
+    limit = int_cost_limit(shape)
+    if maximize and np.dtype(dtype) == np.int32:
+        limit = min(limit, 2**31 - 1)
+    return limit
+
+
+def raise_out_of_range(source, caches, shape, maximize: bool = False) -> None:
+    """An integer row beyond the range rule, seen by a row cache: the array path's error (and
+    for a maximised int32 source holding -2**31, which int32 cannot negate, an error that
+    says so)."""
     i = out_of_range(caches)
     if i >= 0:
         row = source.row(i)
+        if maximize and row.dtype == np.int32 and row.min() == np.iinfo(np.int32).min:
+            raise ValueError(f"maximize=True: row {i} of this int32 cost source holds -2**31, "
+                             "whose negation int32 cannot hold; pass the costs as int64")
         check_int_range(row.min(), row.max(), shape)

@@ -111,7 +111,7 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
     if isinstance(costs, np.ndarray) and costs.ndim == 3 or (
             not isinstance(costs, (list, tuple)) and np.ndim(costs) == 3):
         stack = _as_stack(np.asarray(costs), 0)
-        out = _solve_stack(stack, maximize, nthreads, np.arange(stack.shape[0]))
+        out = _solve_stack(stack, maximize, nthreads, np.arange(stack.shape[0]), threads)
         out.stats["time_total_s"] = time.perf_counter() - t_start
         return out
     if not isinstance(costs, (list, tuple)):
@@ -129,7 +129,8 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
     rows = np.zeros(n, np.int64)
     for idx in groups.values():
         idx = np.asarray(idx)
-        part = _solve_stack(np.stack([mats[k] for k in idx]), maximize, nthreads, idx)
+        part = _solve_stack(np.stack([mats[k] for k in idx]), maximize, nthreads, idx,
+                            threads)
         for t, k in enumerate(idx):
             row_ind[k], col_ind[k] = part.row_ind[t], part.col_ind[t]
             u[k], v[k] = part.u[t], part.v[t]
@@ -189,8 +190,12 @@ def _canonical(stack: np.ndarray, maximize: bool):
     return np.ascontiguousarray(stack), transposed, integral
 
 
-def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index) -> BatchSolution:
-    """Solve a (B, n1, n2) stack; ``index``: each problem's index in the caller's batch."""
+def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
+                 threads: int | None) -> BatchSolution:
+    """Solve a (B, n1, n2) stack on ``nthreads``; ``index``: each problem's index in the caller's
+    batch. A problem left to the ε path is solved on the caller's ``threads``: ``None`` lets
+    :func:`epslap.solve` choose (one thread below its size rule, fewer on a loaded machine)
+    instead of lock-stepping as many threads as the batch shares its problems over."""
     c, transposed, integral = _canonical(stack, maximize)
     b, n1, n2 = c.shape
     work = np.int64 if integral else np.float64
@@ -208,9 +213,11 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index) -> Bat
             status[:] = jv.NEEDS_EPSILON
     for k in np.flatnonzero(status != STATUS_OK).tolist():  # errors name the first bad
         if status[k] == jv.NEEDS_EPSILON:                   # problem; rare leftovers: ε path
-            from ._api import solve
+            from .cpu.api import solve_cpu  # what solve runs, without another small try
             try:
-                sol = solve(c[k], threads=nthreads)
+                sol = solve_cpu(c[k], maximize=False, epsilon=True, memory=None, cache="auto",
+                                threads=threads, progress=False, t_start=time.perf_counter(),
+                                small_tried=True)
             except (ValueError, ArithmeticError) as exc:
                 raise type(exc)(f"problem {int(index[k])}: {exc}") from None
             x[k], v[k], u[k] = sol.col_ind, sol.v, sol.u  # canonical: n1 <= n2, minimised

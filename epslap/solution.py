@@ -80,18 +80,18 @@ def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize
                         transposed)
 
 
-def orient_duals(row_to_col: np.ndarray, u: np.ndarray, v: np.ndarray, total, maximize: bool,
-                 transposed: bool) -> tuple:
+def orient_duals(row_to_col, u, v, total, maximize: bool, transposed: bool, xp=np) -> tuple:
     """The canonical result with its duals (v shifted, u from the shifted v) in the caller's
-    sign and orientation: ``(row_ind, col_ind, u, v, total)``, row_ind sorted."""
+    sign and orientation: ``(row_ind, col_ind, u, v, total)``, row_ind sorted. ``xp`` is the
+    arrays' module: NumPy, or CuPy for the GPU batch's device arrays."""
     if maximize:
         u, v, total = -u, -v, -total
-    rows = np.broadcast_to(np.arange(row_to_col.shape[-1], dtype=np.int64),
+    rows = xp.broadcast_to(xp.arange(row_to_col.shape[-1], dtype=np.int64),
                            row_to_col.shape).copy()
     if transposed:
-        order = np.argsort(row_to_col, axis=-1, kind="stable")
-        return (np.take_along_axis(row_to_col, order, axis=-1),
-                np.take_along_axis(rows, order, axis=-1), v, u, total)
+        order = xp.argsort(row_to_col, axis=-1, kind="stable")
+        return (xp.take_along_axis(row_to_col, order, axis=-1),
+                xp.take_along_axis(rows, order, axis=-1), v, u, total)
     return rows, row_to_col, u, v, total
 
 

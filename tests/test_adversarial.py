@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import costfns
 import epslap
+from conftest import scipy_optimum
 from epslap import verify
 
 # ---- 1. verify: exact for integers, a tolerance per entry for floats, indices checked ----------
@@ -205,9 +206,13 @@ def test_streamed_integer_rows_are_checked_as_they_arrive():
     src = costfns.from_function(cost, (n, n), dtype=np.int64)
     with pytest.raises(ValueError, match="could overflow int64"):
         epslap.solve(src, memory=n * 8 * 4)  # 4 rows: streamed through a row cache
-    fine = costfns.from_function(lambda i, j: (i * j) % 17, (n, n), dtype=np.int64)
-    sol = epslap.solve(fine, memory=n * 8 * 4)
-    assert sol.cost == epslap.solve(fine.dense()).cost
+    fine = np.fromfunction(lambda i, j: (i * j) % 17, (n, n), dtype=np.int64)
+    with pytest.raises(ValueError, match="could overflow int64"):
+        huge = fine.copy()
+        huge[n - 1, 3] = 2**61
+        epslap.solve(costfns.Dense(huge), memory=n * 8 * 4)
+    sol = epslap.solve(costfns.Dense(fine), memory=n * 8 * 4)
+    assert sol.cost == epslap.solve(fine).cost
 
 
 def test_on_disk_table_is_read_not_left_uninitialised(tmp_path):
@@ -423,3 +428,17 @@ def test_fsum_gap_is_exact_for_the_solvers_duals():
     if sol.stats.get("method") != "jv":  # the ε path's virtual rows lower every price: polished
         assert sol.stats["polish_rows"] >= 300
     assert math.isclose(rep["primal"], float(sol.cost), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("how", ["dense", "function"])
+def test_maximised_int32_source_refuses_what_int32_cannot_negate(how):
+    """-2**31 maximised through a row cache would wrap to itself when negated in the int32 rows
+    (a wrong optimum, silently): a clear error instead; the array path widens and solves."""
+    m = np.random.default_rng(3).integers(0, 100, (40, 40)).astype(np.int32)
+    m[5, 5] = np.iinfo(np.int32).min
+    src = costfns.Dense(m) if how == "dense" else costfns.from_function(
+        lambda i: m[i], m.shape, dtype=np.int32, kind="row")
+    with pytest.raises(ValueError, match="int32 cannot hold"):
+        epslap.solve(src, maximize=True, memory=40 * 4 * 4)
+    assert epslap.solve(m, maximize=True).cost == scipy_optimum(m, maximize=True)
+    assert epslap.solve(src, memory=40 * 4 * 4).cost == scipy_optimum(m)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import costfns
 import epslap
 from conftest import batch_certified, batch_scipy_costs
 from epslap.cpu import jv
@@ -74,12 +75,30 @@ def test_a_bad_problem_is_named_by_its_index():
         epslap.solve_batch(c, backend="hungarian-gpu")
 
 
-def test_large_members_take_the_epsilon_path():
+def test_large_members_take_the_epsilon_path(monkeypatch):
+    """Members too large for the small path are solved as ``solve`` would, with the caller's
+    ``threads`` (None: solve's own rule, one thread at this size), not with the batch's thread
+    count (lock-step threads on a busy machine stall each other)."""
+    import epslap.cpu.api as api
+    asked = []
+    solve = api.solve_cpu
+    monkeypatch.setattr(api, "solve_cpu",
+                        lambda c, **kw: asked.append(kw["threads"]) or solve(c, **kw))
     n = jv.MAX_SQUARE + 8
     c = np.random.default_rng(2).random((2, n, n))
     sol = epslap.solve_batch(c)
     np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12)
     _certified(c, sol)
+    assert asked == [None, None] and sol.stats["threads"] > 1
+    tries = []
+    small = jv.small_solution
+    monkeypatch.setattr(jv, "small_solution", lambda *a: tries.append(1) or small(*a))
+    pair = np.stack([costfns.Disjoint(600, seed=1).dense()] * 2)
+    handed = epslap.solve_batch(pair)  # long paths: the batch's small path hands them back
+    assert asked[-2:] == [None, None] and tries == []  # and they are not tried there again
+    np.testing.assert_allclose(handed.cost, _scipy_costs(pair), rtol=1e-12)
+    epslap.solve_batch(c[:1], threads=3)
+    assert asked[-1] == 3
 
 
 def test_empty_batches_and_problems():

@@ -15,6 +15,7 @@ import pytest
 from numba.core.errors import TypingError
 
 import costfns
+import epslap
 from costfns.functions import _JitRowState, _PyState
 from costfns.rows import (cost_at, cost_forms, forms_of, get_row, get_row_part, has_part_form,
                           random_access)
@@ -43,6 +44,7 @@ def _sources():
         "sanity": costfns.Sanity(37, seed=4),
         "low_rank": costfns.LowRank(37, 3, seed=4),
         "sq_euclidean": costfns.SqEuclidean(rng.random((23, 5)), rng.random((41, 5))),
+        "euclidean": costfns.Euclidean(rng.random((23, 3)), rng.random((41, 3))),
         "jit_element": costfns.from_function(_elem, (23, 41)),
         "dense_f64": costfns.Dense(rng.random((23, 41))),
         "dense_i32": costfns.Dense(rng.integers(-50, 50, (23, 41)).astype(np.int32)),
@@ -55,7 +57,7 @@ SOURCES = _sources()
 ROW_ONLY = {"jit_row", "python_row"}  # sources without an entry form
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _rows(state, out):
     buf = np.empty(out.shape[1], out.dtype)
     for i in range(out.shape[0]):
@@ -64,7 +66,7 @@ def _rows(state, out):
             out[i, j] = row[j]
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _parts(state, out, lo, hi):
     """Columns [lo, hi) of every row through ``get_row_part``, the rest of ``out`` untouched."""
     buf = np.empty(out.shape[1], out.dtype)
@@ -74,14 +76,14 @@ def _parts(state, out, lo, hi):
             out[i, lo + t] = part[t]
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _entries(state, out):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
             out[i, j] = cost_at(state, i, j)
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _random_access(state):
     return random_access(state)
 
@@ -110,6 +112,89 @@ def test_rows_slices_and_entries_agree_with_dense(name):
         entries = np.empty_like(dense)
         _entries(state, entries)
         np.testing.assert_array_equal(_bits(entries), _bits(dense))
+
+
+#: the classes that reach the kernels type-erased (``costfns.rows.erased``)
+ERASED = ["random", "random_int", "geometric", "disjoint", "sanity", "low_rank", "sq_euclidean",
+          "euclidean"]
+
+
+@pytest.mark.parametrize("name", ERASED)
+def test_erased_states_give_the_values_of_their_own_state(name):
+    """Through the trampolines, every row, row slice and entry is bit for bit what the class's
+    own state gives (compiled for it alone)."""
+    src = SOURCES[name]
+    own, erased = src.specialized_state(), src.state()
+    assert type(erased).__name__ == "ErasedState"
+    for fill in (_rows, _entries):
+        want, got = np.empty(src.shape, src.dtype), np.empty(src.shape, src.dtype)
+        fill(own, want)
+        fill(erased, got)
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+    want, got = np.zeros(src.shape, src.dtype), np.zeros(src.shape, src.dtype)
+    _parts(own, want, 3, 17)
+    _parts(erased, got, 3, 17)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def test_erased_integer_class_keeps_keys_and_spans_of_64_bits():
+    """A span of 2**63 and more passes the fixed layout's int64 scalars as its bits: the rows
+    are the class's own, and the solve refuses them by the range rule, not by an overflow."""
+    src = costfns.RandomInt(6, 2**63 - 1, seed=5)
+    want = np.empty(src.shape, src.dtype)
+    _rows(src.specialized_state(), want)
+    np.testing.assert_array_equal(src.dense(), want)
+    with pytest.raises(ValueError, match="overflow int64"):
+        epslap.solve(src)
+
+
+@pytest.mark.parametrize("name", ["random", "random_int", "low_rank", "dense_i32"])
+def test_erased_state_negates_in_the_same_compiled_type(name):
+    """A maximisation negates inside the erased state: its rows, slices and entries are the
+    negated costs, and its Numba type (so every kernel compiled for it) is the same."""
+    src = SOURCES[name]
+    plain = src.state()
+    neg = plain._replace(negate=True)
+    assert numba.typeof(neg) == numba.typeof(plain)
+    dense = src.dense()
+    got = np.empty_like(dense)
+    _rows(neg, got)
+    np.testing.assert_array_equal(got, -dense)
+    _entries(neg, got)
+    np.testing.assert_array_equal(got, -dense)
+    parts = np.zeros_like(dense)
+    _parts(neg, parts, 3, 17)
+    np.testing.assert_array_equal(parts[:, 3:17], -dense[:, 3:17])
+
+
+def test_built_in_classes_share_one_kernel_type_per_dtype():
+    """Every float64 class gives a state of one Numba type (and the integer class one of
+    another): the kernels compiled for one class serve them all, and every wrapper of them."""
+    floats = {numba.typeof(SOURCES[k].state()) for k in ERASED if k != "random_int"}
+    assert len(floats) == 1
+    assert numba.typeof(SOURCES["random_int"].state()) not in floats
+    own = {numba.typeof(SOURCES[k].specialized_state()) for k in ERASED}
+    assert len(own) == len(ERASED) - 2  # geometric, disjoint and sq_euclidean: SqEuclidean
+
+
+def test_matrices_and_element_functions_reach_the_kernels_of_the_classes(tmp_path):
+    """A matrix in memory or on disk, and a user's jitted element function, are erased states of
+    their dtype: float64 ones have the classes' type (their kernels serve them), negated or not;
+    the mapped file is not copied."""
+    c = np.random.default_rng(3).random((7, 9))
+    np.save(tmp_path / "c.npy", c)
+    on_disk = costfns.OnDisk(tmp_path / "c.npy")
+    dense, mapped = costfns.Dense(c).state(), on_disk.state()
+    kernel_type = numba.typeof(SOURCES["geometric"].state())
+    for state in (dense, mapped, dense._replace(negate=True), SOURCES["jit_element"].state()):
+        assert numba.typeof(state) == kernel_type
+    assert np.shares_memory(mapped.m, on_disk.matrix) and not mapped.m.flags.writeable
+    got = np.empty_like(c)
+    _rows(mapped, got)
+    np.testing.assert_array_equal(got, c)
+    i32 = costfns.Dense((c * 100).astype(np.int32)).state()
+    assert numba.typeof(i32) == numba.typeof(costfns.Dense(np.ones((2, 3), np.int32)).state())
+    assert numba.typeof(i32) != kernel_type
 
 
 @pytest.mark.parametrize("name", ["sanity", "sq_euclidean", "jit_element", "jit_row"])

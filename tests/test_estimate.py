@@ -10,6 +10,7 @@ import epslap
 from conftest import assert_optimal, cpu_path
 from epslap._estimate_driver import needs_cde
 from epslap._status import STATUS_CERTIFIED, STATUS_OK
+from epslap.cache import make_cache
 from epslap._sync import new_sync
 from epslap.cpu import passes as ker
 from epslap.cpu import estimate as est
@@ -168,7 +169,8 @@ def test_dense_and_on_demand_estimates_agree():
         v = np.zeros(n)
         perm = np.zeros(n, np.int64)
         pick = np.zeros(n, np.int64)
-        status, eu, el = est.estimate(src.state(), [np.empty(n)], n, n, v, perm, False, pick)
+        cached = make_cache(src.state(), n, n, n, "lfu", np.float64)  # as the solver streams
+        status, eu, el = est.estimate(cached, [np.empty(n)], n, n, v, perm, False, pick)
         assert (status, eu, el) == dense[:3]
         np.testing.assert_array_equal(v, dense[3])
         np.testing.assert_array_equal(perm, dense[4])

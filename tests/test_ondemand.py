@@ -196,7 +196,7 @@ class _ModelSLRU:
         return False
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _replay(state, seq, out):
     for t in range(seq.shape[0]):
         before = state.policy.hits[0]
@@ -256,7 +256,7 @@ def test_device_cache_protocol_matches_reference_model(cap, policy, seq):
     assert set(slot_row[slot_row >= 0].tolist()) == held
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _part_copy(state, i, lo, hi, buf):
     return get_row_part(state, i, lo, hi, buf).copy()
 
@@ -271,12 +271,12 @@ def test_row_parts_equal_the_dense_matrix(name):
         np.testing.assert_array_equal(_part_copy(src.state(), i, lo, hi, buf), dense[i, lo:hi])
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _random_access(state):
     return random_access(state)
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _entries(state, out):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -303,3 +303,11 @@ def test_sources_without_entries_keep_tracking():
     f = costfns.from_function(lambda i, j: float(i + j), (5, 5))
     assert not _random_access(f.state())
     assert not _random_access(make_cache(f.state(), 5, 5, 2, "lfu", np.float64))
+
+
+def test_row_kernel_checks_its_shape():
+    """Checked when built (no GPU needed: the kernel is not launched here)."""
+    for shape in [(-1, 5), (3.0, 4), (3,)]:
+        with pytest.raises(ValueError, match="shape must be"):
+            costfns.RowKernel(lambda *args: None, shape)
+    assert costfns.RowKernel(lambda *args: None, (3, 4)).shape == (3, 4)

@@ -104,3 +104,27 @@ def test_few_rows_do_not_cost_the_square():
     r0, r1 = np.argmin(c[0]), np.argmin(c[1])
     if r0 != r1:
         assert sol.cost == pytest.approx(c[0, r0] + c[1, r1])
+
+
+@pytest.mark.parametrize("route", ["rectangular source", "plain", "warm start"])
+def test_rows_are_validated_where_the_estimate_does_not_run(route):
+    """The solves that start from given prices (v = 0, or a hint) only validate the rows
+    (``epslap.cpu.estimate.validate``): NaN or -inf is a ValueError before a row without a finite
+    cost is an InfeasibleError, as scipy, on every route."""
+    shape = (4, 300) if route == "rectangular source" else (30, 30)
+    for bad, err in [(np.nan, ValueError), (-np.inf, ValueError), ("row", epslap.InfeasibleError)]:
+        c = np.random.default_rng(1).random(shape)
+        if bad == "row":
+            c[2] = np.inf
+        else:
+            c[1, 7] = bad
+            c[2] = np.inf  # an infeasible row too: the invalid entry is reported first
+        with pytest.raises(err) as info:
+            if route == "rectangular source":
+                epslap.solve(costfns.Dense(c), memory=8 * shape[1])
+            elif route == "plain":
+                epslap.solve(c, epsilon=False)
+            else:
+                epslap.solve(costfns.Dense(c), init=np.zeros(shape[1]), memory=8 * shape[1] * 4)
+        if err is ValueError:
+            assert "NaN or -inf" in str(info.value)

@@ -176,6 +176,37 @@ def test_linear_sum_assignment_matches_solve():
     assert epslap.solve(f).cost == pytest.approx(_reference(f), rel=1e-12)
 
 
+def test_linear_sum_assignment_edge_inputs():
+    """The drop-in's own small path (no duals copied out) against scipy on the inputs it must
+    hand on or convert: other layouts, read-only, truthy maximize flags, empty and wrong shapes,
+    and the errors."""
+    rng = np.random.default_rng(9)
+    c = rng.random((6, 8))
+    for m in (np.asfortranarray(c), c[:, ::2], c.T, c.astype(np.float16)):
+        assert epslap.linear_sum_assignment(m)[1].tolist() == \
+            linear_sum_assignment(m)[1].tolist()
+    ro = c.copy()
+    ro.flags.writeable = False
+    assert epslap.linear_sum_assignment(ro)[1].tolist() == linear_sum_assignment(ro)[1].tolist()
+    i32 = (c * 100).astype(np.int32)
+    for flag in (np.bool_(True), 1, True):
+        assert epslap.linear_sum_assignment(i32, flag)[1].tolist() == \
+            linear_sum_assignment(i32, maximize=True)[1].tolist()
+    for empty in (np.zeros((0, 3)), np.zeros((3, 0))):
+        r, k = epslap.linear_sum_assignment(empty)
+        assert r.size == k.size == 0
+    with pytest.raises(ValueError):
+        epslap.linear_sum_assignment(np.zeros((2, 2, 2)))
+    bad = np.ones((4, 4))
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        epslap.linear_sum_assignment(bad)
+    bad[1, 2] = 1.0
+    bad[0, :] = np.inf
+    with pytest.raises(ValueError, match="infeasible"):
+        epslap.linear_sum_assignment(bad)
+
+
 def test_epsilon_false_and_large_square_keep_the_epsilon_path():
     rng = np.random.default_rng(2)
     assert epslap.solve(rng.random((20, 20)), epsilon=False).stats.get("method") != "jv"

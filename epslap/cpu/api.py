@@ -7,9 +7,10 @@ import numpy as np
 
 from costfns import CostSource
 from costfns.functions import FunctionSource
-from costfns.rows import has_part_form
+from costfns.rows import ErasedState, has_part_form
 
-from .._sources import DEFAULT_MEMORY, NegatedState, raise_out_of_range, raise_pending
+from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, raise_out_of_range,
+                        raise_pending)
 from .._validate import as_matrix, canonical_dense, int_cost_limit
 from ..cache import join_caches, make_cache, parse_memory, serve_rows
 from ..checkpoint import canonical_hint
@@ -37,12 +38,14 @@ def _hit_rate_text(state):
 
 
 def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, threads,
-              progress: bool, t_start: float, init=None, checkpoint=None) -> Solution:
+              progress: bool, t_start: float, init=None, checkpoint=None,
+              small_tried: bool = False) -> Solution:
     """Solve ``cost`` (a matrix or a ``costfns.CostSource``) on the CPU. A small matrix takes
     the small path in one compiled call (``jv.small_solution``: a tiny problem's time is mostly
     this call's overhead); what that path cannot certify, and larger matrices, the ε-passes.
     ``init`` (a warm start) and ``checkpoint`` (``epslap.checkpoint.Checkpointing``) go to the
-    ε-passes, whatever the size."""
+    ε-passes, whatever the size. ``small_tried``: the caller ran the small path on this matrix
+    already and it handed the problem over (a second try would repeat its work)."""
     if type(cost) is not np.ndarray and isinstance(cost, CostSource):
         return _solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                              threads=threads, progress=progress, t_start=t_start, init=init,
@@ -50,7 +53,7 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
     arr = cost if type(cost) is np.ndarray and cost.ndim == 2 else as_matrix(cost)
     # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes,
     # except for a rectangular matrix with many spare columns, which the passes would pad
-    if epsilon and checkpoint is None and jv.takes(*arr.shape, threads):
+    if not small_tried and epsilon and checkpoint is None and jv.takes(*arr.shape, threads):
         sol = jv.small_solution(arr, maximize, t_start)
         if sol is not None:
             if progress:  # one call, too short for phases: say what ran
@@ -100,6 +103,11 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
     cache_info: dict = {}
     table = n1 * row_bytes <= budget
     raw = None if table else source.state()
+    # a maximisation of a built-in class negates inside its erased state (the kernels compiled
+    # for it serve both); any other source gets the negation's wrapper around its caches
+    negate_inside = maximize and isinstance(raw, ErasedState)
+    if negate_inside:
+        raw = raw._replace(negate=True)
     if threads is None and raw is not None and (not has_part_form(type(raw))
                                                 or isinstance(source, FunctionSource)):
         # no partial rows: every thread would compute whole rows (no gain); a user's function
@@ -122,7 +130,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
             raise ValueError(f"memory budget of {budget} bytes is smaller than one cost row "
                              f"({row_bytes} bytes for {n2} columns of {dtype}); raise memory")
         policy = cache if cache != "auto" else ("lfu" if 4 * capacity >= n1 else "slru")
-        limit = int_cost_limit((n1, n2)) if integral else 0
+        limit = int_row_limit((n1, n2), dtype, maximize) if integral else 0
         # one cache per solver thread, each of its own columns (the same rows, the same budget
         # in total): a miss is computed in parallel, every thread its part of the row
         bounds = [col_range(n2, nthreads, t) for t in range(nthreads)]
@@ -136,7 +144,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
             inner = joined
             thread_srcs = caches
         cache_info = dict(cache_policy=policy, cache_rows=int(first.slots.shape[0]))
-        if maximize:
+        if maximize and not negate_inside:
             inner = NegatedState(inner)
             if thread_srcs is not None:
                 thread_srcs = [NegatedState(c) for c in thread_srcs]
@@ -145,7 +153,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         """Errors that compiled code could only record: the user function's exception, an
         integer row beyond the range rule. Called after the estimate and at the end."""
         raise_pending(source)
-        raise_out_of_range(source, caches, (n1, n2))
+        raise_out_of_range(source, caches, (n1, n2), maximize)
 
     small = assigned = None
     served = None if joined is None else (lambda: serve_rows(joined))  # helper threads' rows

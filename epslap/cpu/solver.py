@@ -26,6 +26,7 @@ from ..certificate import prices_need_polish
 from . import passes as ker
 from .estimate import CpuStages, certificate_holds
 from .estimate import certify as cert
+from .estimate.validate import validate_rows
 
 INT_INF = np.int64(2**62)
 # threads=None uses one thread below this many columns (the measured crossovers: benchmarks/
@@ -165,7 +166,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
 
     Returns ``(v, perm, pick, eps_upper, eps_lower, certified, compile_s, seconds)``: v in the
     work dtype; ``certified`` when stage B's assignment ``pick`` is the exact pass's optimal
-    result (``epsilon`` only). ``epsilon=False``: v = 0, natural row order, ε bounds 0.
+    result (``epsilon`` only). ``epsilon=False``: only the validation of the rows
+    (``estimate.validate``); v = 0, natural row order, ε bounds 0.
     """
     work = np.int64 if integral else np.float64
     ctl = np.zeros(8, dtype=np.int64) if ctl is None else ctl
@@ -173,17 +175,21 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     v = np.zeros(n2, dtype=work)
     perm = np.arange(n1, dtype=np.int64)
     pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
-    # concurrent reads of the rows only from a matrix in memory (sources may share state)
-    bufs = [buf] + [np.empty(n2, dtype=row_dtype)
-                    for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
     stop = sync_mod.new_sync()  # the estimate's barriers: a stop request aborts them
-    stages = CpuStages(src, bufs, n1, n2, v, perm, pick, integral, stop)
     speculate = epsilon and not integral and n1 > cert.CERT_SAMPLE
-    compile_s = _compile_all(stages.kernels()
-                             + (cert.kernels(src, buf, n1, n2) if speculate else []),
-                             progress, "the estimate")
+    if epsilon:
+        # concurrent reads of the rows only from a matrix in memory (sources may share state)
+        bufs = [buf] + [np.empty(n2, dtype=row_dtype)
+                        for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
+        stages = CpuStages(src, bufs, n1, n2, v, perm, pick, integral, stop)
+        kernels = stages.kernels() + (cert.kernels(src, buf, n1, n2) if speculate else [])
+    else:  # only the validation of the rows; v = 0 and the rows in their order, as set above
+        kernels = [(validate_rows, (src, buf, np.int64(n1), stop))]
+    compile_s = _compile_all(kernels, progress, "the estimate")
 
     def run():
+        if not epsilon:
+            return validate_rows(src, buf, np.int64(n1), stop), 0.0, 0.0
         if speculate:
             vf = np.empty(n2)
             status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs), stop)
@@ -205,10 +211,6 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
         check_rows()
     raise_for_status(status, "cpu")
     certified = status == STATUS_CERTIFIED and epsilon
-    if not epsilon:  # plain SSP: start from v = 0, natural row order
-        v[:] = 0
-        perm[:] = np.arange(n1)
-        eps_upper = eps_lower = 0.0
     return (v, perm, pick, eps_upper, eps_lower, certified, compile_s,
             time.perf_counter() - t0)
 

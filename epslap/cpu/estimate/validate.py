@@ -1,0 +1,33 @@
+"""The estimate's validation of the rows alone, for solves that do not use its prices: a
+rectangular source (one exact pass from v = 0), plain successive shortest paths
+(``epsilon=False``) and a warm start (the given prices). One compiled sweep, a fraction of the
+estimate's code (whose stage A validates the same way while it gathers its statistics)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from costfns.rows import get_row
+
+from ..._status import STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
+from ..._sync import aborted
+
+
+@njit(cache=True, nogil=True)
+def validate_rows(src, buf, n1, sync):
+    """Read every row of ``src`` once: STATUS_INVALID at the first NaN or -inf, else
+    STATUS_INFEASIBLE where a row has no finite cost, else STATUS_OK (the order of stage A, and
+    scipy's). A stop request on ``sync`` ends the sweep between rows (STATUS_INTERRUPTED)."""
+    infeasible = False
+    for i in range(n1):
+        if aborted(sync):
+            return STATUS_INTERRUPTED
+        row = get_row(src, i, buf)
+        finite = False
+        for j in range(row.shape[0]):
+            x = row[j]
+            if x != x or x == -np.inf:
+                return STATUS_INVALID
+            finite |= x < np.inf
+        infeasible |= not finite
+    return STATUS_INFEASIBLE if infeasible else STATUS_OK

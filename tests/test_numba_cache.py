@@ -1,0 +1,80 @@
+"""The hardened Numba disk cache (``costfns._numba_cache``): concurrent saves of different
+signatures keep every index entry pointing at its own code, and an index that no longer
+unpickles is a miss, not an error."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import pickle
+
+import costfns  # noqa: F401  (installs the hardening)
+from numba.core import caching
+
+
+def _index(tmp_path, stamp=(1.0, 1)):
+    return caching.IndexDataCacheFile(str(tmp_path), "fn-1.py311", stamp)
+
+
+def _save_many(args):
+    path, worker = args
+    idx = caching.IndexDataCacheFile(path, "fn-1.py311", (1.0, 1))
+    for k in range(150):
+        key = f"w{worker}-k{k}"
+        idx.save(key, key)  # the data is the key itself: a load must give back its own key
+
+
+def test_concurrent_saves_keep_every_entry_with_its_own_data(tmp_path):
+    """Four processes filing 150 signatures each in one index (Numba's own saves, unlocked,
+    left 46 of the 600 entries naming another entry's data and lost 171 in this test)."""
+    with mp.get_context("spawn").Pool(4) as pool:
+        pool.map(_save_many, [(str(tmp_path), w) for w in range(4)])
+    idx = _index(tmp_path)
+    keys = [f"w{w}-k{k}" for w in range(4) for k in range(150)]
+    loaded = {key: idx.load(key) for key in keys}
+    assert all(loaded[key] == key for key in keys), "an index entry lost or naming other data"
+
+
+def test_an_index_that_does_not_unpickle_is_a_miss(tmp_path):
+    idx = _index(tmp_path)
+    with open(idx._index_path, "wb") as fh:  # an index naming a class that no longer exists
+        pickle.dump(idx._version, fh, protocol=-1)
+        fh.write(b"\x80\x04\x95\x1c\x00\x00\x00\x00\x00\x00\x00\x8c\x0fcostfns.sources"
+                 b"\x94\x8c\x0b_GoneState\x94\x93\x94.")
+    assert idx.load("anything") is None
+    idx.save("key", "data")  # and the next save rewrites it
+    assert idx.load("key") == "data"
+
+
+def test_a_file_system_without_locks_saves_unlocked(tmp_path, monkeypatch):
+    """Where flock fails (some network mounts), a save goes ahead as Numba's own would."""
+    import errno
+
+    from costfns import _numba_cache
+
+    def no_flock(fh, op):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+    monkeypatch.setattr(_numba_cache.fcntl, "flock", no_flock)
+    idx = _index(tmp_path)
+    idx.save("key", "data")
+    assert idx.load("key") == "data"
+
+
+def test_a_signature_holding_a_jitted_function_is_not_saved(tmp_path):
+    """Kernels compiled for a function itself (``specialize=True``) never match in a later
+    process; Numba saved them again in every process, each under a new data file."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "userfns.py").write_text(
+        "from numba import njit\n"
+        "@njit(cache=True)\n"
+        "def inner(x):\n    return x + 1\n"
+        "@njit(cache=True)\n"
+        "def outer(fn, x):\n    return fn(x) * 2\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", "import costfns, userfns; "
+                        "assert userfns.outer(userfns.inner, 3) == 8"], env=env, check=True)
+    saved = sorted(p.name for p in (tmp_path / "cache").rglob("*.nbc"))
+    assert any(name.startswith("userfns.inner") for name in saved), saved
+    assert not any(name.startswith("userfns.outer") for name in saved), saved
