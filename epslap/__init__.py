@@ -26,15 +26,21 @@ __all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignme
            "GPUUnavailableError", "precompile", "__version__"]
 
 
-def precompile(functions: bool = True) -> float:
+def precompile(functions: bool = True, sources: bool = True) -> float:
     """Compile (or load from Numba's disk cache) the CPU kernels; return the seconds spent.
 
     Covers matrices in memory of every dtype (float64, float32, int64, int32) on both CPU
-    paths (the small path and the ε-passes), and with ``functions`` the kernels that serve a
+    paths (the small path and the ε-passes); with ``functions`` the kernels that serve a
     user's jitted cost function (``costfns.from_function``, float64, element and row forms)
     through a row cache of either policy — the kernels are shared by every such function, so
-    later processes load them instead of compiling. Other cost sources (the built-in classes,
-    point sets, images, ``specialize=True`` functions) compile on their first solve.
+    later processes load them instead of compiling; with ``sources`` the kernels of the
+    built-in classes, point sets, matrices streamed through a cache and jitted element functions
+    (``costfns.Random``, ``Geometric``, ``SqEuclidean``, images, ``Dense``, ``OnDisk``, …; one
+    set of kernels per cost dtype serves them all: float64, int64, float32, int32) on one
+    thread, as a table and through a row cache of either policy (each class's own two small
+    trampolines compile on its first use, well under a second; a maximisation reuses the
+    same kernels). Maximisations of other sources, several threads, user-defined state classes
+    and ``specialize=True`` functions compile on their first solve.
     """
     import time
 
@@ -43,10 +49,14 @@ def precompile(functions: bool = True) -> float:
 
     import costfns
     t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
     for dtype in (np.float64, np.float32, np.int64, np.int32):
-        m = np.arange(9, dtype=dtype).reshape(3, 3)
-        solve(m)                 # the small path
-        solve(m, epsilon=False)  # the estimate and the passes
+        solve(np.arange(9, dtype=dtype).reshape(3, 3))  # the small path
+        # nearly square, beyond the small path: the estimate (with its certificate sweep for
+        # floats) and the passes; epsilon=False would only validate the rows
+        nearly_square = (rng.random((520, 530)) * 1000).astype(dtype)
+        solve(nearly_square)
+        solve(nearly_square, epsilon=False)  # the sweep that only validates the rows
     if functions:
         @njit
         def entry(i, j):
@@ -61,4 +71,11 @@ def precompile(functions: bool = True) -> float:
             src = costfns.from_function(fn, (8, 8), kind=kind)
             for cache in ("lfu", "slru"):
                 solve(src, memory=8 * 8, cache=cache, threads=1)
+    if sources:  # more rows than the certificate's sample: its sweep compiles too
+        small = rng.random((40, 40)) * 100  # matrices of the other two dtypes through a cache
+        for src in (costfns.Random(40), costfns.RandomInt(40, 20),
+                    costfns.Dense(small.astype(np.float32)), costfns.Dense(small.astype(np.int32))):
+            solve(src, threads=1)  # a table
+            for cache in ("lfu", "slru"):
+                solve(src, memory=40 * 8 * 4, cache=cache, threads=1)
     return time.perf_counter() - t0

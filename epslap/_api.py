@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._validate import check_options
+from .cpu import jv as _jv
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 
@@ -85,8 +86,13 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         threads (same results).
     progress : bool
         Draw a progress bar on stderr during the passes (CPU backend).
-    device : int
-        CUDA device for ``backend="gpu"`` and ``"hungarian-gpu"``.
+    device : int or list of int
+        CUDA device for ``backend="gpu"`` and ``"hungarian-gpu"``. With ``backend="gpu"``, a
+        list of devices (``[0, 1]``) splits one problem's ε-passes over them: each GPU scans
+        its share of the columns, and the GPUs agree on every Dijkstra step through
+        peer-to-peer memory (a cost source with a device form or a matrix; the estimate, the
+        schedule and the certificate run on the first device). A device listed twice gets two
+        partitions on it (a test of the split on one GPU).
     cost_limit : float, optional
         Let rows and columns stay unmatched, each at the price ``cost_limit / 2`` (lap's and
         lapcpp's convention): a pair is matched only where that pays, a cost below the limit
@@ -145,6 +151,23 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     TypeError
         A non-numeric array.
     """
+    if (type(cost) is np.ndarray and cost.ndim == 2 and backend == "cpu" and threads is None
+            and (maximize is False or maximize is True) and epsilon is True and memory is None
+            and cost_limit is None and init is None and checkpoint is None and resume is None
+            and progress is False and launch is None and cache.__class__ is str
+            and cache == "auto" and device.__class__ is int and device == 0):
+        # every option at its default, a matrix: what the checks below would let through to
+        # the small path, without them (a tiny problem's call is mostly the calls around it)
+        n1, n2 = cost.shape
+        if 0 < n1 <= _jv.QUICK_SIDE and 0 < n2 <= _jv.QUICK_SIDE:
+            t_start = time.perf_counter()
+            sol = _jv.small_solution(cost, maximize, t_start)
+            if sol is not None:
+                return sol
+            import epslap.cpu.api as cpu  # the ε path takes the problem over
+            return cpu.solve_cpu(cost, maximize=maximize, epsilon=True, memory=None,
+                                 cache="auto", threads=None, progress=False, t_start=t_start,
+                                 small_tried=True)
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
     limit = check_cost_limit(cost_limit, maximize)
@@ -178,17 +201,19 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory,
                              cache=cache, threads=threads, progress=progress, t_start=t_start,
                              init=init, checkpoint=carry)
+    small_tried = False
     if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and not progress:
         # a small matrix: straight to the small path's one compiled call (a tiny problem's
-        # time is mostly the calls around it); an absolute import costs a third of a relative
-        import epslap.cpu.jv as jv
-        if jv.takes(*cost.shape, threads):
-            sol = jv.small_solution(cost, maximize, t_start)
+        # time is mostly the calls around it)
+        if _jv.takes(*cost.shape, threads):
+            sol = _jv.small_solution(cost, maximize, t_start)
             if sol is not None:
                 return sol
+            small_tried = True
     import epslap.cpu.api as cpu
     return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
-                         threads=threads, progress=progress, t_start=t_start)
+                         threads=threads, progress=progress, t_start=t_start,
+                         small_tried=small_tried)
 
 
 def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):
@@ -221,12 +246,9 @@ def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.
     is ``cost_matrix[row_ind, col_ind]``.
     """
     maximize = bool(maximize)
-    if type(cost_matrix) is np.ndarray and cost_matrix.ndim == 2 and cost_matrix.size:
-        # the small path without the Solution's duals and stats (the same assignment)
-        import epslap.cpu.jv as jv
-        if jv.takes(*cost_matrix.shape, None):
-            pair = jv.small_assignment(cost_matrix, maximize)
-            if pair is not None:
-                return pair
+    if type(cost_matrix) is np.ndarray:  # the small path's assignment alone, if it takes it
+        pair = _jv.small_assignment(cost_matrix, maximize)
+        if pair is not None:
+            return pair
     sol = solve(cost_matrix, maximize=maximize)
     return sol.row_ind, sol.col_ind

@@ -189,4 +189,19 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
     if threads is not None and not _is_count(threads, 1):
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
     if not _is_count(device, 0):
-        raise ValueError(f"device must be an integer >= 0, got {device!r}")
+        if backend == "gpu" and isinstance(device, (list, tuple)):
+            device_ids(device)  # several GPUs: one problem split over them
+        else:
+            raise ValueError(f"device must be an integer >= 0 (a list of them with "
+                             f"backend='gpu'), got {device!r}")
+
+
+def device_ids(device) -> tuple[int, ...]:
+    """``device`` as a tuple of device ids (an int: one device; a list: one problem split over
+    them, ``epslap.gpu.split``), with a clear error otherwise."""
+    if _is_count(device, 0):
+        return (int(device),)
+    if isinstance(device, (list, tuple)) and device and all(_is_count(d, 0) for d in device):
+        return tuple(int(d) for d in device)
+    raise ValueError(f"device must be an integer >= 0 or a non-empty list of them, got "
+                     f"{device!r}")

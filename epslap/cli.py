@@ -75,6 +75,18 @@ def _memory(text: str) -> str:
     return text
 
 
+def _devices(text: str):
+    """GPU ids: ``0`` (one device) or ``0,1`` (one problem split over several)."""
+    try:
+        ids = [int(t) for t in text.split(",")]
+    except ValueError:
+        ids = [-1]
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"must be a GPU id or ids separated by commas "
+                                         f"(0 or 0,1), got {text!r}")
+    return ids[0] if len(ids) == 1 else ids
+
+
 def _threads_help() -> str:
     from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT
     return (f"CPU threads for the passes (default: every free core when the problem has at "
@@ -105,6 +117,9 @@ def _solve_parser(sub) -> None:
     s.add_argument("--cache", choices=["auto", "lfu", "slru"],
                    help="row cache policy when the rows do not fit --memory (default auto)")
     s.add_argument("--threads", type=_positive_int, help=_threads_help())
+    s.add_argument("--device", type=_devices, metavar="IDS",
+                   help="GPU for --backend gpu or hungarian-gpu (default 0); with --backend gpu, "
+                        "several ids (0,1) split the problem's passes over those GPUs")
     s.add_argument("--dense", action="store_true",
                    help="materialise a generated problem as a dense matrix first")
     s.add_argument("--progress", action="store_true", help="show a progress bar")
@@ -294,6 +309,11 @@ def _check_solve_options(args) -> None:
                          "the matrix through a device row cache)")
     if args.threads is not None and args.backend != "cpu":
         raise UsageError("epslap solve: --threads applies to --backend cpu")
+    if args.device is not None and args.backend == "cpu":
+        raise UsageError("epslap solve: --device applies to --backend gpu and hungarian-gpu")
+    if isinstance(args.device, list) and args.backend != "gpu":
+        raise UsageError("epslap solve: several --device ids (one problem split over GPUs) "
+                         "apply to --backend gpu")
     if not args.epsilon and args.backend == "hungarian-gpu":
         raise UsageError("epslap solve: --no-epsilon does not apply to --backend hungarian-gpu")
 
@@ -323,7 +343,7 @@ def _solve(args) -> int:
     _check_output(args.json, "--json")
     cost, label = _load_cost(args)
     kw = {k: v for k, v in (("memory", args.memory), ("cache", args.cache),
-                            ("threads", args.threads)) if v is not None}
+                            ("threads", args.threads), ("device", args.device)) if v is not None}
     for flag, value in (("checkpoint", args.checkpoint), ("resume", args.resume)):
         if value is not None:
             kw[flag] = value

@@ -107,6 +107,13 @@ USAGE_ERRORS = [  # argv (NPY: a valid matrix file), a phrase of the message
      "--memory does not apply to --backend hungarian-gpu"),
     (["solve", "--problem", "random", "--backend", "hungarian-gpu", "--no-epsilon"],
      "--no-epsilon does not apply"),
+    (["solve", "--problem", "random", "--device", "1"], "--device applies to --backend gpu"),
+    (["solve", "--problem", "random", "--backend", "gpu", "--device", "0,x"],
+     "--device: must be a GPU id or ids"),
+    (["solve", "--problem", "random", "--backend", "gpu", "--device", "-1"],
+     "--device: must be a GPU id or ids"),
+    (["solve", "--problem", "random", "--backend", "hungarian-gpu", "--device", "0,1"],
+     "several --device ids"),
     (["solve", "--bogus"], "unrecognized arguments"),
     ([], "required: command"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -217,3 +224,21 @@ def test_checkpoint_and_resume_from_the_command_line(tmp_path, monkeypatch, caps
     monkeypatch.setattr(epslap, "solve", interrupted)
     code, _, err = run(argv + ["--checkpoint", path], capsys)
     assert code == 130 and one_line(err).endswith(f"resume with --resume {path}")
+
+
+@pytest.mark.parametrize("text, device", [("0", 0), ("1", 1), ("0,1", [0, 1])])
+def test_device_reaches_the_gpu_solve(text, device, monkeypatch):
+    """``--device`` is passed to ``epslap.solve`` as an id, or a list of ids to split over."""
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_solve(cost, **kw):
+        seen.update(kw)
+        raise Stop
+
+    monkeypatch.setattr(epslap, "solve", fake_solve)
+    with pytest.raises(Stop):
+        main(["solve", "--problem", "random", "--n", "10", "--backend", "gpu", "--device", text])
+    assert seen["device"] == device and seen["backend"] == "gpu"

@@ -120,7 +120,7 @@ class _Route(NamedTuple):
     range_check: object = None
 
 
-def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: float,
+def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
               memory=None, cache: str = "auto", launch: LaunchConfig | None = None,
               init=None, checkpoint=None):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays.
@@ -146,6 +146,9 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: floa
     from .._sources import raise_out_of_range, raise_pending
     from ..cache import parse_memory
     from ..solution import empty_solve, finish
+    from .._validate import device_ids
+    devices = device_ids(device)
+    device = devices[0]
     launch = launch or LaunchConfig()
     memory = None if memory is None else parse_memory(memory)
     cupy = import_cupy()
@@ -181,12 +184,14 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device: int, t_start: floa
                 row_to_col, v, stats, assigned = solve_device(
                     route.cuda_cost, n1, n2, integral=integral, epsilon=epsilon, device=device,
                     cache=route.cache, host=route.host, check_range=source is not None,
-                    launch=launch, hint_v=hint_v, checkpoint=checkpoint)
+                    launch=launch, hint_v=hint_v, checkpoint=checkpoint,
+                    devices=devices if len(devices) > 1 else ())
             finally:
                 if source is not None:
                     raise_pending(source)
                     if route.range_check is not None:
-                        raise_out_of_range(source, [route.range_check], (n1, n2))
+                        raise_out_of_range(source, [route.range_check], (n1, n2),
+                                           maximize)
     return finish((n1, n2), route.transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)
 
@@ -245,15 +250,15 @@ def _host_rows_route(cupy, src, transposed: bool, maximize: bool, cache: str,
     user's kernel) into a device row cache; integer rows pass a one-row cache that holds them to
     the range rule."""
     from costfns import RowKernel
-    from .._sources import NegatedState
-    from .._validate import int_cost_limit
+    from .._sources import NegatedState, int_row_limit
     from ..cache import make_cache
     from .rowcache import HostRows, KernelRows
     n1, n2 = src.shape
     integral = np.dtype(src.dtype).kind == "i"
     hstate, range_check = src.state(), None
     if integral:
-        range_check = make_cache(hstate, n1, n2, 1, "lfu", src.dtype, int_cost_limit((n1, n2)))
+        range_check = make_cache(hstate, n1, n2, 1, "lfu", src.dtype,
+                                 int_row_limit((n1, n2), src.dtype, maximize))
         hstate = range_check
     if maximize:
         hstate = NegatedState(hstate)

@@ -27,6 +27,7 @@ import numpy as np
 from .._status import STATUS_OK, raise_for_status
 from .._validate import _float_kind, check_int_range
 from ..certificate import RTOL
+from ..solution import orient_duals
 from .modules import EPS_OPTIONS, GPU_DIR, build_module, status_header
 from .runtime import import_cupy
 
@@ -332,14 +333,5 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
 
 def _assemble(cupy, x, u, v, total, rows, transposed, maximize) -> tuple:
     """Every problem's result in the caller's orientation and sign (as the CPU batch's)."""
-    b, n1 = x.shape
-    if maximize:
-        u, v, total = -u, -v, -total
-    if transposed:
-        order = cupy.argsort(x, axis=1)
-        row_ind, col_ind = cupy.take_along_axis(x, order, axis=1), cupy.ascontiguousarray(order)
-        u, v = v, u
-    else:
-        row_ind = cupy.broadcast_to(cupy.arange(n1, dtype=np.int64), (b, n1)).copy()
-        col_ind = x
+    row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed, xp=cupy)
     return row_ind, col_ind, total, u, v, rows

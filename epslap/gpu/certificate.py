@@ -7,7 +7,7 @@ import numpy as np
 from costfns.rows import fill_rows
 
 from ..certificate import RTOL, verify
-from .launch import LaunchConfig, pass_geometry
+from .launch import LaunchConfig, grid_geometry
 from .modules import pass_module
 from .runtime import cost_args, import_cupy, wide_grid
 
@@ -45,7 +45,8 @@ def certified(cuda_cost, n1: int, n2: int, integral: bool, out, device: int, hos
     cupy = import_cupy()
     rtol = 0.0 if integral else RTOL
     with cupy.cuda.Device(device):
-        geo = pass_geometry(cupy, n2, launch, blocks=stats["grid"])  # the solve's module
+        # the solve's module: that of its grid (a split solve's logical grid, over devices)
+        geo = grid_geometry(cupy, n2, launch, stats["grid"])
         mod = pass_module(cupy, cuda_cost.code, integral, geo.threads, geo.unroll, bool(geo.smem),
                           launch.phase_clocks)
         args, keep = cost_args(cupy, cuda_cost, n1, n2)

@@ -27,6 +27,7 @@ exchange_selftest(Slot* slots, unsigned long long* checksums, int iterations)
     __shared__ Cand sh[2 * (WARPS + 1)];
     __shared__ unsigned sh_extra[2];
     unsigned got_extra = 0;
+    const GridPart whole = {0u, gridDim.x, nullptr, 0};
     const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
     unsigned seq = 0;
     int parity = 0;
@@ -37,7 +38,7 @@ exchange_selftest(Slot* slots, unsigned long long* checksums, int iterations)
         c.val = (cost_t)((h >> 7) % 1000u);
         c.key = ((h & 1u) << 31) | g;
         c.own = (int)(h & 1u) - 1; c.vj = (cost_t)it; c.pred = (int)g; c.cm = (cost_t)(2 * g + 1);
-        const Cand r = grid_best(c, sh, slots, seq, parity, 0u, sh_extra, got_extra);
+        const Cand r = grid_best(c, sh, slots, seq, parity, 0u, sh_extra, got_extra, whole);
         sum = sum * 1000003ull + (unsigned long long)r.key + (unsigned long long)r.pred
               + (unsigned long long)r.cm;
     }

@@ -77,16 +77,22 @@ enum { R_PHASE, R_NEED, R_K, R_NCLOSED, R_JMIN, R_MN, R_VAL, R_KEY, R_OWN, R_VJ,
 // (the path flip copies one into the other), so that a step's winner carries the cost of its
 // matched pair (Cand::cm). rec: (gridDim.x, 3·(n2 + 1)) int32 scratch, each block's record of the
 // steps of the current augmentation (column, its owner, its predecessor), read by the path flip.
-// slots: (2, gridDim.x) Slot, zeroed by the host. progress[2]: stop request (host → device).
+// slots: (2, grid_blocks) Slot, zeroed by the host. progress[2]: stop request (host → device).
 // out_f64: [rows evaluated, unused, Σ ε, then per block Σ(mn - d_j), then 4 phase clock totals
 // (PHASE_CLOCKS builds: scan, exchange, between two steps, price update + flip)]; out_i64[0]: status
 // (STATUS_OK, _INFEASIBLE, _INTERRUPTED for a stop, _SUSPENDED for a row: see above).
+// block_base, grid_blocks, peer_slots, n_peers: the logical grid (GridPart, exchange.cuh) when
+// one pass runs as several launches (one problem over several GPUs: each launch holds its own
+// copy of every array above and works on its own threads' columns; the host merges them after
+// the pass). "Block" and "thread" above mean the logical ones, except in rec (this launch's
+// blocks). The leader (logical block 0) writes out_f64[0, 2], out_i64, progress and resume.
 extern "C" __global__ void PASS_LAUNCH_BOUNDS
 eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_t eps, cost_t* v,
          cost_t* d, long long* pred, unsigned char* col_open, long long* owner, cost_t* cpred,
          cost_t* cmatch, int* rec, Slot* slots,
          double* out_f64, long long* out_i64, volatile long long* progress,
-         long long* resume, double* susp_d, long long* alog, long long alog_cap)
+         long long* resume, double* susp_d, long long* alog, long long alog_cap,
+         unsigned block_base, unsigned grid_blocks, Slot* const* peer_slots, int n_peers)
 {
     COST_BUILD
     __shared__ Cand sh[2 * (WARPS + 1)];
@@ -94,9 +100,12 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
     __shared__ double sh_sum[WARPS];
     unsigned got_extra = 0;
     const long long n1 = a.n1, n2 = a.n2;
-    const long long S = (long long)gridDim.x * blockDim.x;
-    const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
+    // the logical grid (GridPart, exchange.cuh): this launch's blocks are its blocks block_base ..
+    const GridPart gp = {block_base, grid_blocks, peer_slots, n_peers};
+    const unsigned B = block_base + blockIdx.x;                  // this block in the logical grid
+    const long long S = (long long)grid_blocks * blockDim.x;
+    const long long g = (long long)B * blockDim.x + threadIdx.x;
+    const bool leader = B == 0 && threadIdx.x == 0;
     int* my_rec = rec + (long long)blockIdx.x * 3 * (n2 + 1);   // thread 0 of the block only
     unsigned seq = 0;
     int parity = 0;
@@ -119,7 +128,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
     int* const PRED = OWN + CT;
     unsigned char* const OPEN = (unsigned char*)(PRED + CT);
 #define IX(t, j) ((t) * THREADS + threadIdx.x)
-#define IX_COL(col) (((col) / S) * THREADS + ((col) % S) - (long long)blockIdx.x * THREADS)
+#define IX_COL(col) (((col) / S) * THREADS + ((col) % S) - (long long)B * THREADS)
     for (long long t = 0, j = g; j < n2; ++t, j += S) {
         V[IX(t, j)] = v[j]; D[IX(t, j)] = d[j]; CM[IX(t, j)] = cmatch[j];
         OWN[IX(t, j)] = (int)owner[j]; PRED[IX(t, j)] = (int)pred[j]; OPEN[IX(t, j)] = col_open[j];
@@ -244,8 +253,8 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
             }
             CLOCK_MARK(0);
             // the stop request travels with block 0's candidate (read by its first warp)
-            const unsigned stop = (blockIdx.x == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
-            r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra);
+            const unsigned stop = (B == 0 && threadIdx.x < 32) ? (unsigned)(progress[2] != 0) : 0u;
+            r = grid_best(best, sh, slots, seq, parity, stop, sh_extra, got_extra, gp);
             CLOCK_MARK(1);
             if (got_extra != 0) {   // the host's stop: before augmentation k changed anything
                 flush();
@@ -306,7 +315,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
                 }
             }
             CLOCK_MARK(0);
-            r = grid_best(best, sh, slots, seq, parity, 0u, sh_extra, got_extra);
+            r = grid_best(best, sh, slots, seq, parity, 0u, sh_extra, got_extra, gp);
             CLOCK_MARK(1);
             if (r.key == NO_KEY || !(r.val < COST_INF)) { flush(); if (leader) out_i64[0] = STATUS_INFEASIBLE; return; }
             if (i < n1) rows_eval += 1.0;
@@ -335,7 +344,7 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
         if (threadIdx.x == 0) {
             long long t = n_closed - 1, col = jmin, p = my_rec[3 * t + 2];
             while (true) {
-                if (((unsigned)col % (unsigned)S) / blockDim.x == blockIdx.x) {
+                if (((unsigned)col % (unsigned)S) / blockDim.x == B) {
                     OWN[IX_COL(col)] = p; CM[IX_COL(col)] = cpred[col];
                 }
                 if (p == f) break;
@@ -355,10 +364,10 @@ eps_pass(COST_PARAMS, const long long* perm, int reverse, long long n_aug, cost_
     if (threadIdx.x == 0) {
         double s = 0.0;
         for (int w = 0; w < WARPS; ++w) s += sh_sum[w];
-        out_f64[3 + blockIdx.x] = s;
+        out_f64[3 + B] = s;
     }
     if (leader) { out_f64[0] = rows_eval; out_f64[2] = total_eps; }
-    CLOCKS_REPORT(out_f64);
+    CLOCKS_REPORT(out_f64, grid_blocks);
 }
 
 // out[i] = c[i][row_to_col[i]] for the n real rows, grid-stride: every kernel of this module is

@@ -124,6 +124,22 @@ __device__ __forceinline__ Cand receive_head(const Slot* s, unsigned seq) {
     return c;
 }
 
+// The logical grid of a pass whose blocks run as several launches: on several devices (one
+// problem split over GPUs) or, for tests, as partitions of one device. This launch's blocks are
+// the logical blocks base .. base + gridDim.x - 1 of `blocks`. Every launch has its own slots
+// (room for all logical blocks); a block publishes its candidate into its own launch's slots and
+// into each peer's (`peers`: the other launches' slot arrays, peer-mapped where on another
+// device), and polls only its own: the reads stay local, the writes cross once. A single launch:
+// base 0, blocks = gridDim.x, no peers.
+struct GridPart { unsigned base, blocks; Slot* const* peers; int n_peers; };
+
+__device__ __forceinline__ void publish_all(const GridPart& gp, int par, unsigned me,
+                                            unsigned seq, Slot* buf, const Cand& c,
+                                            unsigned extra) {
+    publish(buf + me, seq, c, extra);
+    for (int p = 0; p < gp.n_peers; ++p) publish(gp.peers[p] + par * gp.blocks + me, seq, c, extra);
+}
+
 // The grid's best candidate of this step, in every thread of every block. `extra` travels with
 // block 0's candidate (the host's stop request) and comes back in `got_extra`.
 // sh: 2 · (WARPS + 1) candidates, sh_extra: 2 words of shared memory.
@@ -138,10 +154,13 @@ __device__ __forceinline__ Cand receive_head(const Slot* s, unsigned seq) {
 // (value and key, one 16-byte load), and thread 0 fetches the winner's whole slot once. On an
 // H100 (132 x 256) that took the exchange from 3.81 µs (five loads per slot) to 2.62 µs.
 __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq, int& parity,
-                          unsigned extra, unsigned* sh_extra, unsigned& got_extra) {
+                          unsigned extra, unsigned* sh_extra, unsigned& got_extra,
+                          const GridPart& gp) {
     if ((++seq & 0xffffu) == 0) ++seq;                 // 0 marks a never-written slot
-    Slot* buf = slots + parity * gridDim.x;
-    if (gridDim.x <= 32) {
+    const unsigned nb = gp.blocks, me = gp.base + blockIdx.x;
+    const int par = parity;                            // this step's buffer
+    Slot* buf = slots + par * nb;
+    if (nb <= 32) {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         Cand* part = sh + parity * (WARPS + 1);
         cost_t v = mine.val; unsigned k = mine.key;
@@ -153,11 +172,11 @@ __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq
             const Cand c = lane < WARPS ? part[lane] : no_cand();
             v = c.val; k = c.key;
             warp_best(v, k);
-            if (k == NO_KEY) { if (lane == 0) publish(buf + blockIdx.x, seq, no_cand(), extra); }
-            else if (c.key == k) publish(buf + blockIdx.x, seq, c, extra);
+            if (k == NO_KEY) { if (lane == 0) publish_all(gp, par, me, seq, buf, no_cand(), extra); }
+            else if (c.key == k) publish_all(gp, par, me, seq, buf, c, extra);
             Cand r = no_cand();
             unsigned x = 0;
-            if ((unsigned)lane < gridDim.x) r = receive(buf + lane, seq, x);
+            if ((unsigned)lane < nb) r = receive(buf + lane, seq, x);
             v = r.val; k = r.key;
             warp_best(v, k);
             if (k == NO_KEY) { if (lane == 0) part[WARPS] = no_cand(); }
@@ -171,9 +190,9 @@ __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq
     }
     const Cand b = block_best(mine, sh);
     parity ^= 1;
-    if (threadIdx.x == 0) publish(buf + blockIdx.x, seq, b, extra);
+    if (threadIdx.x == 0) publish_all(gp, par, me, seq, buf, b, extra);
     Cand r = no_cand();
-    for (unsigned t = threadIdx.x; t < gridDim.x; t += blockDim.x) {
+    for (unsigned t = threadIdx.x; t < nb; t += blockDim.x) {
         unsigned x;
         Cand o;
         if (t == 0) { o = receive(buf, seq, x); sh_extra[0] = x; }
@@ -183,7 +202,7 @@ __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq
     const Cand w = block_best(r, sh);                  // its barriers also publish sh_extra[0]
     got_extra = sh_extra[0];
     if (w.key == NO_KEY) return w;
-    const unsigned wb = ((w.key & 0x7fffffffu) % (gridDim.x * blockDim.x)) / blockDim.x;
+    const unsigned wb = ((w.key & 0x7fffffffu) % (nb * blockDim.x)) / blockDim.x;
     if (threadIdx.x == 0) { unsigned x; sh[WARPS + 1] = receive(buf + wb, seq, x); }
     __syncthreads();
     return sh[WARPS + 1];

@@ -106,6 +106,14 @@ class LaunchConfig:
                    hungarian_blocks=count(ENV_HUNGARIAN_BLOCKS))
 
 
+def launches_serialised(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether CUDA runs every launch to its end before the next one starts
+    (``CUDA_LAUNCH_BLOCKING`` set): a pass split over devices, whose launches wait for each
+    other at every step, cannot run then (``epslap.gpu.split``)."""
+    env = os.environ if environ is None else environ
+    return env.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0")
+
+
 def resolve_launch(launch: LaunchConfig | None) -> LaunchConfig:
     """``launch``, or the environment's configuration where none is given (the one place the
     GPU backends read the environment: ``epslap.solve``'s dispatch)."""
@@ -171,12 +179,19 @@ class PassGeometry(NamedTuple):
 def pass_geometry(cupy, n2: int, launch: LaunchConfig, blocks: int | None = None) -> PassGeometry:
     """The pass kernel's launch on the current device for ``n2`` columns; ``blocks`` overrides
     the configuration (the single-block rerun of a solve whose certificate failed)."""
-    threads = threads_for(launch)
     sms = multiprocessors(cupy)
     n_blocks = int(blocks or blocks_for(n2, sms, launch))
     if not 1 <= n_blocks <= sms:
         raise ValueError(f"backend='gpu': {n_blocks} blocks requested; 1 to {sms} are "
                          "possible on this device")
+    return grid_geometry(cupy, n2, launch, n_blocks)
+
+
+def grid_geometry(cupy, n2: int, launch: LaunchConfig, n_blocks: int) -> PassGeometry:
+    """The pass kernel's geometry on a grid of ``n_blocks`` blocks, one launch's or the logical
+    grid of a pass split over several devices (``split.py``): the unroll and the shared-memory
+    column state follow from the columns per thread (the limit of the current device)."""
+    threads = threads_for(launch)
     return PassGeometry(threads, n_blocks, unroll_for(n2, n_blocks, threads),
                         smem_state_bytes(cupy, n2, n_blocks, threads, launch.smem_state))
 

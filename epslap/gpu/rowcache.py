@@ -50,12 +50,19 @@ class HostRows:
         # rows of another dtype are computed into a staging row, then converted
         same = np.dtype(row_dtype) == np.dtype(work)
         self.stage = self.pinned if same else np.empty((1, n2), dtype=row_dtype)
+        # a copy from pinned memory may still be under way when the call returns: the next
+        # row waits for it before it overwrites the buffer (rows read back to back, e.g. a
+        # checkpoint's fingerprint rows, raced with their uploads)
+        self.uploaded = cupy.cuda.Event(disable_timing=True)
+        self.uploaded.record()
 
     def fill(self, i: int, dst) -> None:
+        self.uploaded.synchronize()
         fill_rows(self.state, np.int64(i), self.stage)
         if self.stage is not self.pinned:
             self.pinned[0] = self.stage[0]
         dst.set(self.pinned[0])
+        self.uploaded.record()
 
 
 class KernelRows:

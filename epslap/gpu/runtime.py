@@ -46,7 +46,9 @@ def cost_args(cupy, cuda_cost, n1: int, n2: int) -> tuple[tuple, list]:
     """Pack a CudaCost into the kernels' CostArgs parameters (4 pointers, 4 doubles, 4 int64,
     n1, n2; common.cuh, COST_PARAMS). Returns ``(args, arrays)``: keep ``arrays`` alive while
     the kernels may read them."""
-    arrays = [a if isinstance(a, cupy.ndarray) else cupy.asarray(np.ascontiguousarray(a))
+    here = cupy.cuda.Device().id
+    arrays = [(a if a.device.id == here else cupy.copy(a))  # another device's: a copy here
+              if isinstance(a, cupy.ndarray) else cupy.asarray(np.ascontiguousarray(a))
               for a in cuda_cost.arrays]
     ptrs = [np.uint64(a.data.ptr) for a in arrays] + [np.uint64(0)] * (4 - len(arrays))
     floats = ([np.float64(x) for x in cuda_cost.floats]

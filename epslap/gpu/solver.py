@@ -21,7 +21,8 @@ from ..certificate import prices_need_polish
 from .certificate import certified
 from .device_costs import check_device_range, materialise
 from .device_estimate import _estimate_device
-from .launch import LaunchConfig, PassGeometry, exchange_slots, pass_geometry, unroll_for
+from .launch import (LaunchConfig, PassGeometry, exchange_slots, grid_geometry,
+                     launches_serialised, pass_geometry, unroll_for)
 from .modules import estimate_module, pass_module
 from .runtime import cost_args, import_cupy, wide_grid
 from .rowcache import DeviceCostRows
@@ -50,7 +51,8 @@ class HostRowsSpec(NamedTuple):
 def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool = True,
                  device: int = 0, cache: CacheSpec | None = None,
                  host: HostRowsSpec | None = None, check_range: bool = False, start_v=None,
-                 launch: LaunchConfig | None = None, hint_v=None, checkpoint=None) -> tuple:
+                 launch: LaunchConfig | None = None, hint_v=None, checkpoint=None,
+                 devices: tuple = ()) -> tuple:
     """Solve on the device, then check the dual certificate of the result.
 
     ``cuda_cost``: the device form of the costs (None when there is none). ``cache`` (a
@@ -74,6 +76,9 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     ``checkpoint`` (``epslap.checkpoint.Checkpointing``): checkpoints inside and between passes,
     or the state to resume from.
 
+    ``devices``: several device ids, the first ``device``: the passes split over them
+    (``split.py``; a device cost only: no ``cache`` or ``host``).
+
     Every result is checked against its dual certificate on the device. Should a check ever fail
     (a defect: the multi-block race of 2026-11-22 is fixed and the GPU tests assert that no rerun
     happens), the solve is repeated with one block, which serialises the search, and
@@ -84,8 +89,10 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     launch = launch or LaunchConfig()
     if check_range and integral and cuda_cost is not None:
         check_device_range(cuda_cost, n1, n2, device, launch)
+    if len(devices) > 1:
+        _check_split(devices, device, cuda_cost, cache, host, launch)
     kw = dict(integral=integral, epsilon=epsilon, device=device, cache=cache, host=host,
-              start_v=start_v, launch=launch)
+              start_v=start_v, launch=launch, devices=devices)
     out = _solve_device_once(cuda_cost, n1, n2, blocks=None, hint_v=hint_v,
                              checkpoint=checkpoint, **kw)
     if certified(cuda_cost, n1, n2, integral, out, device, host, launch):
@@ -136,6 +143,24 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     return out
 
 
+def _check_split(devices, device, cuda_cost, cache, host, launch) -> None:
+    """What a pass split over devices supports, or a clear error."""
+    if devices[0] != device:
+        raise ValueError(f"devices {devices!r}: the first must be the solve's device {device}")
+    if launches_serialised():
+        raise ValueError(f"device={list(devices)!r}: a pass split over devices needs its launches "
+                         "to run at the same time, which CUDA_LAUNCH_BLOCKING forbids; unset it "
+                         "or pass device=<int>")
+    what = ("a matrix or a cost source without a device form (rows from the host)"
+            if cuda_cost is None or host is not None else
+            "a device row cache (cache='lfu'/'slru')" if cache is not None else
+            "LaunchConfig(phase_clocks=True)" if launch.phase_clocks else None)
+    if what is not None:
+        raise ValueError(f"device={list(devices)!r} splits the passes of a cost source with a "
+                         f"device form (a costfns class) over several GPUs; {what} is solved "
+                         "on one device: pass device=<int>")
+
+
 class _Run(NamedTuple):
     """What :func:`_setup` prepares for one solve on the current device."""
     cupy: object
@@ -152,11 +177,14 @@ class _Run(NamedTuple):
     state: DeviceState
     row_cache: object      # rowcache.DeviceRowCache or None
     keep: list             # device arrays the kernels' pointers refer to
+    parts: tuple = ()      # split.Partition per launch of a pass split over devices (else none)
+    masks: list = ()       # each partition's columns (split.owned_columns), on the first device
 
 
 def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool,
                        device: int, blocks, launch: LaunchConfig, cache=None, host=None,
-                       start_v=None, pad: bool = False, hint_v=None, checkpoint=None):
+                       start_v=None, pad: bool = False, hint_v=None, checkpoint=None,
+                       devices: tuple = ()):
     """Solve the canonical problem (n1 <= n2) on the device (see :func:`solve_device`).
 
     Returns ``(row_to_col, v, stats, assigned)`` as NumPy arrays (v, assigned in the work dtype;
@@ -167,7 +195,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         t0 = time.perf_counter()
         loaded = None if checkpoint is None else checkpoint.loaded
         run = _setup(cupy, cuda_cost, n1, n2, integral, blocks, launch, cache,
-                     estimate=start_v is None and host is None and loaded is None)
+                     estimate=start_v is None and host is None and loaded is None,
+                     devices=devices if blocks is None else ())
         compile_s = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -223,6 +252,8 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         "host_syncs_per_augmentation": passes.syncs / max(passes.count * passes.n_aug, 1),
         "grid": run.geo.blocks,
         "threads_per_block": run.geo.threads,
+        "devices": [p.device for p in run.parts] or [device],
+        "grid_per_device": [p.blocks for p in run.parts] or [run.geo.blocks],
         "column_state_bytes_shared": run.geo.smem,  # 0: the column state is in global memory
     }
     if launch.phase_clocks:  # the diagnostic build's cycles per phase (phase_clocks.cuh)
@@ -242,11 +273,18 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
 
 
 def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: LaunchConfig,
-           cache, estimate: bool) -> _Run:
+           cache, estimate: bool, devices: tuple = ()) -> _Run:
     """The launch, the modules (compiled here, so that ``compile_s`` holds their time: the
     estimate's only where the device estimate runs), the device state and, with ``cache``, the
-    device row cache the passes read."""
-    geo = pass_geometry(cupy, n2, launch, blocks)
+    device row cache the passes read; with several ``devices`` (the first the current one), the
+    partitions of a pass split over them (``split.py``)."""
+    split_blocks = None
+    if len(devices) > 1:
+        from .split import split_blocks as blocks_of
+        split_blocks = blocks_of(cupy, devices, n2, launch)
+        geo = grid_geometry(cupy, n2, launch, sum(split_blocks))  # the logical grid
+    else:
+        geo = pass_geometry(cupy, n2, launch, blocks)
     smem_state = bool(geo.smem)
     src_mod = est_mod = None
     if cuda_cost is not None:
@@ -262,7 +300,8 @@ def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: La
         if cache is not None:
             from .rowcache import log_capacity
             log_cap = log_capacity(n2)
-        state = DeviceState(cupy, n1, n2, geo.blocks, geo.threads, work, log_cap)
+        state = DeviceState(cupy, n1, n2, geo.blocks, geo.threads, work, log_cap,
+                            split_blocks[0] if split_blocks else None)
         row_cache = None
         if cache is not None:
             from .rowcache import DeviceRowCache
@@ -280,13 +319,38 @@ def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: La
                                smem_state, launch.phase_clocks)
         pass_args, keep_cache = cost_args(cupy, cache_cost, n1, n2)
         keep = keep + keep_cache
-    pass_kernel = pass_mod.get_function("eps_pass")
+    pass_kernel = _pass_kernel(pass_mod, geo)
+    run = _Run(cupy, n1, n2, integral, work, geo, src_mod, src_args, est_mod, pass_kernel,
+               pass_args, state, row_cache, keep)
+    if split_blocks is None:
+        return run
+    from .split import make_partitions, owned_columns
+
+    def make_state(cp, part_blocks):  # a partition's arrays on its device
+        return DeviceState(cp, n1, n2, geo.blocks, geo.threads, work, 0, part_blocks)
+
+    def make_kernel(cp):  # the same module, built for a partition's device
+        return _pass_kernel(pass_module(cp, cuda_cost.code, integral, geo.threads, geo.unroll,
+                                        smem_state, launch.phase_clocks), geo)
+
+    try:
+        parts = make_partitions(cupy, state, devices, split_blocks, geo, make_state,
+                                make_kernel, cuda_cost, n1, n2, pass_kernel, pass_args)
+    except cupy.cuda.memory.OutOfMemoryError as exc:
+        raise MemoryError(f"backend='gpu': not enough device memory for n={n2} on the split's "
+                          f"devices ({exc})") from exc
+    masks = [None] + [owned_columns(cupy, n2, geo.threads, geo.blocks, p) for p in parts[1:]]
+    return run._replace(parts=parts, masks=masks)
+
+
+def _pass_kernel(mod, geo: PassGeometry):
+    """``eps_pass`` of a pass module, set up for the launch ``geo``."""
+    kernel = mod.get_function("eps_pass")
     # the rest of L1 serves the cost source's own data (points, rows): as much as possible
-    pass_kernel.preferred_shared_memory_carveout = 0
+    kernel.preferred_shared_memory_carveout = 0
     if geo.smem:
-        pass_kernel.max_dynamic_shared_size_bytes = geo.smem
-    return _Run(cupy, n1, n2, integral, work, geo, src_mod, src_args, est_mod, pass_kernel,
-                pass_args, state, row_cache, keep)
+        kernel.max_dynamic_shared_size_bytes = geo.smem
+    return kernel
 
 
 def _source_rows(cupy, src_mod, src_args) -> DeviceCostRows:
@@ -337,18 +401,29 @@ class _Passes:
         for a checkpoint. Returns the kernel's (int64, float64) outputs; raises if the
         problem is infeasible."""
         r, st = self.r, self.r.state
-        st.reset_pass(keep_assignment=self.in_pass)
+        def args(s):  # the kernel's arguments from the perm on (those of the state s)
+            return (s.perm, np.int32(reverse), np.int64(self.n_aug), eps_w, s.v, s.d, s.pred,
+                    s.col_open, s.owner, s.cpred, s.cmatch, s.rec, s.xslots, s.out_f64,
+                    s.out_i64, s.progress, s.resume, s.susp_d, s.alog, np.int64(s.log_cap))
+
+        keep = self.in_pass  # the launch goes on inside a pass (a checkpoint's or a stop's)
         self.in_pass = False
+        if not r.parts:
+            st.reset_pass(keep_assignment=keep)
         while True:
-            r.pass_kernel((r.geo.blocks,), (r.geo.threads,), (
-                *r.pass_args, st.perm, np.int32(reverse), np.int64(self.n_aug), eps_w, st.v,
-                st.d, st.pred, st.col_open, st.owner, st.cpred, st.cmatch, st.rec, st.xslots,
-                st.out_f64,
-                st.out_i64, st.progress, st.resume, st.susp_d, st.alog,
-                np.int64(st.log_cap)), shared_mem=r.geo.smem)
+            if r.parts:  # split over devices (split.py): no suspension for rows
+                from .split import finish_split, launch_split
+                launch_split(r.cupy, r.parts, r.geo, args, keep)
+            else:
+                # one launch: the logical grid is the launch's own (no peers)
+                r.pass_kernel((r.geo.blocks,), (r.geo.threads,), (
+                    *r.pass_args, *args(st), np.uint32(0), np.uint32(r.geo.blocks),
+                    np.uint64(0), np.int32(0)), shared_mem=r.geo.smem)
             if self.ck is not None and self.ck.active():
-                self._watch(st)
+                self._watch(st, r.parts[0].stream if r.parts else None)
             stop = self._stop  # asked during this launch or an earlier one of the pass
+            if r.parts:
+                finish_split(r.cupy, r.parts, r.geo, r.masks)
             out_i = st.out_i64.get()  # one host sync per pass (or per miss)
             self.syncs += 1
             if out_i[0] == STATUS_SUSPENDED:  # (a stop asked for stays asked for)
@@ -364,6 +439,7 @@ class _Passes:
                 st.progress[2:3].fill(0)
                 st.xslots.fill(0)
                 self.ck.stopped(self, stop)  # a checkpoint; raises KeyboardInterrupt on Ctrl-C
+                keep = True  # a split pass's partitions take the stop's state again
                 continue
             break
         stop, self._stop = self._stop, None
@@ -374,13 +450,14 @@ class _Passes:
         raise_for_status(out_i[0], "gpu")
         return out_i, st.out_f64.get()
 
-    def _watch(self, st: DeviceState) -> None:
-        """Wait for the launch while watching the clock and Ctrl-C; ask the kernel to stop
-        (``progress[2]``, written through the copy engine while it runs) when a checkpoint is
-        due or Ctrl-C comes, and remember why (``_stop``)."""
+    def _watch(self, st: DeviceState, stream=None) -> None:
+        """Wait for the launch (on ``stream``, default the current one) while watching the
+        clock and Ctrl-C; ask the kernel to stop (``progress[2]``, written through the copy
+        engine while it runs) when a checkpoint is due or Ctrl-C comes, and remember why
+        (``_stop``)."""
         cupy = self.r.cupy
         done = cupy.cuda.Event()
-        done.record()
+        done.record(stream)
         t0 = time.monotonic()
         while not done.done:
             try:

@@ -16,7 +16,9 @@ RESUME, R_NEED, R_LOGN, R_FILL_SLOT, R_EVICT = 32, 1, 13, 16, 17
 class DeviceState:
     """Device arrays of one solve (all O(n2), the estimate's row arrays O(n1))."""
 
-    def __init__(self, cupy, n1, n2, n_blocks, threads, work, log_cap=0):
+    def __init__(self, cupy, n1, n2, n_blocks, threads, work, log_cap=0, rec_blocks=None):
+        """``n_blocks``: blocks of the pass's (logical) grid; ``rec_blocks``: of this device's
+        launch, where a pass is split over several (default: all)."""
         self.cupy, self.n1, self.n2 = cupy, n1, n2
         self.v = cupy.zeros(n2, dtype=work)
         self.d = cupy.empty(n2, dtype=work)
@@ -27,7 +29,7 @@ class DeviceState:
         self.cmatch = cupy.empty(n2, dtype=work)
         self.perm = cupy.arange(n1, dtype=np.int64)
         # pass kernel: per block, the record of an augmentation's steps; the exchange slots
-        self.rec = cupy.empty(n_blocks * 3 * (n2 + 1), dtype=np.int32)
+        self.rec = cupy.empty((rec_blocks or n_blocks) * 3 * (n2 + 1), dtype=np.int32)
         self.xslots = exchange_slots(cupy, n_blocks, threads)
         # Cand / Pair slots: 2 * n_blocks entries of at most 48 bytes each
         self.slots = cupy.empty(2 * max(n_blocks, 1024) * 6, dtype=np.float64)
