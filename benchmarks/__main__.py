@@ -31,6 +31,7 @@ TABLES = {
     "ab": ("ab", "A/B of two checkouts: CPU solve times, alternating fresh processes"),
     "resume": ("resume", "CPU: a killed solve resumed from its checkpoint; warm starts"),
     "p2p": ("p2p", "a Dijkstra step's agreement between two GPUs (peer access; needs GPUs)"),
+    "split": ("split", "one problem split over two GPUs against one (needs GPUs)"),
 }
 
 #: what a result file's name says about its table, for files without meta["table"]

@@ -2,11 +2,12 @@
 
     python -m benchmarks scale 512000
 
-Needs an NVIDIA GPU with CuPy. The costs (2-D squared distances) are computed inside the
-kernels; nothing n x n is stored. After a warm-up solve at n = 2000 (compile), one solve per n,
-timed around the call; the optimal cost is recomputed on the host from the points and the
-returned assignment, and the assignment is checked to be a permutation. The device checks the
-dual certificate over all n² pairs (``certificate_max_violation``).
+Needs an NVIDIA GPU with CuPy (``--devices 0,1``: one problem split over two GPUs). The costs
+(2-D squared distances) are computed inside the kernels; nothing n x n is stored. After a
+warm-up solve at n = 2000 (compile), one solve per n, timed around the call; the optimal cost is
+recomputed on the host from the points and the returned assignment, and the assignment is
+checked to be a permutation. The device checks the dual certificate over all n² pairs
+(``certificate_max_violation``).
 
 A solve longer than one sitting runs in segments (a GPU machine lent for 10 minutes at a time):
 
@@ -40,6 +41,9 @@ _STATS = ("rows_evaluated", "passes", "epsilons", "time_estimate_s", "time_solve
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("n", type=int, nargs="+", help="problem sizes (n x n)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--devices", default="0", metavar="IDS",
+                    help="GPU ids separated by commas; several split each pass over them "
+                         "(default: %(default)s)")
     ap.add_argument("--checkpoint", metavar="FILE",
                     help="checkpoint file; resumed from where it exists (one n only)")
     ap.add_argument("--checkpoint-every", default="3min", metavar="INTERVAL",
@@ -60,8 +64,10 @@ def run(args: argparse.Namespace, out: Output) -> None:
     import costfns
     import epslap
     from epslap.checkpoint import load as load_checkpoint
-    epslap.solve(costfns.Geometric(2000, seed=2), backend="gpu")  # compile, warm
-    device = gpu_name(cupy)
+    ids = [int(d) for d in args.devices.split(",")]
+    on = ids if len(ids) > 1 else ids[0]  # solve's device=
+    epslap.solve(costfns.Geometric(2000, seed=2), backend="gpu", device=on)  # compile, warm
+    device = gpu_name(cupy) if len(ids) == 1 else f"{len(set(ids))} x {gpu_name(cupy)}"
     for n in args.n:
         src = costfns.Geometric(n, seed=args.seed)
         kw, segments, log = {}, [], None
@@ -75,7 +81,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
                                    max(1.0, args.stop_after - (time.monotonic() - started)))
         t0 = time.perf_counter()
         try:
-            sol = epslap.solve(src, backend="gpu", **kw)
+            sol = epslap.solve(src, backend="gpu", device=on, **kw)
         except KeyboardInterrupt:
             wall = time.perf_counter() - t0
             head = load_checkpoint(args.checkpoint)["header"]
