@@ -63,22 +63,29 @@ POLL_S = 0.1
 def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
     """Run ``fn()`` on a worker thread; poll ``on_tick``. Ctrl-C sets the stop flag ``ctl[0]``
     (the passes read it) and aborts the barrier state ``sync`` when given (the estimate's); the
-    worker then ends within a row, and KeyboardInterrupt is raised once it has."""
+    worker then ends within a row, and KeyboardInterrupt is raised once it has.
+
+    The end of the worker is an Event it sets itself, not ``Thread.join``/``is_alive``: a
+    KeyboardInterrupt that lands inside ``join(timeout)`` can leave CPython reporting the
+    still-running thread as stopped, and the caller would then save a checkpoint before the
+    kernel has filled its resume state (and leave the thread running)."""
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def work():
         try:
             box["result"] = fn()
         except BaseException as exc:  # pragma: no cover - compiled code does not raise
             box["error"] = exc
+        finally:
+            done.set()
 
     worker = threading.Thread(target=work, name="epslap-cpu", daemon=True)
     worker.start()
     interrupted = False
-    while worker.is_alive():
+    while not done.is_set():
         try:
-            worker.join(POLL_S)
-            if on_tick is not None:
+            if not done.wait(POLL_S) and on_tick is not None:
                 on_tick()
         except KeyboardInterrupt:
             ctl[0] = 1
