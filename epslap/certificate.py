@@ -10,10 +10,12 @@ columns swap: the row duals are the ones that must be ``<= 0``).
 Exactness. Integer costs with integer duals are checked in exact integer arithmetic: any
 violation or gap of 1 fails. Float costs (or float duals) are checked in float64 with a tolerance
 per entry taken from the magnitudes that entry involves, never from the rest of the matrix: a
-reduced cost ``c_ij - u_i - v_j`` may miss 0 by ``RTOL * (|c_ij| + |u_i| + |v_j|)`` (a few units
-in the last place of its own terms), and the gap, summed exactly (``math.fsum``), by ``RTOL``
-times the sum of the magnitudes of all its terms. A large entry elsewhere (a "big-M" for a
-forbidden pair) therefore loosens nothing.
+reduced cost ``c_ij - u_i - v_j`` (computed exactly) may miss 0 by
+``RTOL * (|c_ij| + |u_i| + |v_j|)`` (a few units in the last place of its own terms), and the
+gap, summed exactly (``math.fsum``), by ``RTOL`` times the sum of the magnitudes of all its
+terms. The magnitudes of the duals are taken in canonical position (``max v = 0`` for a square
+problem without a limit, whose duals may be shifted freely), so that shifting them cannot
+loosen the rule. A large entry elsewhere (a "big-M" for a forbidden pair) loosens nothing.
 """
 from __future__ import annotations
 
@@ -177,10 +179,12 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
 
 
 def _blocks(block_of, n1: int, n2: int, dtype):
-    """(start, rows start … start + len - 1 as an array of ``dtype``) in bounded chunks."""
+    """(start, rows start … start + len - 1 as an array of ``dtype``, or as read when None) in
+    bounded chunks."""
     step = max(1, _CHUNK // max(n2, 1))
     for start in range(0, n1, step):
-        yield start, np.asarray(block_of(start, min(start + step, n1))).astype(dtype, copy=False)
+        block = np.asarray(block_of(start, min(start + step, n1)))
+        yield start, block if dtype is None else block.astype(dtype, copy=False)
 
 
 def _long_side(n1: int, n2: int, u, v):
@@ -198,7 +202,11 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     picked = np.zeros(r.size, dtype=object)
     worst = None
     big = max((int(np.abs(x).max()) if x.size else 0) for x in (u, v)) >= _INT64_SAFE // 2
-    for start, block in _blocks(block_of, n1, n2, np.int64):
+    for start, block in _blocks(block_of, n1, n2, None):
+        if block.dtype.kind == "u" and block.size and int(block.max()) >= _INT64_SAFE // 2:
+            block = block.astype(object)  # uint64 beyond int64: a cast would wrap
+        else:
+            block = block.astype(np.int64, copy=False)
         if big or (block.size and int(np.abs(block).max()) >= _INT64_SAFE // 2):
             block = block.astype(object)
             uu, vv = u[start:start + block.shape[0]].astype(object), v.astype(object)
@@ -229,67 +237,140 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
             "finite": True, "reasons": reasons}
 
 
+def _two_sum(a, b):
+    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e == a + b`` exactly (Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _excess(u, v, c):
+    """``(u + v) - c`` accurate to a unit in the last place of the result, whatever the
+    magnitudes of ``u`` and ``v`` (compensated: the rounding of each sum is carried). The rule
+    judges the duals as given, not the rounding of this arithmetic."""
+    s, e1 = _two_sum(u, v)
+    d, e2 = _two_sum(s, -c)
+    return d + (e1 + e2)
+
+
+def _scale_exponent(*arrays) -> int:
+    """A power of two that brings every finite magnitude below 2**900 (0: none needed), so that
+    sums and tolerances of entries near the top of the float range do not overflow. Scaling by
+    a power of two is exact and every test is homogeneous, so the verdict does not change."""
+    top = 0.0
+    for a in arrays:
+        a = np.asarray(a, dtype=np.float64)
+        if a.size:
+            with np.errstate(invalid="ignore"):
+                finite = np.abs(a[np.isfinite(a)])
+            if finite.size:
+                top = max(top, float(finite.max()))
+    if top < 2.0**900:
+        return 0
+    return -(math.frexp(top)[1] - 900)
+
+
 def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     """Float check with a tolerance per entry (module docstring); ``half``: half the cost
-    limit, None without one."""
+    limit, None without one.
+
+    Invariance. For a square problem without a limit, adding K to every u and subtracting it
+    from every v changes no constraint and not the dual objective, only the magnitudes of the
+    numbers. The tolerances are therefore taken from the duals shifted to their canonical
+    position (max v = 0, the solvers' own convention), and the reduced costs and the gap are
+    computed exactly from the duals as given: shifted duals are judged as the unshifted ones
+    would be, plus the rounding the shift itself put into them. Rectangular problems and
+    problems with a limit have no such free shift (the longer side's duals are bounded).
+
+    Range. Every quantity is scaled by a power of two (exact) that keeps sums below the float
+    range, block by block, so entries and duals near 1e308 are judged, not overflowed."""
     sign = -1.0 if maximize else 1.0
     u = sign * u.astype(np.float64)
     v = sign * v.astype(np.float64)
-    au, av = np.abs(u), np.abs(v)
-    picked = np.zeros(r.size)
-    worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
-    excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij: > 0 fails
+    h = None if half is None else sign * float(half)
     bad_duals = not (np.isfinite(u).all() and np.isfinite(v).all())
-    if not bad_duals:
-        for start, block in _blocks(block_of, n1, n2, np.float64):
-            block = sign * block
-            here = (r >= start) & (r < start + block.shape[0])
-            picked[here] = block[r[here] - start, k[here]]
-            rows = slice(start, start + block.shape[0])
-            with np.errstate(invalid="ignore"):
-                red = (u[rows, None] + v[None, :]) - block  # -inf where forbidden, NaN if NaN
-                tol = RTOL * ((np.abs(block) + au[rows, None]) + av[None, :])
-                red = np.where(np.isfinite(block), red, -np.inf)
-                if np.isnan(block).any():
-                    raise ValueError("cost contains NaN")
-                if block.size:
-                    worst = max(worst, float(red.max()))
-                    excess = max(excess, float((red - tol).max()))
+    if bad_duals:
+        u = np.where(np.isfinite(u), u, 0.0)
+        v = np.where(np.isfinite(v), v, 0.0)
+    e0 = _scale_exponent(u, v, [0.0 if h is None else h])
+    us, vs = np.ldexp(u, e0), np.ldexp(v, e0)
+    shift = float(vs.max()) if n1 == n2 and h is None and vs.size else 0.0
+    au, av = np.abs(us + shift), np.abs(vs - shift)  # canonical magnitudes (tolerances only)
+    picked = np.zeros(r.size)
+    scales = [e0]
+    worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
+    excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij, scaled: > 0 fails
+    for start, block in _blocks(block_of, n1, n2, np.float64):
+        block = sign * block
+        if np.isnan(block).any():
+            raise ValueError("cost contains NaN")
+        if np.isneginf(block).any():
+            raise ValueError(f"cost contains {'+inf (maximize=True)' if maximize else '-inf'}: "
+                             "an unbounded pair, which solve refuses too")
+        here = (r >= start) & (r < start + block.shape[0])
+        picked[here] = block[r[here] - start, k[here]]
+        if not block.size:
+            continue
+        e = min(e0, _scale_exponent(block))
+        scales.append(e)
+        d = e - e0  # from the duals' scale to this block's
+        rows = slice(start, start + block.shape[0])
+        cc = np.ldexp(block, e)
+        with np.errstate(invalid="ignore"):
+            red = _excess(np.ldexp(us[rows, None], d), np.ldexp(vs[None, :], d), cc)
+            tol = RTOL * ((np.abs(cc) + np.ldexp(au[rows, None], d)) + np.ldexp(av[None, :], d))
+            red = np.where(np.isfinite(block), red, -np.inf)
+        worst = max(worst, _unscaled(float(red.max()), e))
+        excess = max(excess, float((red - tol).max()))
     finite = bool(np.isfinite(picked).all())
+    e = min(scales)
+    d = e - e0
     if half is not None:  # the unassigned lines' price, a term of the primal like a pair's cost
-        picked = np.append(picked, (n1 + n2 - 2 * r.size) * (sign * half))
+        picked = np.append(picked, (n1 + n2 - 2 * r.size) * h)
         picked_pairs = picked[:-1]
     else:
         picked_pairs = picked
-    slack_terms = picked_pairs - u[r] - v[k]
-    slack = float(np.abs(slack_terms).max()) if r.size else 0.0
-    slack_tol = RTOL * (np.abs(picked_pairs) + au[r] + av[k])
-    slack_excess = float((np.abs(slack_terms) - slack_tol).max()) if r.size else -1.0
-    primal = math.fsum(picked) if finite else math.inf
-    dual = math.fsum(u) + math.fsum(v) if not bad_duals else math.nan
+    ps = np.ldexp(picked, e)
+    slack, slack_excess = 0.0, -1.0
+    if r.size and finite:
+        pp = ps[:r.size]
+        terms = np.abs(_excess(np.ldexp(us[r], d), np.ldexp(vs[k], d), pp))
+        slack_tol = RTOL * (np.abs(pp) + np.ldexp(au[r], d) + np.ldexp(av[k], d))
+        slack = _unscaled(float(terms.max()), e)
+        slack_excess = float((terms - slack_tol).max())
+    primal = _unscaled(math.fsum(ps), e) if finite else math.inf
+    dual = _unscaled(math.fsum(np.concatenate([us, vs])), e0)
     if finite and not bad_duals:
-        gap = math.fsum(np.concatenate([picked, -u, -v]))
-        gap_tol = RTOL * math.fsum(np.concatenate([np.abs(picked), au, av]))
+        gap_s = math.fsum(np.concatenate([ps, -np.ldexp(us, d), -np.ldexp(vs, d)]))
+        gap_off = not abs(gap_s) <= RTOL * math.fsum(
+            np.concatenate([np.abs(ps), np.ldexp(au, d), np.ldexp(av, d)]))
+        gap = _unscaled(gap_s, e)
     else:
-        gap, gap_tol = primal - dual, 0.0
+        gap, gap_off = (math.nan if bad_duals else math.inf), True
     if half is None:
         longer, name = _long_side(n1, n2, u, v)
-        long_worst = float(longer.max()) if longer.size and not bad_duals else 0.0
+        long_worst = float(longer.max()) if longer.size else 0.0
     else:  # every dual at most L/2 (signed), within the tolerance of its own terms
         name = "u or v, against cost_limit / 2"
-        both = np.concatenate([u, v])
-        h = sign * half
-        over = both - h
-        long_worst = float(over.max()) if both.size and not bad_duals else 0.0
-        if both.size and not bad_duals and float(
-                (over - RTOL * (np.abs(both) + abs(h))).max()) <= 0:
+        both = np.concatenate([us, vs])
+        hs = math.ldexp(h, e0)
+        over = both - hs
+        long_worst = _unscaled(float(over.max()), e0) if both.size else 0.0
+        if both.size and float((over - RTOL * (np.abs(both) + abs(hs))).max()) <= 0:
             long_worst = min(long_worst, 0.0)  # above L/2 by rounding only
     reasons = ["a dual is NaN or infinite"] if bad_duals else []
-    reasons += _reasons(excess > 0, worst, long_worst, name, slack_excess > 0, gap,
-                        not abs(gap) <= gap_tol)  # a NaN gap fails too
-    return {"primal": sign * primal, "dual": sign * dual, "gap": gap,
-            "max_violation": max(worst, long_worst), "max_assigned_slack": slack,
+    reasons += _reasons(excess > 0, worst, long_worst, name, slack_excess > 0, gap, gap_off)
+    return {"primal": sign * primal, "dual": math.nan if bad_duals else sign * dual,
+            "gap": gap, "max_violation": max(worst, long_worst), "max_assigned_slack": slack,
             "finite": finite, "reasons": reasons}
+
+
+def _unscaled(x: float, e: int) -> float:
+    """``x * 2**-e``, ±inf beyond the float range."""
+    try:
+        return math.ldexp(x, -e)
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def _reasons(infeasible: bool, worst, long_worst, name: str, slack_off: bool, gap,

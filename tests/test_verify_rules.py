@@ -1,0 +1,109 @@
+"""``epslap.verify`` as an adversary would use it: duals shifted, scaled, rounded or near the
+top of the float range never certify a suboptimal assignment; matrices it must refuse (NaN,
+-inf) or judge exactly (uint64 beyond int64) are handled, never overflowed."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import epslap
+
+
+def _brute_force(c: np.ndarray) -> float:
+    n = c.shape[0]
+    return min(math.fsum(c[i, p[i]] for i in range(n)) for p in itertools.permutations(range(n)))
+
+
+def test_shifted_duals_do_not_certify_the_issue_example():
+    c = np.array([[1, 2, 1e9], [2, 1, 3], [5, 5, 5]], dtype=float)
+    s = epslap.solve(c)
+    rep = epslap.verify(c, [0, 1, 2], [0, 2, 1], s.u + 2**52, s.v - 2**52)
+    assert not rep["optimal"] and rep["gap"] == 2.0
+    # the optimal assignment with the same shift: only the shift's own rounding is judged,
+    # and here it rounds nothing away
+    assert epslap.verify(c, s.row_ind, s.col_ind, s.u + 2**52, s.v - 2**52)["optimal"]
+
+
+magnitudes = st.sampled_from([1.0, 1e-6, 1e6, 1e12, 2.0**500, 2.0**-500])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(2, 5), seed=st.integers(0, 2**32 - 1), scale=magnitudes,
+       wide=st.booleans(), shift_exp=st.integers(-20, 1000), sign=st.sampled_from([-1.0, 1.0]))
+def test_no_shift_of_the_duals_certifies_a_suboptimal_assignment(n, seed, scale, wide,
+                                                                 shift_exp, sign):
+    rng = np.random.default_rng(seed)
+    c = rng.random((n, n)) * scale
+    if wide:  # entries spread over many orders of magnitude, some negative
+        c = rng.choice([-1.0, 1.0], (n, n)) * np.exp(rng.normal(0, 8, (n, n)))
+    opt = _brute_force(c)
+    s = epslap.solve(c)
+    shift = sign * math.ldexp(1.0, shift_exp)
+    u, v = s.u + shift, s.v - shift
+    for perm in itertools.permutations(range(n)):
+        total = math.fsum(c[i, perm[i]] for i in range(n))
+        if total <= opt + 1e-9 * (abs(opt) + np.abs(c).max()):
+            continue  # optimal or within float noise of it
+        rows = np.arange(n)
+        cols = np.array(perm)
+        # the duals that fit this assignment best: its own u from the shifted v
+        u_fit = c[rows, cols] - v[cols]
+        for uu in (u, u_fit):
+            rep = epslap.verify(c, rows, cols, uu, v)
+            assert not rep["optimal"], (perm, total, opt, rep)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(2, 5), seed=st.integers(0, 2**32 - 1), k=st.integers(-900, 900))
+def test_verdict_is_the_same_for_costs_and_duals_scaled_by_a_power_of_two(n, seed, k):
+    rng = np.random.default_rng(seed)
+    c = rng.random((n, n)) * 2.0**100
+    s = epslap.solve(c)
+    perm = rng.permutation(n)
+    for rows, cols in ((s.row_ind, s.col_ind), (np.arange(n), perm)):
+        for u, v in ((s.u, s.v), (s.u * (1 + 1e-9), s.v)):
+            a = epslap.verify(c, rows, cols, u, v)
+            b = epslap.verify(np.ldexp(c, k), rows, cols, np.ldexp(u, k), np.ldexp(v, k))
+            assert a["optimal"] == b["optimal"], (a, b)
+
+
+def test_entries_and_duals_near_the_top_of_the_range_get_an_answer():
+    rng = np.random.default_rng(3)
+    c = rng.random((5, 5)) * 1.7e308
+    from scipy.optimize import linear_sum_assignment
+    r, k = linear_sum_assignment(c)
+    rep = epslap.verify(c, r, k, np.zeros(5), np.zeros(5))  # feasible, gap far from 0
+    assert not rep["optimal"] and "gap" in rep["reason"]
+    rep = epslap.verify(c, r, k, np.full(5, 1e308), np.full(5, 1e308))
+    assert not rep["optimal"] and "infeasible" in rep["reason"]
+    # a real certificate at that scale: a diagonal-dominant matrix with exact duals
+    d = np.full((3, 3), 1.5e308)
+    np.fill_diagonal(d, 1e308)
+    rep = epslap.verify(d, [0, 1, 2], [0, 1, 2], np.full(3, 1e308), np.zeros(3))
+    assert rep["optimal"] and math.isinf(rep["primal"])  # 3e308 is beyond float64
+
+
+def test_minus_inf_is_refused_as_solve_refuses_it():
+    c = np.array([[1.0, -np.inf], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="-inf"):
+        epslap.verify(c, [0, 1], [0, 1], [0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match=r"\+inf \(maximize=True\)"):
+        epslap.verify(np.array([[1.0, np.inf], [1.0, 1.0]]), [0, 1], [0, 1], [0.0, 0.0],
+                      [1.0, 1.0], maximize=True)
+
+
+def test_uint64_beyond_int64_is_checked_exactly_not_wrapped():
+    c = np.array([[2**64 - 1, 2**64 - 2], [2**64 - 3, 5]], dtype=np.uint64)
+    # the identity (2**64 + 4) is optimal. Read as int64 the matrix would be [[-1, -2], [-3, 5]],
+    # where the swap (-5) is optimal with these duals: they must not certify the swap
+    wrapped = epslap.verify(c, [0, 1], [1, 0], np.array([-2, -3]), np.array([0, 0]))
+    assert wrapped["exact"] and not wrapped["optimal"]
+    assert wrapped["primal"] == 2**65 - 5
+    good = epslap.verify(c, [0, 1], [0, 1], np.array([2**64 - 1, 6], dtype=np.uint64),
+                         np.array([0, -1]))
+    assert good["optimal"], good
