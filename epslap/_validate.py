@@ -62,6 +62,8 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
             arr = -arr
         if check_values and arr.size and (np.isnan(arr).any() or np.isneginf(arr).any()):
             raise ValueError("matrix contains invalid numeric entries")
+        if check_values:
+            check_float_range(arr, arr.shape)
     transposed = arr.shape[0] > arr.shape[1]
     if transposed:
         arr = arr.T
@@ -73,6 +75,34 @@ def int_cost_limit(shape) -> int:
     below 2**62, so no potential or path length overflows int64 and no cost reaches the
     solvers' forbidden marker (2**62)."""
     return (_INT_LIMIT - 1) // (4 * max(shape) + 8)
+
+
+#: float costs are held to |cost| * (4n + 8) <= FLOAT_BIG: prices, path lengths and their
+#: differences then stay finite (a 5 x 5 of 1.7e308 overflowed into a wrong answer)
+FLOAT_BIG = 2.0**1020
+
+
+def float_cost_limit(shape) -> float:
+    """The largest |cost| a float problem of this shape may hold (the float twin of
+    :func:`int_cost_limit`)."""
+    return FLOAT_BIG / (4.0 * max(shape) + 8.0)
+
+
+def check_float_range(costs, shape) -> None:
+    """Refuse finite float costs beyond :func:`float_cost_limit`; ``costs``: the largest finite
+    |cost| or an array of costs."""
+    if isinstance(costs, np.ndarray):
+        finite = np.abs(costs[np.isfinite(costs)]) if costs.size else costs
+        big = float(finite.max()) if finite.size else 0.0
+    else:
+        big = float(costs)
+    if big > float_cost_limit(shape):
+        raise ValueError(
+            f"float costs up to {big:.4g} in magnitude could overflow float64 during the solve "
+            f"of a problem of shape {shape[0]}x{shape[1]} (|cost| * (4n + 8) must stay below "
+            f"2**1020, "
+            f"here |cost| <= {float_cost_limit(shape):.4g}); scale the costs down (multiplying "
+            "every cost by the same positive number does not change the optimal assignment)")
 
 
 def check_int_range(lo: int, hi: int, shape) -> None:

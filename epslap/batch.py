@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from ._status import STATUS_OK, raise_for_status
-from ._validate import _float_kind, check_int_range, check_options
+from ._validate import _float_kind, check_float_range, check_int_range, check_options
 from .limit import check_cost_limit, solve_batch_with_limit
 from .cpu import jv
 from .solution import Solution, orient_duals
@@ -225,6 +225,8 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
             rows[k] = sol.stats["rows_evaluated"]
         elif status[k] != STATUS_OK:
             try:
+                if status[k] == jv.OUT_OF_RANGE:  # float costs beyond the range rule
+                    check_float_range(c[k], c[k].shape)
                 raise_for_status(int(status[k]), "cpu")
             except (ValueError, ArithmeticError) as exc:
                 raise type(exc)(f"problem {int(index[k])}: {exc}") from None

@@ -45,7 +45,7 @@ from numba.extending import intrinsic, overload
 
 from .._schedule import rectangular_from_zero
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, raise_for_status
-from .._validate import as_matrix, check_int_range
+from .._validate import FLOAT_BIG, as_matrix, check_float_range, check_int_range
 from ..certificate import RTOL, row_duals_hold
 from ..solution import Solution, assemble
 
@@ -57,7 +57,8 @@ NEEDS_EPSILON = -1
 #: n = 200); rank-1 costs read 250–500 (plain successive shortest paths, docs/algorithm.md §5),
 #: where the ε-passes are 7–20x faster. Cutting there costs such a problem 2–4x the ε path.
 ROW_BUDGET = 48
-#: an integer cost beyond the range rule (``_validate.int_cost_limit``): the caller raises
+#: a cost beyond the range rule (``_validate.int_cost_limit``, ``float_cost_limit``): the caller
+#: raises
 OUT_OF_RANGE = -2
 
 #: row scans the augmenting row reduction may spend, per row of the problem; past it the rows
@@ -191,8 +192,10 @@ def _key_typed(x):
 
 @njit(cache=True, nogil=True)
 def _classify(m):
-    """(status, has_inf) of a float matrix known to hold a non-finite value."""
+    """(status, has_inf) of a float matrix known to hold a non-finite value (OUT_OF_RANGE where
+    a finite entry is beyond :func:`_float_limit`)."""
     has_inf = False
+    big = 0.0
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
             x = np.float64(m[i, j])
@@ -200,7 +203,25 @@ def _classify(m):
                 return STATUS_INVALID, False
             if x == np.inf:
                 has_inf = True
+            else:
+                big = max(big, abs(x))
+    if big > _float_limit(m):
+        return OUT_OF_RANGE, has_inf
     return STATUS_OK, has_inf
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _float_limit(m):
+    """``_validate.float_cost_limit`` of ``m``'s shape (prices and path lengths stay finite)."""
+    return FLOAT_BIG / (4.0 * max(m.shape[0], m.shape[1]) + 8.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _overflow_scale(m):
+    """A factor that takes every |cost| beyond about ``_float_limit`` to inf: the value sweep
+    (``x*s - x*s``, NaN for non-finite) then flags NaN, ±inf and too-large costs with one
+    multiply per entry, and :func:`_classify` tells which (its exact comparison decides)."""
+    return 2.0 * (2.0**1023 / _float_limit(m))
 
 
 @njit(cache=True, nogil=True)
@@ -228,10 +249,11 @@ def _check_values(m, integral, limit):
                 hi = max(hi, x)
         return _int_status(lo, hi, limit), False
     acc = np.zeros(n2)
+    s = _overflow_scale(m)
     for i in range(n1):
         row = m[i]
         for j in range(n2):
-            x = np.float64(row[j])
+            x = np.float64(row[j]) * s
             acc[j] += x - x
     if acc.sum() == 0.0:
         return STATUS_OK, False
@@ -262,11 +284,13 @@ def _column_minima(m, v, imin, integral, limit):
                 imin[j] = i if lower else imin[j]
         return _int_status(lo, hi, limit), False
     acc = np.zeros(n2)
+    s = _overflow_scale(m)
     for i in range(n1):
         row = m[i]
         for j in range(n2):
             x = wt(row[j])
-            acc[j] += np.float64(x) - np.float64(x)
+            y = np.float64(x) * s
+            acc[j] += y - y
             lower = x < v[j]
             v[j] = x if lower else v[j]
             imin[j] = i if lower else imin[j]
@@ -825,6 +849,8 @@ def solve_jv(m: np.ndarray, integral: bool):
     elapsed = time.perf_counter() - t0
     if status == NEEDS_EPSILON:  # over the row budget
         return None
+    if status == OUT_OF_RANGE and not integral:
+        check_float_range(m, m.shape)
     raise_for_status(status, "cpu")
     polish_rows = 0
     if not integral and not duals_hold(m, v, row_to_col):
@@ -888,6 +914,8 @@ def _raise(status: int, arr: np.ndarray, maximize: bool) -> None:
     NEEDS_EPSILON."""
     if status == NEEDS_EPSILON:
         return
+    if status == OUT_OF_RANGE and arr.dtype.kind == "f":
+        check_float_range(arr, arr.shape)
     if status == OUT_OF_RANGE:
         lo, hi = int(arr.min()), int(arr.max())
         check_int_range(-hi if maximize else lo, -lo if maximize else hi, arr.shape)

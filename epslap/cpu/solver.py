@@ -22,6 +22,7 @@ from .._schedule import rectangular_from_zero
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
                        raise_for_status)
 from .. import checkpoint as ckpt
+from .._validate import check_float_range
 from ..certificate import prices_need_polish
 from . import passes as ker
 from .estimate import CpuStages, certificate_holds
@@ -196,7 +197,10 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
 
     def run():
         if not epsilon:
-            return validate_rows(src, buf, np.int64(n1), stop), 0.0, 0.0
+            status, big = validate_rows(src, buf, np.int64(n1), stop)
+            if status == STATUS_OK and not integral:
+                check_float_range(big, (n1, n2))
+            return status, 0.0, 0.0
         if speculate:
             vf = np.empty(n2)
             status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs), stop)

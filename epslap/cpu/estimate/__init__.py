@@ -34,6 +34,7 @@ from numba import njit
 from ..._estimate_driver import BoundsCDE, GapsAB, drive
 from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_OK
 from ..._sync import aborted, new_sync, reset_sync, run_workers
+from ..._validate import check_float_range
 from .keys import _EXACT_INT as EXACT_INT
 from .slots import STAGE_SLOT
 from .stage_ab import ab_result, ab_worker
@@ -103,6 +104,8 @@ class CpuStages:
         if status != STATUS_OK:
             self.status = int(status)
             return None
+        if not self.integral:  # stage A read every entry: refuse what would overflow
+            check_float_range(self.cmax, (self.n1, self.n2))
         return GapsAB(gap_i, gap, g0)
 
     def stages_cde(self) -> BoundsCDE | None:

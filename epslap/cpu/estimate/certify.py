@@ -24,6 +24,7 @@ from costfns.rows import get_row
 
 from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
 from ..._sync import aborted, new_sync, reset_sync, run_workers
+from ..._validate import float_cost_limit
 from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits
 from .keys import (_KEY_NEG_INF, _KEY_POS_INF, _from_key, _greedy_pick, _key, _load_keys,
                    _load_reduced_keys, _update_two_smallest, _v_from_two_smallest)
@@ -36,6 +37,7 @@ ABORT = -1
 _KEEP = 4
 _ROW_INVALID = -1  # row codes of the scan: NaN or -inf in the row
 _ROW_NO_FINITE = -2  # no finite cost in the row
+_ROW_TOO_BIG = -3  # a finite cost beyond the float range rule: stage A reports it
 _FIRST_CHUNK = 64
 _MAX_CHUNK = 4096
 
@@ -69,12 +71,13 @@ def _reduced_key(row, vf, j):
 
 
 @njit(cache=True, nogil=True)
-def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync):
+def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
     """Rows i = hi - 1 - first, then every stride-th one below, down to lo: code[i] = the number
     of minimisers of c[i] - v (or _ROW_INVALID / _ROW_NO_FINITE), mins[i] = the first _KEEP of
     them in index order. The row is read once for its block minima (nothing is stored: this
     sweep is bound by memory bandwidth); the minimisers are then found in the blocks that hold
-    the minimum, from the row still in cache. Stops early on a stop request (``sync``)."""
+    the minimum, from the row still in cache. Stops early on a stop request (``sync``). A row
+    with a finite |cost| above ``limit`` (``_validate.float_cost_limit``) is _ROW_TOO_BIG."""
     n2 = vf.shape[0]
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
@@ -84,6 +87,7 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync):
         row = get_row(src, i, buf)
         mk = _KEY_MAX
         xk = _KEY_MIN
+        big = 0.0
         for b in range(n_blocks):
             rb = row[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
             vb = vf[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
@@ -92,10 +96,15 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync):
                 k = _reduced_key(rb, vb, j)
                 m = k if k < m else m
                 xk = k if k > xk else xk
+                a = abs(np.float64(rb[j]))
+                big = a if a > big and a < np.inf else big
             bkey[b] = m
             mk = m if m < mk else mk
         if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
             code[i] = _ROW_INVALID
+            continue
+        if big > limit:
+            code[i] = _ROW_TOO_BIG
             continue
         if mk >= _KEY_POS_INF:
             code[i] = _ROW_NO_FINITE
@@ -124,7 +133,7 @@ def _pick_rows(src, buf, vf, lo, hi, code, mins, taken, pick):
         c = code[i]
         if c == _ROW_INVALID:
             return STATUS_INVALID
-        if c == _ROW_NO_FINITE:
+        if c == _ROW_NO_FINITE or c == _ROW_TOO_BIG:
             return ABORT
         q = -1
         for t in range(min(c, _KEEP)):
@@ -154,7 +163,7 @@ def kernels(src, buf, n1: int, n2: int) -> list:
     mins = np.empty((n1, _KEEP), np.int64)
     i0 = np.int64(0)
     return [(_sample_v, (src, buf, n1, n2, vf)),
-            (_scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins, new_sync())),
+            (_scan_rows, (src, buf, vf, i0, i0, i0, i0, code, mins, new_sync(), 1.0)),
             (_pick_rows, (src, buf, vf, i0, i0, code, mins, np.empty(n2, np.int64), code))]
 
 
@@ -172,12 +181,14 @@ def certify_sweep(src, bufs, n1: int, n2: int, vf: np.ndarray, pick: np.ndarray,
     mins = np.empty((n1, _KEEP), np.int64)
     taken = np.full(n2, _KEY_MIN)
     hi, size = n1, _FIRST_CHUNK
+    limit = float_cost_limit((n1, n2))
     while hi > 0:
         lo = max(0, hi - size)
         nt = threads if hi - lo >= 8 * threads else 1
         reset_sync(sync)
         run_workers(_scan_rows, lambda t, nt=nt, lo=lo, hi=hi: (src, bufs[t], vf, lo, hi, t, nt,
-                                                                code, mins, sync), nt, sync)
+                                                                code, mins, sync, limit),
+                    nt, sync)
         if aborted(sync):
             return STATUS_INTERRUPTED
         status = _pick_rows(src, bufs[0], vf, lo, hi, code, mins, taken, pick)

@@ -17,17 +17,22 @@ from ..._sync import aborted
 def validate_rows(src, buf, n1, sync):
     """Read every row of ``src`` once: STATUS_INVALID at the first NaN or -inf, else
     STATUS_INFEASIBLE where a row has no finite cost, else STATUS_OK (the order of stage A, and
-    scipy's). A stop request on ``sync`` ends the sweep between rows (STATUS_INTERRUPTED)."""
+    scipy's). A stop request on ``sync`` ends the sweep between rows (STATUS_INTERRUPTED).
+    Returns (status, the largest finite |cost|) for the caller's range rule."""
     infeasible = False
+    big = 0.0
     for i in range(n1):
         if aborted(sync):
-            return STATUS_INTERRUPTED
+            return STATUS_INTERRUPTED, big
         row = get_row(src, i, buf)
         finite = False
         for j in range(row.shape[0]):
             x = row[j]
             if x != x or x == -np.inf:
-                return STATUS_INVALID
-            finite |= x < np.inf
+                return STATUS_INVALID, big
+            fin = x < np.inf
+            finite |= fin
+            a = abs(np.float64(x))
+            big = a if fin and a > big else big
         infeasible |= not finite
-    return STATUS_INFEASIBLE if infeasible else STATUS_OK
+    return (STATUS_INFEASIBLE if infeasible else STATUS_OK), big
