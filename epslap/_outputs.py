@@ -6,6 +6,12 @@ field, so a line torn by a crash is recognised and ignored. ``.npz`` and ``.parq
 arrays natively; they are rewritten (to a temporary file, then renamed over the old one) at most
 every ``REWRITE_S`` seconds and when the run ends, so a crash leaves the last whole file. A
 problem counts as done when its last record is ``ok``; a failed one is tried again by a rerun.
+
+Each record carries ``settings``: what its answer depends on (the options that change it and a
+fingerprint of the problem's content, see ``epslap.many``), so that a rerun reuses a record only
+when it would have solved the same thing. A file of the older layout, without them, is refused:
+its records cannot be told apart. Integer totals stay Python ints in every format (a float64
+holds only 53 bits).
 """
 from __future__ import annotations
 
@@ -18,28 +24,43 @@ from dataclasses import dataclass
 import numpy as np
 
 REWRITE_S = 2.0
-_FIELDS = ["key", "status", "cost", "seconds", "rows_evaluated", "error", "row_ind", "col_ind",
-           "complete"]
+_FIELDS = ["key", "settings", "status", "cost", "seconds", "rows_evaluated", "error", "row_ind",
+           "col_ind", "complete"]
+#: the layout before ``settings``: refused, see :func:`_older`
+_OLD_FIELDS = ["key", "status", "cost", "seconds", "rows_evaluated", "error", "row_ind",
+               "col_ind", "complete"]
 
 
-_SCALARS = ("key", "status", "cost", "seconds", "rows_evaluated", "error")
+_SCALARS = ("key", "settings", "status", "cost", "seconds", "rows_evaluated", "error")
+
+
+def _older(path: str) -> ValueError:
+    return ValueError(f"{path} was written by an older epslap, without the settings of each "
+                      "result (the options and the problem's content fingerprint), so its "
+                      "results cannot be checked against this run; delete it or use another "
+                      "out file")
 
 
 @dataclass(frozen=True)
 class ManyResult:
     """One problem's result. ``status``: ``"ok"`` or ``"error"`` (``error`` says why);
     ``row_ind``/``col_ind``/``cost`` as :func:`epslap.solve` gives them; ``seconds``: the solve's
-    time on its worker; ``from_output``: read from ``out`` (solved by an earlier run: a CSV
-    keeps the assignment too). The result files store every field but ``from_output``."""
+    time on its worker; ``settings``: what the answer depends on (``maximize`` and the
+    problem's content fingerprint; None without ``out``, or for a problem that has no
+    fingerprint and so is never reused);
+    ``from_output``: read from ``out`` (solved by an earlier run with the same settings). The
+    result files store every field but ``from_output``; an integer problem's ``cost`` is an
+    exact int."""
 
     key: str
     status: str
-    cost: float | None = None
+    cost: float | int | None = None
     row_ind: np.ndarray | None = None
     col_ind: np.ndarray | None = None
     seconds: float = 0.0
     rows_evaluated: int | None = None
     error: str | None = None
+    settings: str | None = None
     from_output: bool = False
 
     @property
@@ -80,13 +101,29 @@ def _ints(text: str) -> np.ndarray:
     return np.array(text.split(), dtype=np.int64)
 
 
+def _cost_text(cost: float | int | None) -> str:
+    """An int as its digits, a float as its repr (which always has '.', 'e', 'inf' or 'nan')."""
+    if cost is None:
+        return ""
+    return str(int(cost)) if isinstance(cost, (int, np.integer)) else repr(float(cost))
+
+
+def _cost_value(text: str) -> float | int | None:
+    if not text:
+        return None
+    return float(text) if any(s in text for s in (".", "e", "inf", "nan")) else int(text)
+
+
 class _Csv(_Output):
     def __init__(self, path: str):
         super().__init__(path)
         if os.path.exists(path) and os.path.getsize(path) > 0:
             with open(path, newline="") as fh:
                 reader = csv.reader(fh)
-                if next(reader, None) != _FIELDS:
+                header = next(reader, None)
+                if header == _OLD_FIELDS:
+                    raise _older(path)
+                if header != _FIELDS:
                     raise ValueError(f"{path} is not a solve_many result file (its first line "
                                      f"is not {','.join(_FIELDS)}); use another file")
                 for row in reader:
@@ -101,18 +138,19 @@ class _Csv(_Output):
 
     @staticmethod
     def _parse(row: list[str]) -> ManyResult:
-        key, status, cost, seconds, rows, error, ri, ci, _ = row
-        return ManyResult(key, status, cost=float(cost) if cost else None, seconds=float(seconds),
-                      rows_evaluated=int(rows) if rows else None, error=error or None,
-                      row_ind=_ints(ri) if status == "ok" else None,
-                      col_ind=_ints(ci) if status == "ok" else None)
+        key, settings, status, cost, seconds, rows, error, ri, ci, _ = row
+        return ManyResult(key, status, cost=_cost_value(cost), seconds=float(seconds),
+                          rows_evaluated=int(rows) if rows else None, error=error or None,
+                          settings=settings or None,
+                          row_ind=_ints(ri) if status == "ok" else None,
+                          col_ind=_ints(ci) if status == "ok" else None)
 
     def add(self, rec: ManyResult) -> None:
         super().add(rec)
 
         def text(a):
             return "" if a is None else " ".join(map(str, np.asarray(a).tolist()))
-        self.writer.writerow([rec.key, rec.status, "" if rec.cost is None else repr(rec.cost),
+        self.writer.writerow([rec.key, rec.settings or "", rec.status, _cost_text(rec.cost),
                               f"{rec.seconds:.6f}",
                               "" if rec.rows_evaluated is None else rec.rows_evaluated,
                               rec.error or "", text(rec.row_ind), text(rec.col_ind), "yes"])
@@ -158,18 +196,24 @@ class _Rewritten(_Output):
 
 
 class _Npz(_Rewritten):
-    """``records``: the scalars of every record as JSON; ``row_ind_<k>``, ``col_ind_<k>``: the
-    assignment of record k."""
+    """``records``: the scalars of every record as JSON (an int cost stays an exact JSON
+    integer); ``row_ind_<k>``, ``col_ind_<k>``: the assignment of record k."""
 
     def _read(self) -> list[ManyResult]:
         try:
             with np.load(self.path, allow_pickle=False) as z:
                 scalars = json.loads(z["records"].tobytes().decode())
-                return [ManyResult(**s, row_ind=z.get(f"row_ind_{k}"),
-                                   col_ind=z.get(f"col_ind_{k}")) for k, s in enumerate(scalars)]
+                arrays = {name: z[name] for name in z.files if name != "records"}
         except (OSError, ValueError, KeyError) as exc:
             raise ValueError(f"{self.path} is not a readable solve_many result file "
                              f"({exc})") from None
+        if any(set(s) == set(_SCALARS) - {"settings"} for s in scalars):
+            raise _older(self.path)
+        if any(set(s) != set(_SCALARS) for s in scalars):
+            raise ValueError(f"{self.path} is not a solve_many result file (its records do not "
+                             f"hold {', '.join(_SCALARS)}); use another file")
+        return [ManyResult(**s, row_ind=arrays.get(f"row_ind_{k}"),
+                           col_ind=arrays.get(f"col_ind_{k}")) for k, s in enumerate(scalars)]
 
     def _write(self, tmp: str, records: list[ManyResult]) -> None:
         arrays = {}
@@ -185,7 +229,9 @@ class _Npz(_Rewritten):
 
 
 class _Parquet(_Rewritten):
-    """One row per record; ``row_ind`` and ``col_ind`` are list columns."""
+    """One row per record; ``row_ind`` and ``col_ind`` are list columns. ``cost`` is float64;
+    ``cost_int`` holds an integer problem's exact total (null for a float one), which float64
+    would round beyond 2**53."""
 
     @staticmethod
     def _pyarrow():
@@ -199,17 +245,35 @@ class _Parquet(_Rewritten):
 
     def _read(self) -> list[ManyResult]:
         _, pq = self._pyarrow()
-        rows = pq.read_table(self.path).to_pylist()
-        return [ManyResult(**{k: (np.array(v, np.int64) if k in ("row_ind", "col_ind") and
-                              v is not None else v) for k, v in row.items()}) for row in rows]
+        table = pq.read_table(self.path)
+        if table.column_names == _OLD_FIELDS[:-1]:
+            raise _older(self.path)
+        if table.column_names != _FIELDS[:-1] + ["cost_int"]:
+            raise ValueError(f"{self.path} is not a solve_many result file (its columns are "
+                             f"{', '.join(table.column_names)}); use another file")
+        records = []
+        for row in table.to_pylist():
+            exact = row.pop("cost_int")
+            if exact is not None:
+                row["cost"] = exact
+            for name in ("row_ind", "col_ind"):
+                if row[name] is not None:
+                    row[name] = np.array(row[name], np.int64)
+            records.append(ManyResult(**row))
+        return records
 
     def _write(self, tmp: str, records: list[ManyResult]) -> None:
         pa, pq = self._pyarrow()
         cols = {name: [getattr(r, name) for r in records] for name in _FIELDS[:-1]}
         for name in ("row_ind", "col_ind"):
             cols[name] = [None if a is None else np.asarray(a).tolist() for a in cols[name]]
-        schema = pa.schema([("key", pa.string()), ("status", pa.string()),
+        ints = [isinstance(c, (int, np.integer)) for c in cols["cost"]]
+        cols["cost_int"] = [int(c) if i else None for c, i in zip(cols["cost"], ints)]
+        cols["cost"] = [None if c is None else float(c) for c in cols["cost"]]
+        schema = pa.schema([("key", pa.string()), ("settings", pa.string()),
+                            ("status", pa.string()),
                             ("cost", pa.float64()), ("seconds", pa.float64()),
                             ("rows_evaluated", pa.int64()), ("error", pa.string()),
-                            ("row_ind", pa.list_(pa.int64())), ("col_ind", pa.list_(pa.int64()))])
+                            ("row_ind", pa.list_(pa.int64())), ("col_ind", pa.list_(pa.int64())),
+                            ("cost_int", pa.int64())])
         pq.write_table(pa.table(cols, schema=schema), tmp)

@@ -4,12 +4,16 @@ Each problem is solved by :func:`epslap.solve` in one task. What travels to a wo
 describes the problem: a ``.npy`` path (the worker maps the file), a :class:`Source` (a factory
 and its parameters: the worker builds the costs), or a matrix (sent as it is: fine for small
 ones). Results are handed back as they finish and written to ``out`` at once
-(``epslap._outputs``); a rerun with the same ``out`` solves only what is not there yet.
+(``epslap._outputs``); a rerun with the same ``out`` solves only what is not there yet with the
+same settings: each record carries the options that change the answer and a fingerprint of the
+problem's content (:func:`_settings`), so a rerun with ``maximize=True`` or after a ``.npy`` was
+overwritten solves again instead of handing back the old problem's answer.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -78,9 +82,16 @@ def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu
         looks at the machine's load when each solve starts, not at the other workers.
     out : path, optional
         ``.csv``, ``.npz`` or ``.parquet`` (needs pyarrow): each result is added as it
-        arrives, and problems the file already holds as solved are not solved again (a failed
-        one is tried again). A CSV gains one line per result; the others are replaced
-        atomically, so an interrupted run never leaves a torn file.
+        arrives, and problems the file already holds as solved with the same settings are not
+        solved again (a failed one is tried again). The settings are ``maximize`` and the
+        problem's content: a matrix's bytes, a ``.npy`` file's bytes (hashed here before the
+        run, so each file is read once more on this machine; a path that exists only on the
+        workers is known by its text alone, so a file overwritten there is not noticed), a
+        Source's text (its factory must give the same costs for the same arguments) or
+        another object's pickle (one that does not pickle is always solved again). A problem
+        solved again replaces its old result. A CSV gains one line per result (the last line
+        of a key wins); the others are replaced atomically, so an interrupted run never
+        leaves a torn file. A file of the older layout, without settings, is refused.
     progress : bool
         A progress bar on stderr (solves finished, failures).
     retries : int
@@ -96,17 +107,21 @@ def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu
     named = _named(problems)
     options = dict(backend=backend, maximize=maximize, memory=memory, threads=threads)
     sink = open_output(out) if out is not None else None
+    settings: dict[str, str | None] = {}
+    if sink is not None:  # before any task starts: a file changed under the run is solved again
+        settings = {key: _settings(p, maximize) for key, p in named.items()}
     results: dict[str, ManyResult] = {}
     try:
         if sink is not None:
             for rec in sink.done().values():
-                if rec.key in named:
+                if rec.key in named and rec.settings is not None and \
+                        rec.settings == settings[rec.key]:
                     results[rec.key] = replace(rec, from_output=True)
         tasks = [(key, _solve_one, (_payload(p), options)) for key, p in named.items()
                  if key not in results]
 
         def finished(key: str, outcome: Outcome) -> None:
-            result = _result(key, outcome)
+            result = _result(key, outcome, settings.get(key))
             if sink is not None:
                 sink.add(result)
             results[key] = result
@@ -138,10 +153,71 @@ def _key(problem, k: int) -> str:
     if isinstance(problem, Source):
         return problem.key
     if isinstance(problem, (np.ndarray, list)):
-        a = np.ascontiguousarray(problem)
-        digest = hashlib.sha1(f"{a.shape}{a.dtype.str}".encode() + a.tobytes()).hexdigest()
-        return f"matrix-{digest[:16]}"
+        return _matrix_digest(problem)
     return f"problem{k}"
+
+
+def _matrix_digest(problem) -> str:
+    a = np.ascontiguousarray(problem)
+    digest = hashlib.sha1(f"{a.shape}{a.dtype.str}".encode() + a.tobytes()).hexdigest()
+    return f"matrix-{digest[:16]}"
+
+
+#: The options in a stored result's settings are those that change the answer: ``maximize``
+#: (another optimum). ``backend``, ``memory`` and ``threads`` are left out: every backend
+#: gives an optimal assignment of the same problem (the same total, up to the rounding of a
+#: float sum; between tied optima the assignment may differ, and each is a right answer), and
+#: ``memory`` and ``threads`` only bound the rows held and the cores used. A run resumed on
+#: other hardware or with other limits so reuses what is done.
+def _settings(problem, maximize: bool) -> str | None:
+    """What a stored result must match to be reused: the options that change the answer and
+    the problem's content fingerprint; None where the problem has no fingerprint."""
+    print_ = _fingerprint(problem)
+    return None if print_ is None else f"maximize={bool(maximize)};problem={print_}"
+
+
+def _fingerprint(problem) -> str | None:
+    """The problem's content as a short text, computed here (see ``out`` in
+    :func:`solve_many`)."""
+    if isinstance(problem, (str, os.PathLike)):
+        path = os.fspath(problem)
+        if path.endswith(".npy") and os.path.isfile(path):
+            try:
+                return f"npy-{_file_digest(path)}"
+            except OSError:  # unreadable here: the worker reports it, or reads its own copy
+                pass
+        return f"path-{path}"
+    if isinstance(problem, Source):
+        return f"source-{problem.key}"
+    if isinstance(problem, (np.ndarray, list)):
+        return _matrix_digest(problem)
+    return _pickle_digest(problem)
+
+
+def _file_digest(path: str, chunk: int = 1 << 22) -> str:
+    """blake2b of a file's bytes (header included: shape and dtype), read in chunks."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _pickle_digest(problem) -> str | None:
+    """A cost source object by its pickle, its arrays hashed where they lie (protocol 5, out of
+    band) rather than copied; None where it does not pickle."""
+    h = hashlib.blake2b(digest_size=16)
+
+    def buffer(b: pickle.PickleBuffer) -> bool:
+        raw = b.raw()
+        h.update(len(raw).to_bytes(8, "little"))
+        h.update(raw)
+        return False  # out of band: not copied into the pickle
+    try:
+        h.update(pickle.dumps(problem, protocol=5, buffer_callback=buffer))
+    except Exception:  # noqa: BLE001 - any failure to pickle: no fingerprint, always solved
+        return None
+    return f"pickle-{h.hexdigest()}"
 
 
 def _payload(problem):
@@ -160,15 +236,17 @@ def _solve_one(problem, options: dict) -> dict:
     elif isinstance(problem, Source):
         problem = problem.build()
     sol = solve(problem, **options)
-    return dict(cost=float(sol.cost), row_ind=np.asarray(sol.row_ind, np.int64),
+    cost = int(sol.cost) if isinstance(sol.cost, (int, np.integer)) else float(sol.cost)
+    return dict(cost=cost, row_ind=np.asarray(sol.row_ind, np.int64),
                 col_ind=np.asarray(sol.col_ind, np.int64),
                 rows_evaluated=sol.stats.get("rows_evaluated"))
 
 
-def _result(key: str, outcome: Outcome) -> ManyResult:
+def _result(key: str, outcome: Outcome, settings: str | None) -> ManyResult:
     if outcome.error is not None:
-        return ManyResult(key, "error", seconds=outcome.seconds, error=outcome.error)
+        return ManyResult(key, "error", seconds=outcome.seconds, error=outcome.error,
+                          settings=settings)
     v = outcome.value
     return ManyResult(key, "ok", cost=v["cost"], seconds=outcome.seconds,
                       rows_evaluated=v["rows_evaluated"], row_ind=v["row_ind"],
-                      col_ind=v["col_ind"])
+                      col_ind=v["col_ind"], settings=settings)

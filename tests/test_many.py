@@ -4,7 +4,11 @@ killed or restarted mid-run, Ctrl-C."""
 from __future__ import annotations
 
 import csv
+import importlib.util
+import itertools
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +24,7 @@ from test_emd import gradient, save, square
 import costfns
 import epslap
 from epslap import Source, solve_many
+from epslap._validate import int_cost_limit
 from epslap.cli import main
 
 DASK_REASON = "needs dask.distributed (pip install 'epslap[dask]')"
@@ -117,6 +122,121 @@ def test_csv_ignores_a_torn_line_and_refuses_a_foreign_file(tmp_path):
         solve_many(problems, out=str(tmp_path / "r.json"))
     with pytest.raises(FileNotFoundError, match="does not exist"):
         solve_many(problems, out=str(tmp_path / "no" / "r.csv"))
+
+
+FORMATS = [".csv", ".npz", pytest.param(".parquet", marks=pytest.mark.skipif(
+    importlib.util.find_spec("pyarrow") is None, reason="out=*.parquet needs pyarrow"))]
+
+
+def _dense(problem):
+    if isinstance(problem, Source):
+        return problem.build().dense()
+    return np.load(problem) if isinstance(problem, str) else np.asarray(problem)
+
+
+def _optimal(problems: dict, results, maximize: bool) -> None:
+    """Each result is scipy's optimum of the problem as it is now."""
+    for p, r in zip(problems.values(), results):
+        assert r.ok, r.error
+        ref = scipy_optimum(_dense(p), maximize=maximize)
+        assert abs(r.cost - ref) <= 1e-9 * max(1.0, abs(ref)), (r.key, r.cost, ref)
+        assert abs(_dense(p)[r.row_ind, r.col_ind].sum() - ref) <= 1e-9 * max(1.0, abs(ref))
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_a_rerun_with_other_options_or_data_solves_again(tmp_path, suffix):
+    rng = np.random.default_rng(11)
+    npy = str(tmp_path / "m.npy")
+    np.save(npy, rng.random((8, 8)))
+    problems = {"file": npy, "matrix": rng.random((6, 9)),
+                "source": Source(costfns.problem, "geometric", 30, seed=2)}
+    out = str(tmp_path / f"r{suffix}")
+    first = solve_many(problems, out=out)
+    _optimal(problems, first, maximize=False)
+    same = solve_many(problems, out=out)  # unchanged: every result read back
+    assert [r.from_output for r in same] == [True] * 3
+    for a, b in zip(first, same):
+        assert a.cost == b.cost and np.array_equal(a.col_ind, b.col_ind)
+    assert all(r.from_output for r in solve_many(problems, out=out, threads=1))  # no effect
+    maxed = solve_many(problems, out=out, maximize=True)  # another optimum: solved again
+    assert not any(r.from_output for r in maxed)
+    _optimal(problems, maxed, maximize=True)
+    assert all(a.cost < b.cost for a, b in zip(first, maxed))
+    again = solve_many(problems, out=out, maximize=True)  # the new results replaced the old
+    assert [r.from_output for r in again] == [True] * 3
+    assert [r.cost for r in again] == [r.cost for r in maxed]
+    np.save(npy, 5.0 + rng.random((8, 8)))  # other data under the same path and name
+    problems["matrix"] = rng.random((6, 9))
+    changed = solve_many(problems, out=out, maximize=True)
+    assert [r.from_output for r in changed] == [False, False, True]
+    _optimal(problems, changed, maximize=True)
+    minimised = solve_many(problems, out=out)  # back to minimising: the file holds maxima
+    assert not any(r.from_output for r in minimised)
+    _optimal(problems, minimised, maximize=False)
+    assert [r.from_output for r in solve_many(problems, out=out)] == [True] * 3
+
+
+def test_fingerprints_follow_the_content(tmp_path):
+    from epslap import many
+    npy = tmp_path / "m.npy"
+    np.save(npy, np.arange(6.0).reshape(2, 3))
+    text = many._settings(str(npy), False)
+    np.save(tmp_path / "copy.npy", np.arange(6.0).reshape(2, 3))
+    assert many._settings(str(tmp_path / "copy.npy"), False) == text  # the content, not the name
+    assert many._settings(str(npy), True) != text
+    np.save(npy, np.arange(6.0).reshape(3, 2))  # the same bytes in another shape
+    assert many._settings(str(npy), False) != text
+    elsewhere = str(tmp_path / "only-on-the-workers.npy")
+    assert many._fingerprint(elsewhere) == f"path-{elsewhere}"
+    src = costfns.problem("geometric", 20, seed=1)  # a cost source object: by its pickle
+    assert many._fingerprint(src) == many._fingerprint(costfns.problem("geometric", 20, seed=1))
+    assert many._fingerprint(src) != many._fingerprint(costfns.problem("geometric", 20, seed=2))
+    assert many._fingerprint(lambda: 0) is None  # does not pickle: never reused
+
+
+def _brute_force(cost: np.ndarray) -> int:
+    """The exact optimum in Python ints (scipy works in float64)."""
+    n = len(cost)
+    return min(sum(int(cost[i, p[i]]) for i in range(n)) for p in itertools.permutations(range(n)))
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_integer_totals_round_trip_exactly(tmp_path, suffix):
+    n = 4
+    limit = int_cost_limit((n, n))  # the largest integer cost solve accepts at this shape
+    big = np.random.default_rng(2).integers(limit - 10**6, limit + 1, (n, n), dtype=np.int64)
+    exact = _brute_force(big)
+    assert exact > 2**53 and int(float(exact)) != exact  # a float64 would change it
+    problems = {"big": big, "negative": -big, "float": np.ones((3, 3)),
+                "small": np.eye(3, dtype=np.int32)}
+    out = str(tmp_path / f"r{suffix}")
+    for run in range(2):  # solved, then read back
+        results = solve_many(problems, out=out)
+        assert [r.from_output for r in results] == [run == 1] * 4
+        assert [type(r.cost) for r in results] == [int, int, float, int]
+        assert [r.cost for r in results] == [exact, _brute_force(-big), 3.0, 0]
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_an_output_of_the_older_layout_is_refused(tmp_path, suffix):
+    out = tmp_path / f"old{suffix}"
+    old = dict(key="a", status="ok", cost=1.0, seconds=0.1, rows_evaluated=2, error=None)
+    if suffix == ".csv":
+        out.write_text("key,status,cost,seconds,rows_evaluated,error,row_ind,col_ind,complete\n"
+                       "a,ok,1.0,0.100000,2,,0 1,1 0,yes\n")
+    elif suffix == ".npz":
+        np.savez(out, records=np.frombuffer(json.dumps([old]).encode(), np.uint8),
+                 row_ind_0=np.array([0, 1]), col_ind_0=np.array([1, 0]))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        pq.write_table(pa.table({**{k: [v] for k, v in old.items()},
+                                 "row_ind": [[0, 1]], "col_ind": [[1, 0]]}), str(out))
+    before = out.read_bytes()
+    with pytest.raises(ValueError, match=f"{re.escape(str(out))} was written by an older epslap.*"
+                                         "delete it or use another out file"):
+        solve_many({"a": np.array([[2.0, 0.5], [0.5, 2.0]])}, out=str(out))
+    assert out.read_bytes() == before  # left as it was
 
 
 def test_dask_equals_the_local_loop(tmp_path, client):
