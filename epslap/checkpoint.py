@@ -10,7 +10,9 @@ The file is a NumPy ``.npz`` (a zip: every member carries a CRC-32, so a damaged
 with a JSON header, written to a temporary name and renamed over the previous checkpoint: a crash
 while writing leaves the previous one intact. The header carries a fingerprint of the problem:
 shape, dtype, the solve mode and a hash of some of its canonical rows (the first, the last and
-evenly spaced ones between), so that a checkpoint of another problem is refused.
+evenly spaced ones between), so that a checkpoint of another problem is refused. The contents
+are checked before a resume uses them (:func:`check_contents`): a file altered and saved again
+passes its checksums, and the compiled passes trust every index in it.
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ _UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed from: another problem, a damaged or truncated file,
-    or a format newer than this epslap reads."""
+    contents that no solve writes (:func:`check_contents`), or a format newer than this epslap
+    reads."""
 
 
 def parse_interval(every: float | str) -> float:
@@ -123,14 +126,20 @@ def load(path: str) -> dict:
 
 def check_matches(state: dict, path: str, n1: int, n2: int, row_dtype, mode: str,
                   print_: str, arrays: dict[str, int] | None = None) -> None:
-    """Refuse a checkpoint of another problem, naming what differs. ``arrays``: the arrays it
-    must hold and their lengths (default: the CPU pass loop's)."""
+    """Refuse a checkpoint of another problem, naming what differs, then one whose contents
+    could not be resumed from (:func:`check_contents`). ``arrays``: the arrays it must hold and
+    their lengths (default: the CPU pass loop's)."""
     h = state["header"]
-    if tuple(h.get("shape", ())) != (n1, n2):
-        raise CheckpointError(f"checkpoint {path!r} is of a {tuple(h.get('shape', ()))} problem "
-                              f"(canonical shape), not of this {(n1, n2)} one")
+    for key in ("shape", "dtype", "mode", "fingerprint"):
+        if key not in h:
+            raise _damaged(path, f"header {key} is missing")
+    shape = h.get("shape")
+    shape = tuple(shape) if isinstance(shape, list) else shape
+    if shape != (n1, n2):
+        raise CheckpointError(f"checkpoint {path!r} is of a {shape} problem (canonical shape), "
+                              f"not of this {(n1, n2)} one")
     if h.get("dtype") != np.dtype(row_dtype).str:
-        raise CheckpointError(f"checkpoint {path!r} is of {np.dtype(h.get('dtype'))} costs, "
+        raise CheckpointError(f"checkpoint {path!r} is of {_dtype_name(h.get('dtype'))} costs, "
                               f"not {np.dtype(row_dtype)}")
     if h.get("mode") != mode:
         raise CheckpointError(f"checkpoint {path!r} was written by a {h.get('mode')!r} solve, "
@@ -141,8 +150,287 @@ def check_matches(state: dict, path: str, n1: int, n2: int, row_dtype, mode: str
                               "sampled rows differ")
     want = arrays if arrays is not None else {"v": n2, "perm": n1, "resume_row_col": n2}
     for name, length in want.items():
-        if name not in state or state[name].shape != (length,):
-            raise CheckpointError(f"checkpoint {path!r} is damaged: {name} has the wrong shape")
+        if name not in state:
+            raise _damaged(path, f"member {name} is missing")
+        if np.shape(state[name]) != (length,):
+            raise _damaged(path, f"{name} has shape {np.shape(state[name])}, expected "
+                                 f"({length},)")
+    check_contents(state, path, n1, n2, np.dtype(row_dtype).kind in "biu", mode)
+
+
+def _dtype_name(value) -> str:
+    try:
+        return str(np.dtype(value))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _damaged(path: str, what: str) -> CheckpointError:
+    return CheckpointError(f"checkpoint {path!r} is damaged: {what}")
+
+
+# The limits below are the ones a solve of the problem stays within: a file's checksums only
+# catch accidental damage, and the compiled passes index and loop by these values unchecked (a
+# row order shifted out of range read outside the cost matrix; a negated one looped forever).
+#: |integer price| below the solvers' forbidden marker 2**62 (``_validate._INT_LIMIT``)
+INT_PRICE_LIMIT = 2**62
+
+
+class _Contents:
+    """The checks of one checkpoint's members, each error naming the file and the member."""
+
+    def __init__(self, state: dict, path: str, n1: int, n2: int, integral: bool):
+        from ._validate import FLOAT_BIG, float_cost_limit, int_cost_limit
+        self.state, self.path, self.n1, self.n2, self.integral = state, path, n1, n2, integral
+        self.head = state["header"]
+        #: the largest ε a solve of this problem uses: ε_upper <= the largest cost it may hold
+        self.eps_limit = float(int_cost_limit((n1, n2)) if integral
+                               else float_cost_limit((n1, n2)))
+        self.price_limit = INT_PRICE_LIMIT if integral else FLOAT_BIG
+
+    def bad(self, what: str) -> CheckpointError:
+        return _damaged(self.path, what)
+
+    # ---- header values --------------------------------------------------------------------
+
+    def key(self, key: str, where: dict | None = None, prefix: str = "header "):
+        where = self.head if where is None else where
+        if key not in where:
+            raise self.bad(f"{prefix}{key} is missing")
+        return where[key]
+
+    def number(self, key: str, *, integer: bool = False, low: float = 0.0,
+               high: float = np.inf, where: dict | None = None, prefix: str = "header "):
+        """A finite number (an integer where ``integer``) within [low, high]."""
+        x = self.key(key, where, prefix)
+        kind = "an integer" if integer else "a number"
+        if isinstance(x, bool) or not isinstance(x, int if integer else (int, float)):
+            raise self.bad(f"{prefix}{key} is {x!r}, not {kind}")
+        if isinstance(x, float) and not np.isfinite(x):
+            raise self.bad(f"{prefix}{key} is {x!r}, not a finite number")
+        if not low <= x <= high:
+            raise self.bad(f"{prefix}{key} = {x!r} is outside [{low:g}, {high:g}]")
+        return x
+
+    def flag(self, key: str, where: dict, prefix: str) -> bool:
+        x = self.key(key, where, prefix)
+        if not isinstance(x, bool):
+            raise self.bad(f"{prefix}{key} is {x!r}, not true or false")
+        return x
+
+    def text(self, key: str) -> str:
+        x = self.key(key)
+        if not isinstance(x, str):
+            raise self.bad(f"header {key} is {x!r}, not a string")
+        return x
+
+    def common_header(self) -> float:
+        """The header values both writers put there; returns ε_upper (the largest ε of the
+        solve's passes)."""
+        eps_upper = self.number("eps_upper", high=self.eps_limit)
+        self.number("eps_lower", high=self.eps_limit)
+        self.number("start_absmax", high=self.price_limit)
+        self.text("reason")
+        self.number("rows_evaluated", integer=True)
+        return float(eps_upper)
+
+    # ---- arrays ---------------------------------------------------------------------------
+
+    def array(self, name: str, shape: tuple | None, kinds: str, what: str,
+              finite: bool = True) -> np.ndarray:
+        """Member ``name``: present, of ``shape`` (None: any 1-D), of a dtype kind in ``kinds``
+        (``what`` names it in the error); floats finite where ``finite``."""
+        if name not in self.state:
+            raise self.bad(f"member {name} is missing")
+        a = self.state[name]
+        if not isinstance(a, np.ndarray):
+            raise self.bad(f"member {name} is not an array")
+        if (a.shape != shape) if shape is not None else a.ndim != 1:
+            raise self.bad(f"{name} has shape {a.shape}, expected "
+                           f"{shape if shape is not None else 'one dimension'}")
+        if a.dtype.kind not in kinds:
+            raise self.bad(f"{name} has dtype {a.dtype}, expected {what}")
+        if finite and a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise self.bad(f"{name} holds NaN or inf (at index "
+                           f"{int(np.flatnonzero(~np.isfinite(a))[0])})")
+        return a
+
+    def ints(self, name: str, shape: tuple | None, low: int | None = None,
+             high: int | None = None) -> np.ndarray:
+        """An integer member, every value in [low, high) where given, as int64 (stored back)."""
+        a = self.array(name, shape, "iu", "integers")
+        if low is not None:
+            out = (a < low) | (a >= high)  # exact for uint64 too
+            if out.any():
+                at = int(np.flatnonzero(out)[0])
+                raise self.bad(f"{name}[{at}] = {int(a[at])} is outside [{low}, {high})")
+        elif a.dtype.kind == "u" and a.size and int(a.max()) >= 2**63:
+            raise self.bad(f"{name} holds values beyond int64")
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        self.state[name] = a
+        return a
+
+    def floats(self, name: str, shape: tuple | None, limit: float) -> np.ndarray:
+        """A float64 member (stored back), finite, every |value| <= ``limit``."""
+        a = self.array(name, shape, "f", "floats")
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        if a.size and np.abs(a).max() > limit:
+            at = int(np.argmax(np.abs(a)))
+            raise self.bad(f"{name}[{at}] = {float(a[at])!r} is beyond ±{limit:g}")
+        self.state[name] = a
+        return a
+
+    def prices(self, name: str = "v") -> np.ndarray:
+        """The column prices in the work dtype (stored back), within the solvers' range."""
+        if self.integral:
+            return self.ints(name, (self.n2,), -self.price_limit + 1, self.price_limit)
+        return self.floats(name, (self.n2,), self.price_limit)
+
+    def perm(self) -> np.ndarray:
+        """The row order: a permutation of range(n1)."""
+        p = self.ints("perm", (self.n1,), 0, self.n1)
+        seen = np.bincount(p, minlength=self.n1)
+        if (seen != 1).any():
+            i = int(np.flatnonzero(seen != 1)[0])
+            raise self.bad(f"perm is not a permutation of the rows: row {i} appears "
+                           f"{int(seen[i])} times")
+        return p
+
+    def pass_rows(self, name: str, rows: np.ndarray, perm: np.ndarray, k: int,
+                  reverse: bool) -> None:
+        """The rows holding a pair in a pass after ``k`` augmentations (``rows``, one entry per
+        pair): each once, and exactly those the pass augmented so far (perm[0..k) in the pass's
+        order, then the virtual rows n1..), as no solve writes anything else."""
+        count = np.bincount(rows, minlength=self.n2)
+        if (count > 1).any():
+            raise self.bad(f"{name} pairs row {int(np.flatnonzero(count > 1)[0])} more than "
+                           "once")
+        order = perm[::-1] if reverse else perm
+        want = np.zeros(self.n2, dtype=bool)
+        want[order[:min(k, self.n1)]] = True
+        want[self.n1:max(k, self.n1)] = True
+        if not np.array_equal(want, count == 1):
+            raise self.bad(f"{name} does not pair the {k} rows the pass augmented so far "
+                           f"(it pairs {rows.size})")
+
+    # ---- the writers ------------------------------------------------------------------------
+
+    def cpu(self, mode: str) -> None:
+        """What ``cpu.solver.solve_rows`` writes (its ``save``)."""
+        from .cpu import passes as ker
+        eps_upper = self.common_header()
+        self.prices()
+        perm = self.perm()
+        row_col = self.ints("resume_row_col", (self.n2,), -1, self.n2)
+        self.floats("eps_log", (ker.MAX_PASSES,), self.eps_limit)
+        if (self.state["eps_log"] < 0).any():
+            raise self.bad("eps_log holds a negative ε")
+        rec = self.floats("resume", (ker.RESUME_SIZE,), np.inf)
+        if rec[ker._R_ACTIVE] not in (0.0, 1.0):
+            raise self.bad(f"resume: active flag {float(rec[ker._R_ACTIVE])!r} is not 0 or 1")
+        if rec[ker._R_ACTIVE] == 0.0:  # the passes start afresh: nothing else of it is read
+            return
+        n_aug = self.n1 if mode == "rectangular" else self.n2
+        fields = {"k": (ker._R_K, 0, n_aug), "pass": (ker._R_PASS, 0, ker.MAX_PASSES - 1),
+                  "rows evaluated": (ker._R_ROWS, 0, np.inf), "reverse": (ker._R_REVERSE, 0, 1)}
+        for what, (i, low, high) in fields.items():
+            x = float(rec[i])
+            if x != np.floor(x) or not low <= x <= high:
+                raise self.bad(f"resume: {what} = {x!r} is not an integer in [{low:g}, "
+                               f"{high:g}]")
+        eps = float(rec[ker._R_EPS])
+        if eps != -1.0 and not 0.0 <= eps <= eps_upper:
+            raise self.bad(f"resume: the pass's ε = {eps!r} is neither -1 (the exact pass) nor "
+                           f"within [0, eps_upper = {eps_upper!r}]")
+        # resume_row_col: the column of every row (virtual rows too), each column taken once
+        paired = np.flatnonzero(row_col >= 0)
+        count = np.bincount(row_col[paired], minlength=self.n2)
+        if (count > 1).any():
+            raise self.bad(f"resume_row_col gives column {int(np.flatnonzero(count > 1)[0])} "
+                           "to more than one row")
+        self.pass_rows("resume_row_col", paired, perm, int(rec[ker._R_K]),
+                       rec[ker._R_REVERSE] == 1.0)
+
+    def gpu(self, mode: str) -> None:
+        """What ``gpu.solver._Checkpoints.save`` writes; inside a pass also its assignment,
+        loop record and partial sums."""
+        eps_upper = self.common_header()
+        self.number("passes", integer=True)
+        eps_list = self.key("epsilons")
+        if not isinstance(eps_list, list) or not all(
+                isinstance(e, (int, float)) and not isinstance(e, bool)
+                and 0.0 <= e <= self.eps_limit for e in eps_list):
+            raise self.bad(f"header epsilons is not a list of ε in [0, {self.eps_limit:g}]")
+        if "rows_evaluated_passes" in self.head:
+            self.number("rows_evaluated_passes", integer=True)
+        sched = self.key("sched")
+        if not isinstance(sched, dict):
+            raise self.bad(f"header sched is {sched!r}, not a dict")
+        p = "header sched."
+        self.number("eps", low=0.0, high=eps_upper, where=sched, prefix=p)
+        for key in ("first", "second", "reverse"):
+            self.flag(key, sched, p)
+        for key in ("total_d", "total_eps"):
+            self.number(key, low=-np.inf, where=sched, prefix=p)
+        self.prices()
+        perm = self.perm()
+        in_pass = sched.get("in_pass")
+        if in_pass is None:
+            return
+        eps = self.number("in_pass", low=-1.0, high=eps_upper, where=sched, prefix=p)
+        if eps < 0.0 and eps != -1.0:
+            raise self.bad(f"header sched.in_pass = {eps!r} is neither -1 (the exact pass) nor "
+                           "an ε >= 0")
+        self.gpu_pass(mode, perm, sched["reverse"])
+
+    def gpu_pass(self, mode: str, perm: np.ndarray, reverse: bool) -> None:
+        """The pass under way (``sched.in_pass``): owner, cmatch, the kernel's record (written
+        at a stop between two augmentations: phase 1) and the threads' partial sums."""
+        from .gpu.state import R_NEED, RESUME
+        n_aug = self.n1 if mode == "gpu-rectangular" else self.n2
+        owner = self.ints("owner", (self.n2,), -1, self.n2)
+        if self.integral:
+            self.ints("cmatch", (self.n2,))
+        else:  # the cost of each column's pair; columns without one hold leftovers
+            cm = self.array("cmatch", (self.n2,), "f", "floats", finite=False)
+            if not np.isfinite(cm[owner >= 0]).all():
+                raise self.bad("cmatch holds NaN or inf for a paired column")
+            self.state["cmatch"] = np.ascontiguousarray(cm, dtype=np.float64)
+        rec = self.ints("record", (RESUME,))
+        fixed = {"phase": (_G_PHASE, 1), "row needed": (R_NEED, -1), "seq": (_G_SEQ, 0),
+                 "parity": (_G_PARITY, 0)}
+        for what, (i, want) in fixed.items():
+            if rec[i] != want:
+                raise self.bad(f"record: {what} = {int(rec[i])}, expected {want} (a checkpoint "
+                               "is written at a stop between two augmentations)")
+        k = int(rec[_G_K])
+        if not 0 <= k <= n_aug:
+            raise self.bad(f"record: k = {k} is outside [0, {n_aug}] (the rows of a pass)")
+        bits = rec[[_G_ROWS, _G_EPS]].view(np.float64).tolist()
+        if not (np.isfinite(bits).all() and bits[0] >= 0 and bits[0] == int(bits[0])):
+            raise self.bad(f"record: rows evaluated {bits[0]!r} or Σ ε {bits[1]!r} is not "
+                           "finite (rows: a whole number >= 0)")
+        self.floats("susp_d", None, np.inf)
+        self.pass_rows("owner", owner[owner >= 0], perm, k, bool(reverse))
+
+
+# fields of the GPU pass kernel's record (eps_ssp.cu, enum R_PHASE ...) that a resume reads
+_G_PHASE, _G_K, _G_ROWS, _G_EPS, _G_SEQ, _G_PARITY = 0, 2, 11, 12, 14, 15
+
+
+def check_contents(state: dict, path: str, n1: int, n2: int, integral: bool, mode: str) -> None:
+    """Refuse a checkpoint whose contents a resume could not go on from: a missing member or
+    header key, an array of the wrong shape or dtype, NaN or inf, an index out of range, a row
+    order that is no permutation, a pass record or assignment that no solve writes. The file's
+    checksums only catch accidental damage; a file altered and saved again would otherwise
+    crash (an index out of range), hang (a negated row order) or mislead the passes. ``mode``:
+    the solve's (``gpu-...`` for the GPU's members). The integer arrays are stored back as
+    int64, prices in the work dtype, floats as float64."""
+    c = _Contents(state, path, n1, n2, integral)
+    if mode.startswith("gpu-"):
+        c.gpu(mode)
+    else:
+        c.cpu(mode)
 
 
 def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, maximize: bool,
@@ -155,10 +443,19 @@ def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, max
     from .solution import Solution
     if isinstance(init, Solution):
         u, v = init.u, init.v
-    elif isinstance(init, tuple) and len(init) == 2:
+    elif isinstance(init, tuple):
+        if len(init) != 2:
+            raise ValueError(f"init takes a Solution, a pair (u, v) or the column duals v "
+                             f"alone; got a tuple of {len(init)}")
         u, v = init
     else:
         u, v = None, init
+    # both sides of a pair are checked, the one not used too: a wrong length there says the
+    # hint is of another problem (or the pair is swapped)
+    for name, side, want, what in (("u", u, n_rows, "row"), ("v", v, n_cols, "column")):
+        if side is not None and np.shape(side) != (want,):
+            raise ValueError(f"init: {name} has shape {np.shape(side)}, expected {want} "
+                             f"{what} duals (this problem is {n_rows} x {n_cols})")
     side = u if transposed else v
     if side is None:
         raise ValueError(f"init: this problem ({n_rows} x {n_cols}) is solved over its rows; "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import pytest
 
 import costfns
 import epslap
+import epslap.checkpoint as ckpt
+import epslap.cpu.passes as ker
 import epslap.cpu.solver as cpu_solver
 from epslap.checkpoint import CheckpointError, load, parse_interval
 from tests.conftest import assert_optimal, cpu_path
@@ -226,6 +229,270 @@ def test_checkpoint_options_are_checked():
         epslap.solve(c, init=np.zeros(20), resume="x.ckpt")
 
 
+# ---- altered contents -------------------------------------------------------------------------
+# A file altered and saved again passes its checksums: its contents are checked member by
+# member, so that it is refused by name instead of crashing the passes (an index out of range),
+# hanging them (a negated row order) or misleading them (NaN prices).
+
+@pytest.fixture(scope="module")
+def inside(tmp_path_factory):
+    """A checkpoint written inside a pass (its resume record active) of a small CPU solve, and
+    the same solve without checkpoints."""
+    c = costfns.generate("random", 400, seed=21)
+    with cpu_path("eps"):  # the path a checkpointed solve takes
+        plain = epslap.solve(c, threads=1)
+    folder = tmp_path_factory.mktemp("inside")
+    path, kept = folder / "run.ckpt", folder / "inside.ckpt"
+    write, poll = ckpt.write, cpu_solver.POLL_S
+
+    def keep_first_inside(p, header, arrays):
+        write(p, header, arrays)
+        if arrays["resume"][ker._R_ACTIVE] == 1.0 and not kept.exists():
+            shutil.copy(p, kept)
+    ckpt.write, cpu_solver.POLL_S = keep_first_inside, 0.0005
+    try:
+        for _ in range(5):  # a busy machine can starve the host's poll through a short pass
+            epslap.solve(c, threads=1, checkpoint=path, checkpoint_every=1e-9)
+            if kept.exists():
+                break
+    finally:
+        ckpt.write, cpu_solver.POLL_S = write, poll
+    assert kept.exists(), "no checkpoint inside a pass: the passes were too short"
+    return c, kept, plain
+
+
+def _rewritten(path, tmp_path, alter=None):
+    """``path`` loaded, altered by ``alter(header, arrays)`` and written again (valid
+    checksums)."""
+    state = load(str(path))
+    header = state.pop("header")
+    if alter is not None:
+        alter(header, state)
+    out = tmp_path / "altered.ckpt"
+    ckpt.write(str(out), header, state)
+    return out
+
+
+def _paired(a):
+    """The first row holding a pair in the pass under way, and a row holding none."""
+    rc = a["resume_row_col"]
+    return int(np.flatnonzero(rc >= 0)[0]), int(np.flatnonzero(rc < 0)[0])
+
+
+def _set(name, index, value):
+    def alter(h, a):
+        a[name][index] = value
+    return alter
+
+
+def _replace(name, make):
+    def alter(h, a):
+        a[name] = make(a[name])
+    return alter
+
+
+def _drop(name):
+    def alter(h, a):
+        del a[name]
+    return alter
+
+
+def _head(key, value=KeyError):
+    def alter(h, a):
+        if value is KeyError:
+            del h[key]
+        else:
+            h[key] = value
+    return alter
+
+
+def _column_twice(h, a):
+    r0, r1 = _paired(a)
+    a["resume_row_col"][r1] = a["resume_row_col"][r0]
+
+
+def _pair_dropped(h, a):
+    a["resume_row_col"][_paired(a)[0]] = -1
+
+
+def _pair_added(h, a):
+    rc = a["resume_row_col"]
+    free = np.setdiff1d(np.arange(rc.size), rc[rc >= 0])
+    rc[_paired(a)[1]] = free[0]
+
+
+ALTERED = {
+    "perm shifted": (_replace("perm", lambda p: p + 10**9), r"perm\[0\] = 1000000\d* is outside"),
+    "perm negated": (_replace("perm", lambda p: -p), r"perm\[\d+\] = -\d+ is outside"),
+    "perm duplicate": (_replace("perm", lambda p: np.r_[p[1], p[1:]]),
+                       "perm is not a permutation of the rows: row"),
+    "perm uint64 max": (_replace("perm", lambda p: np.r_[np.uint64(2**64 - 1),
+                                                          p[1:].astype(np.uint64)]),
+                        r"perm\[0\] = 18446744073709551615"),
+    "perm floats": (_replace("perm", lambda p: p.astype(np.float64)), "perm has dtype float64"),
+    "perm short": (_replace("perm", lambda p: p[:-1]), r"perm has shape \(399,\)"),
+    "v NaN": (_set("v", 7, np.nan), r"damaged: v holds NaN or inf \(at index 7\)"),
+    "v inf": (_set("v", 0, -np.inf), r"damaged: v holds NaN or inf"),
+    "v huge": (_set("v", 3, 1e308), r"damaged: v\[3\] = 1e\+308 is beyond"),
+    "v strings": (_replace("v", lambda v: v.astype(str)), "v has dtype <U"),
+    "v 2-D": (_replace("v", lambda v: v.reshape(20, 20)), r"v has shape \(20, 20\)"),
+    "resume_row_col floats": (_replace("resume_row_col", lambda r: r.astype(np.float64)),
+                              "resume_row_col has dtype float64"),
+    "resume_row_col past n": (_set("resume_row_col", 5, 400), r"resume_row_col\[5\] = 400"),
+    "resume_row_col below -1": (_set("resume_row_col", 9, -2), r"resume_row_col\[9\] = -2"),
+    "resume_row_col column twice": (_column_twice, "resume_row_col gives column"),
+    "resume_row_col pair dropped": (_pair_dropped, "resume_row_col does not pair"),
+    "resume_row_col pair added": (_pair_added, "resume_row_col does not pair"),
+    "resume k past the rows": (_set("resume", ker._R_K, 401), "resume: k = 401"),
+    "resume k negative": (_set("resume", ker._R_K, -1), "resume: k = -1"),
+    "resume k fraction": (_set("resume", ker._R_K, 2.5), "resume: k = 2.5"),
+    "resume active 0.5": (_set("resume", ker._R_ACTIVE, 0.5), "resume: active flag"),
+    "resume pass": (_set("resume", ker._R_PASS, ker.MAX_PASSES), "resume: pass = 64"),
+    "resume rows": (_set("resume", ker._R_ROWS, -3), "resume: rows evaluated = -3"),
+    "resume reverse": (_set("resume", ker._R_REVERSE, 2), "resume: reverse = 2"),
+    "resume eps NaN": (_set("resume", ker._R_EPS, np.nan), "resume holds NaN"),
+    "resume eps too big": (_set("resume", ker._R_EPS, 1e6), "resume: the pass's ε = 1000000"),
+    "resume short": (_replace("resume", lambda r: r[:4]), r"resume has shape \(4,\)"),
+    "eps_log inf": (_set("eps_log", 2, np.inf), "eps_log holds NaN or inf"),
+    "eps_log negative": (_set("eps_log", 2, -0.5), "eps_log holds a negative"),
+    **{f"missing {name}": (_drop(name), f"member {name} is missing")
+       for name in ("v", "perm", "resume", "resume_row_col", "eps_log")},
+    **{f"header without {key}": (_head(key), f"header {key} is missing")
+       for key in ("eps_upper", "eps_lower", "start_absmax", "reason", "rows_evaluated",
+                   "shape", "dtype", "mode", "fingerprint")},
+    "header eps_upper a string": (_head("eps_upper", "0.1"), "header eps_upper is '0.1'"),
+    "header eps_lower NaN": (_head("eps_lower", float("nan")), "header eps_lower is nan"),
+    "header eps_upper negative": (_head("eps_upper", -1.0), r"header eps_upper = -1.0 is outs"),
+    "header start_absmax inf": (_head("start_absmax", float("inf")), "header start_absmax"),
+    "header rows_evaluated float": (_head("rows_evaluated", 1.5), "header rows_evaluated is 1.5"),
+    "header rows_evaluated bool": (_head("rows_evaluated", True), "header rows_evaluated is True"),
+    "header reason a number": (_head("reason", 3), "header reason is 3, not a string"),
+    "header shape a number": (_head("shape", 400), "of a 400 problem"),
+    "header dtype nonsense": (_head("dtype", 5), "of 5 costs"),
+}
+
+
+@pytest.mark.parametrize("case", list(ALTERED))
+def test_a_checkpoint_altered_with_valid_checksums_is_refused_by_member(case, inside, tmp_path):
+    c, path, _ = inside
+    alter, message = ALTERED[case]
+    altered = _rewritten(path, tmp_path, alter)
+    with pytest.raises(CheckpointError, match=message) as err:
+        epslap.solve(c, threads=1, resume=altered)
+    assert str(altered) in str(err.value)
+
+
+def test_an_unaltered_checkpoint_written_again_still_resumes(inside, tmp_path):
+    c, path, plain = inside
+    assert load(str(path))["resume"][ker._R_K] > 0  # inside a pass, some rows paired
+    again = _rewritten(path, tmp_path)
+    resumed = epslap.solve(c, threads=1, resume=again)
+    _same(plain, resumed)
+    assert resumed.stats["rows_evaluated"] == plain.stats["rows_evaluated"]
+
+
+def test_integer_prices_beyond_the_solvers_range_are_refused(tmp_path):
+    c = costfns.generate("integer", 300, seed=22)
+    path = tmp_path / "int.ckpt"
+    first = epslap.solve(c, threads=1, checkpoint=path, checkpoint_every="1h")
+    for alter, message in [(_set("v", 4, 2**62), r"v\[4\] = 4611686018427387904 is outside"),
+                           (_set("v", 0, -2**62), r"v\[0\] = -4611686018427387904"),
+                           (_replace("v", lambda v: v.astype(np.float64)),
+                            "v has dtype float64, expected integers")]:
+        with pytest.raises(CheckpointError, match=message):
+            epslap.solve(c, threads=1, resume=_rewritten(path, tmp_path, alter))
+    _same(first, epslap.solve(c, threads=1, resume=_rewritten(path, tmp_path)))
+
+
+def _gpu_inside(c, state):
+    """What a GPU solve writes inside a pass (``gpu.solver._Checkpoints.save``), made from a
+    CPU checkpoint's pass: no GPU here, and the checks are host code."""
+    from epslap.gpu.state import R_NEED, RESUME
+    h, rec, rc = state["header"], state["resume"], state["resume_row_col"]
+    n = rc.size
+    owner = np.full(n, -1, np.int64)
+    paired = np.flatnonzero(rc >= 0)
+    owner[rc[paired]] = paired
+    cmatch = np.full(n, np.nan)  # the columns without a pair hold leftovers
+    real = (owner >= 0) & (owner < c.shape[0])
+    cmatch[owner >= 0] = 0.0
+    cmatch[real] = c[owner[real], np.flatnonzero(real)]
+    record = np.zeros(RESUME, np.int64)
+    record[[0, R_NEED, 2]] = 1, -1, int(rec[ker._R_K])
+    record[11:13] = np.array([rec[ker._R_ROWS], rec[ker._R_SUM_EPS]]).view(np.int64)
+    passes = int(rec[ker._R_PASS])
+    h = dict(h, mode="gpu-eps", passes=passes, epsilons=state["eps_log"][:passes].tolist(),
+             rows_evaluated_passes=0,
+             sched=dict(eps=h["eps_upper"], first=passes == 0, second=passes == 1,
+                        reverse=bool(rec[ker._R_REVERSE]), total_d=0.0, total_eps=0.0,
+                        in_pass=float(rec[ker._R_EPS])))
+    return {"header": h, "v": state["v"], "perm": state["perm"], "owner": owner,
+            "cmatch": cmatch, "record": record, "susp_d": np.zeros(7)}
+
+
+def _sched(key, value=KeyError):
+    def alter(s):
+        if value is KeyError:
+            del s["header"]["sched"][key]
+        else:
+            s["header"]["sched"][key] = value
+    return alter
+
+
+def _member(name, index, value):
+    def alter(s):
+        s[name][index] = value
+    return alter
+
+
+def _owner_twice(s):
+    j = np.flatnonzero(s["owner"] < 0)[0]
+    s["owner"][j], s["cmatch"][j] = s["owner"].max(), 0.0
+
+
+GPU_ALTERED = {
+    "owner past n": (_member("owner", 3, 400), r"owner\[3\] = 400 is outside"),
+    "owner row twice": (_owner_twice, "owner pairs row"),
+    "owner pair dropped": (lambda s: s["owner"].__setitem__(np.flatnonzero(s["owner"] >= 0)[0],
+                                                            -1),
+                           "owner does not pair"),
+    "cmatch NaN where paired": (lambda s: s["cmatch"].__setitem__(
+        np.flatnonzero(s["owner"] >= 0)[0], np.nan), "cmatch holds NaN or inf for a paired"),
+    "record phase": (_member("record", 0, 2), "record: phase = 2"),
+    "record row needed": (_member("record", 1, 10**12), "record: row needed"),
+    "record seq": (_member("record", 14, 5), "record: seq = 5"),
+    "record k": (_member("record", 2, 401), r"record: k = 401 is outside \[0, 400\]"),
+    "record rows NaN": (_member("record", 11, np.array(np.nan).view(np.int64)),
+                        "record: rows evaluated nan"),
+    "susp_d inf": (_member("susp_d", 2, np.inf), "susp_d holds NaN or inf"),
+    "sched in_pass a string": (_sched("in_pass", "x"), "header sched.in_pass is 'x'"),
+    "sched in_pass -0.5": (_sched("in_pass", -0.5), "header sched.in_pass = -0.5"),
+    "sched without reverse": (_sched("reverse"), "header sched.reverse is missing"),
+    "sched eps NaN": (_sched("eps", float("nan")), "header sched.eps is nan"),
+    "header epsilons": (lambda s: s["header"].__setitem__("epsilons", [0.1, "x"]),
+                        "header epsilons is not a list"),
+    "header sched a list": (lambda s: s["header"].__setitem__("sched", []),
+                            "header sched is \\[\\], not a dict"),
+    **{f"missing {name}": (lambda s, name=name: s.pop(name), f"member {name} is missing")
+       for name in ("owner", "cmatch", "record", "susp_d")},
+}
+
+
+@pytest.mark.parametrize("case", ["unaltered", *GPU_ALTERED])
+def test_a_gpu_checkpoint_inside_a_pass_is_checked_member_by_member(case, inside):
+    c, path, _ = inside
+    state = _gpu_inside(c, load(str(path)))
+    n = c.shape[0]
+    if case == "unaltered":
+        ckpt.check_contents(state, "g.ckpt", n, n, False, "gpu-eps")
+        assert state["owner"].dtype == np.int64 and state["record"].dtype == np.int64
+        return
+    alter, message = GPU_ALTERED[case]
+    alter(state)
+    with pytest.raises(CheckpointError, match=message):
+        ckpt.check_contents(state, "g.ckpt", n, n, False, "gpu-eps")
+
+
 # ---- warm starts ------------------------------------------------------------------------------
 
 def _perturbed(name, n, seed):
@@ -298,3 +565,28 @@ def test_warm_start_hints_are_checked():
         epslap.solve(c, init=np.array(["a"] * 40))
     with pytest.raises(ValueError, match="expected 40"):
         epslap.solve(c, init=np.zeros((2, 40)))
+
+
+def test_init_takes_a_solution_a_pair_or_the_column_duals_and_checks_both_sides():
+    """A tuple of another length is no pair (not NumPy's shape error); a side of a pair of the
+    wrong length is refused, also where the problem's orientation leaves it unused."""
+    c = np.random.default_rng(3).random((6, 8))  # small: the checks come before any path
+    prev = epslap.solve(c)
+    for init in (prev, (prev.u, prev.v), prev.v):
+        assert_optimal(c, epslap.solve(c, init=init))
+    with pytest.raises(ValueError, match=r"init takes a Solution, a pair \(u, v\) or the "
+                                         r"column duals v alone; got a tuple of 3"):
+        epslap.solve(c, init=(prev.u, prev.v, prev.v))
+    with pytest.raises(ValueError, match="got a tuple of 1"):
+        epslap.solve(c, init=(prev.v,))
+    with pytest.raises(ValueError, match=r"init: u has shape \(5,\), expected 6 row duals"):
+        epslap.solve(c, init=(prev.u[:5], prev.v))  # solved over its columns: u unused
+    with pytest.raises(ValueError, match=r"init: v has shape \(7,\), expected 8 column duals"):
+        epslap.solve(c, init=(prev.u, prev.v[:7]))
+    tall = c.T.copy()  # solved over its rows: v unused
+    prev_t = epslap.solve(tall)
+    assert_optimal(tall, epslap.solve(tall, init=(prev_t.u, prev_t.v)))
+    with pytest.raises(ValueError, match=r"init: v has shape \(2,\), expected 6 column duals"):
+        epslap.solve(tall, init=(prev_t.u, prev_t.v[:2]))
+    with pytest.raises(ValueError, match=r"init: u has shape \(8, 1\), expected 8 row duals"):
+        epslap.solve(tall, init=(prev_t.u[:, None], prev_t.v))
