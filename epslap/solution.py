@@ -63,7 +63,7 @@ def empty_solve(n2: int, integral: bool, backend: str):
 
 
 def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize: bool,
-           transposed: bool) -> tuple:
+           transposed: bool, shift: bool = True) -> tuple:
     """A canonical result (n1 <= n2, minimised) in the caller's terms, for one problem (1-D
     arrays) or a stack of them (a leading axis): ``(row_ind, col_ind, u, v, total)``.
 
@@ -72,8 +72,10 @@ def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize
     u is taken from the shifted v: one rounding relative to u itself, so that every reduced cost
     is exact to a few units in the last place of its own terms (see ``epslap.verify``).
     (``jv.solve_share`` computes the same shifted v and u in compiled code for batches.)
+    ``shift=False``: prices mended by ``cpu.dual_repair``, reported as they are (their maximum
+    may be a little below 0; a shift would round away what the repair set).
     """
-    if v.shape[-1]:
+    if v.shape[-1] and shift:
         v = v - v.max(axis=-1, keepdims=True)
     u = assigned - np.take_along_axis(v, row_to_col, axis=-1)
     return orient_duals(row_to_col, u, v, assigned.sum(axis=-1, dtype=v.dtype), maximize,
@@ -99,7 +101,8 @@ def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize
            t_start) -> Solution:
     """Map the canonical solution back (:func:`orient`) and add the shape to ``stats``."""
     n1, n2 = shape
-    row_ind, col_ind, u, v, total = orient(row_to_col, v, assigned, maximize, transposed)
+    row_ind, col_ind, u, v, total = orient(row_to_col, v, assigned, maximize, transposed,
+                                           shift="dual_repair_rows" not in stats)
     stats = dict(stats)
     stats.update(n_rows=int(n2 if transposed else n1), n_cols=int(n1 if transposed else n2),
                  transposed=transposed, maximize=maximize,
