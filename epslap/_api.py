@@ -72,16 +72,18 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         Each thread owns a slice of the columns (its part of d, v, the free flags and, for a row
         cache, its own cache of those columns, computed in parallel) and the threads meet at one
         barrier per Dijkstra step; results are
-        identical for every thread count. ``None`` (default): every core Numba may use
-        (``numba.get_num_threads()``) when the problem has at least
+        identical for every thread count. ``None`` (default): the free cores — those this
+        process may run on (CPU affinity, at most ``numba.get_num_threads()``) less the
+        runnable tasks of other processes at the start (Linux ``/proc/loadavg``, this process's
+        own threads not counted) — when the problem has at least
         ``epslap.cpu.solver.AUTO_MIN_COLS_FLOAT`` (2000) columns for a float matrix in memory,
-        ``AUTO_MIN_COLS`` (4000) for integer matrices and costs on demand, else 1 — below those
-        measured crossovers the per-step barrier costs more than the split scan saves — and
-        never more threads than cores not busy with other runnable tasks at the start of the
-        solve (Linux ``/proc/loadavg``; lock-step threads stall when one of them waits for a core).
-        ``1``: the serial kernel. An explicit count is capped at one thread per 8 columns and
-        at the threads Numba may use (``numba.get_num_threads()``, with a warning): the threads
-        meet once per Dijkstra step, so more threads than cores stall each other.
+        ``AUTO_MIN_COLS`` (4000) for integer matrices and costs on demand, else 1 (below those
+        measured crossovers the per-step barrier costs more than the split scan saves); they
+        hand over to one thread if they stall each other during the passes. ``1``: the serial
+        kernel. An explicit count is honoured whatever else runs, up to the cores this process
+        may run on (and ``numba.get_num_threads()``): above that it is capped with a warning,
+        since lock-step threads without a core of their own stall each other. Every count
+        keeps at least 8 columns per thread.
         For a matrix in memory the estimate's certificate sweep and stages A–E use the same
         threads (same results).
     progress : bool

@@ -2,6 +2,7 @@
 the serial kernel's result — the same assignment, duals, cost, rows evaluated and cache hits —
 because the cross-thread merge applies the serial tie rule. No timings here."""
 import threading
+import time
 
 import os
 
@@ -269,7 +270,7 @@ def test_threads_argument():
             epslap.solve(c, threads=bad)
     assert epslap.solve(c).stats["threads"] == 1  # auto: below the crossover
     import numba
-    with pytest.warns(RuntimeWarning, match="threads Numba may use"):
+    with pytest.warns(RuntimeWarning, match="cores this process may use"):
         capped = epslap.solve(c, threads=64).stats["threads"]
     assert capped == min(6, numba.get_num_threads())  # at least 8 columns per thread
     assert resolve_threads(None, AUTO_MIN_COLS - 1) == 1
@@ -279,7 +280,8 @@ def test_threads_argument():
     try:
         solver.other_running = lambda: 0
         assert resolve_threads(None, AUTO_MIN_COLS) == min(numba.get_num_threads(),
-                                                           os.cpu_count(), AUTO_MIN_COLS // 8)
+                                                           solver.available_cores(),
+                                                           AUTO_MIN_COLS // 8)
         solver.other_running = lambda: 10**6  # every core busy: one thread
         assert resolve_threads(None, AUTO_MIN_COLS) == 1
     finally:
@@ -298,7 +300,7 @@ def test_auto_threads_start_lower_for_float_matrices():
     rng = np.random.default_rng(5)
     cf = rng.random((n, n))
     ci = rng.integers(0, 10 * n, (n, n))
-    want = min(numba.get_num_threads(), os.cpu_count(), n // 8)
+    want = min(numba.get_num_threads(), solver.available_cores(), n // 8)
     old = solver.other_running
     try:
         solver.other_running = lambda: 0
@@ -378,21 +380,87 @@ def test_stalled_threads_hand_over_to_one_thread(monkeypatch):
     import epslap.cpu.solver as cpu_solver
     monkeypatch.setattr(cpu_solver, "LOAD_WATCH", True)
     monkeypatch.setattr(cpu_solver, "other_running", lambda: 0)  # the start: no busy cores
+    monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
     monkeypatch.setattr(_sync.LoadWatch, "stalled", lambda self: True)
     for seed in (2, 3):  # geometric 4000: long enough for the host's first look (0.1 s)
         c = costfns.generate("geometric", 4000, seed=seed)
         with pytest.warns(RuntimeWarning, match="stalled each other"):
-            sol = epslap.solve(c, threads=2)
+            sol = epslap.solve(c)  # automatic threads hand over; explicit ones are kept
+        assert sol.stats["threads"] == 2
         assert sol.stats["threads_stalled_after_s"] is not None
         assert_optimal(c, sol)
 
 
-def test_busy_cores_reduce_an_explicit_thread_count(monkeypatch):
-    import os
+def test_an_explicit_thread_count_is_honoured_on_busy_cores(monkeypatch, recwarn):
+    """Busy cores lower the automatic count only; an explicit one below the cores is kept
+    (without a warning), and a stall during the passes does not take it away."""
     import epslap.cpu.solver as cpu_solver
     monkeypatch.setattr(cpu_solver, "LOAD_WATCH", True)
-    monkeypatch.setattr(cpu_solver, "other_running", lambda: os.cpu_count() or 1)
-    with pytest.warns(RuntimeWarning, match="other runnable tasks leave 1"):
-        assert cpu_solver.resolve_threads(2, 4000) == 1
-    monkeypatch.setattr(cpu_solver, "other_running", lambda: 0)
+    monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
+    monkeypatch.setattr(cpu_solver, "other_running", lambda: 10**6)
     assert cpu_solver.resolve_threads(2, 4000) == 2
+    assert cpu_solver.resolve_threads(None, 4000) == 1
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    monkeypatch.setattr(_sync.LoadWatch, "stalled", lambda self: True)
+    c = costfns.generate("geometric", 2500, seed=4)
+    sol = epslap.solve(c, threads=2)
+    assert sol.stats["threads"] == 2 and sol.stats.get("threads_stalled_after_s") is None
+    assert_optimal(c, sol)
+
+
+def test_explicit_threads_are_capped_at_the_cores_that_exist_in_every_phase(monkeypatch):
+    """NUMBA_NUM_THREADS=64 on 2 cores: threads=64 runs on 2 (one warning), the dense estimate
+    included (it was run on 64 threads)."""
+    import numba
+
+    import epslap.cpu.solver as cpu_solver
+    monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 64)
+    with pytest.warns(RuntimeWarning, match="more than the 2 cores") as caught:
+        assert cpu_solver.resolve_threads(64, 4000) == 2
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    seen = []
+    real = cpu_solver.CpuStages
+
+    def spy(src, bufs, *a, **k):
+        seen.append(len(bufs))
+        return real(src, bufs, *a, **k)
+    monkeypatch.setattr(cpu_solver, "CpuStages", spy)
+    c = np.random.default_rng(1).random((2200, 2200))
+    with pytest.warns(RuntimeWarning, match="more than the 2 cores"):
+        sol = epslap.solve(c, threads=64)
+    assert sol.stats["threads"] == 2 and seen and max(seen) <= 2
+    assert_optimal(c, sol)
+
+
+def test_own_spinning_threads_are_not_counted_as_other_processes():
+    """Threads of this process that are runnable (e.g. a parallel region's workers still
+    spinning) are ours: other_running() leaves them out."""
+    import threading
+
+    import epslap.cpu.solver as cpu_solver
+    from numba import njit
+
+    from epslap._sync import load_acquire
+
+    @njit(nogil=True, cache=False)
+    def spin(stop):  # an atomic load: a plain one may be hoisted out of the loop
+        x = 0.0
+        while load_acquire(stop, 0) == 0:
+            x += 1.0
+        return x
+    stop = np.zeros(1, np.int64)
+    spin(np.ones(1, np.int64))  # compile
+    workers = [threading.Thread(target=spin, args=(stop,)) for _ in range(3)]
+    for w in workers:
+        w.start()
+    try:
+        time.sleep(0.05)
+        assert cpu_solver._own_running() >= 4  # three spinners and the caller
+        with open("/proc/loadavg") as fh:
+            total = int(fh.read().split()[3].split("/")[0])
+        assert cpu_solver.other_running() <= max(0, total - 4) + 2  # loadavg moves meanwhile
+    finally:
+        stop[0] = 1
+        for w in workers:
+            w.join()

@@ -77,7 +77,8 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
             maximize=maximize, integral=canon.integral, limit=int_cost_limit(arr.shape))
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
                                           epsilon=epsilon, progress=progress, threads=nthreads,
-                                          checkpoint=checkpoint, init_v=init_v)
+                                          checkpoint=checkpoint, init_v=init_v,
+                                          hand_over=threads is None)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)
@@ -171,7 +172,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
                 inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
                 progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
                 estimate_context=served, check_rows=check_rows, checkpoint=checkpoint,
-                init_v=init_v, gathered=gathered)
+                init_v=init_v, gathered=gathered, hand_over=threads is None)
         finally:
             check_rows()
         assigned = gathered.get("assigned")  # read by the check of the float duals

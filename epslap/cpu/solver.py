@@ -100,53 +100,74 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
     return box["result"]
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity; ``os.cpu_count()`` elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _own_running() -> int:
+    """Runnable threads of this process, the caller included (1 where unknown): the threads
+    of an earlier parallel region that still spin count in /proc/loadavg, but they are ours."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 1
+    running = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as fh:
+                running += fh.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue
+    return max(1, running)
+
+
 def other_running() -> int:
-    """Runnable tasks on the machine besides the caller (0 where unknown)."""
+    """Runnable tasks on the machine besides this process's own (0 where unknown)."""
     try:
         with open("/proc/loadavg") as fh:
             running = int(fh.read().split()[3].split("/")[0])
     except (OSError, ValueError, IndexError):
         return 0
-    return max(0, running - 1)
+    return max(0, running - _own_running())
 
 
-#: hand lock-step threads over to one thread when other processes hold the cores: at the start
-#: (an explicit count above the cores that other runnable tasks leave) and during the passes
-#: (``_sync.LoadWatch``). The tests that pin thread counts on a shared machine turn it off.
+#: hand automatically chosen lock-step threads over to one thread when other processes hold
+#: the cores during the passes (``_sync.LoadWatch``). The tests that pin thread counts on a
+#: shared machine turn it off.
 LOAD_WATCH = True
 
 
 def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
-    """The number of solver threads for ``threads`` (``solve``'s keyword) and n2 columns.
+    """The number of solver threads for ``threads`` (``solve``'s keyword) and n2 columns; the
+    one count every phase of the solve uses (estimate, passes, certificate).
 
-    ``None``: every thread Numba may use (``numba.get_num_threads()``) when n2 >= ``min_cols``
-    (AUTO_MIN_COLS; AUTO_MIN_COLS_FLOAT for a float matrix in memory), else 1 (below the
-    measured crossover the barrier per Dijkstra step costs more than the split scan saves), and
-    no more threads than cores not busy with other runnable tasks right now (Linux
-    ``/proc/loadavg``): the threads meet once per Dijkstra step, so one that waits for a
-    core stalls all. An explicit count is used as given, capped so that every thread keeps at
-    least 8 columns and at the threads Numba may use, with a warning; and, where other
-    processes are running, at the cores they leave (``LOAD_WATCH``), with a warning.
+    ``None``: every core that is free now — the cores this process may run on
+    (:func:`available_cores`, at most ``numba.get_num_threads()``) less the runnable tasks of
+    other processes (Linux ``/proc/loadavg``, without this process's own threads) — when n2 >=
+    ``min_cols`` (AUTO_MIN_COLS; AUTO_MIN_COLS_FLOAT for a float matrix in memory), else 1
+    (below the measured crossover the barrier per Dijkstra step costs more than the split scan
+    saves). The threads meet once per Dijkstra step, so one that waits for a core stalls all:
+    such automatic threads also hand over to one thread when they stall during the passes.
+    An explicit count is honoured up to the cores that exist (and the threads Numba may use),
+    whatever else runs; above that it is capped, with one warning. Every count keeps at least
+    8 columns per thread.
     """
+    cap = min(available_cores(), numba.get_num_threads())
     if threads is None:
-        threads = numba.get_num_threads() if n2 >= min_cols else 1
+        threads = cap if n2 >= min_cols else 1
         if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own
-            threads = max(1, min(threads, (os.cpu_count() or 1) - other_running()))
-    elif threads > numba.get_num_threads():
-        warnings.warn(f"threads={threads} is more than the {numba.get_num_threads()} threads "
-                      "Numba may use here (numba.get_num_threads()); using that many: lock-step "
-                      "threads without a core of their own stall each other", RuntimeWarning,
-                      stacklevel=4)
-        threads = numba.get_num_threads()
-    if LOAD_WATCH and threads > 1:
-        others = other_running()
-        free = max(1, (os.cpu_count() or 1) - others)
-        if others and threads > free:
-            warnings.warn(f"threads={threads}: {others} other runnable tasks leave {free} of "
-                          f"{os.cpu_count()} cores; using {free} (lock-step threads without a "
-                          "core of their own stall each other)", RuntimeWarning,
-                          stacklevel=_user_level())
-            threads = free
+            threads = max(1, min(threads, available_cores() - other_running()))
+    elif threads > cap:
+        warnings.warn(f"threads={threads} is more than the {cap} cores this process may use "
+                      f"(its CPU affinity {available_cores()}, numba.get_num_threads() "
+                      f"{numba.get_num_threads()}); using {cap}: lock-step threads without a "
+                      "core of their own stall each other", RuntimeWarning,
+                      stacklevel=_user_level())
+        threads = cap
     return int(max(1, min(int(threads), n2 // 8)))
 
 
@@ -231,11 +252,13 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                thread_srcs=None, estimate_context=None, check_rows=None,
                pad: bool = False, checkpoint: ckpt.Checkpointing | None = None,
                init_v: np.ndarray | None = None,
-               gathered: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+               gathered: dict | None = None,
+               hand_over: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
     ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
-    column slices; worker t reads rows through ``thread_srcs[t]`` (per-thread row caches of its
+    column slices (``hand_over``: they were chosen automatically, and hand over to one thread
+    when they stall each other; an explicit count is kept); worker t reads rows through ``thread_srcs[t]`` (per-thread row caches of its
     columns) or, by default, ``src``. The estimate reads whole rows from ``src``, inside
     ``estimate_context()`` when given (helper threads that generate the rows in parallel).
     Returns ``(row_to_col, v, stats)`` with ``v`` in the work dtype (int64 or float64).
@@ -325,7 +348,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     team = {"n": nthreads, "srcs": srcs, "degraded_at": None,
             "rows": n1 if rectangular else -1}  # PassIO.rows_per_pass
     # one thread reads a matrix itself; per-thread row caches have no whole-row reader
-    can_degrade = LOAD_WATCH and nthreads > 1 and thread_srcs is None
+    can_degrade = LOAD_WATCH and hand_over and nthreads > 1 and thread_srcs is None
 
     def worker_args(eps_hi, eps_lo, log, sync):
         io = ker.PassIO(v, perm, row_to_col, log, result, resume, resume_row_col, team["rows"])
@@ -442,16 +465,22 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     # have had their polish: where they still miss it (prices rounded at a cost scale far above
     # some rows' own, or a warm start's prices far off the costs' scale), a warm start is solved
     # again without its hint, a rectangular source padded, whose ε-passes shape the prices.
-    retries, solve_again = 0, False
+    retries, solve_again, dual_repair_rows = 0, False, 0
     while not integral and not certified and result[0] == STATUS_OK and not duals_hold():
         if rectangular or init_v is not None:
             solve_again = True
             break
         if retries == 2:
+            kept = v.copy()
+            repaired = _repair_duals(src, n2, row_dtype, v, row_to_col, estimate_context)
+            if repaired >= 0:  # its last sweep checked every row as verify will
+                dual_repair_rows = repaired
+                break
+            v[:] = kept
             warnings.warn("epslap: the float duals of this solve miss epslap.verify's per-entry "
-                          "rule after two polishing passes (the assignment is optimal up to "
-                          "float rounding); please report the problem", RuntimeWarning,
-                          stacklevel=_user_level())
+                          "rule after two polishing passes and a repair (the assignment is "
+                          "optimal up to float rounding); please report the problem",
+                          RuntimeWarning, stacklevel=_user_level())
             break
         polish_rows += polish()
         retries += 1
@@ -461,7 +490,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
             prog.close()
         again = dict(progress=progress, progress_extra=progress_extra, threads=threads,
                      thread_srcs=thread_srcs, estimate_context=estimate_context,
-                     check_rows=check_rows, gathered=gathered)
+                     check_rows=check_rows, gathered=gathered, hand_over=hand_over)
         if init_v is not None:
             out = solve_rows(src, n1, n2, row_dtype, integral=integral, epsilon=epsilon,
                              pad=pad, checkpoint=checkpoint, **again)
@@ -493,6 +522,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         "certified_by_estimate": bool(certified),
         "polish_rows": polish_rows,
     }
+    if dual_repair_rows:
+        stats["dual_repair_rows"] = dual_repair_rows
     if init_v is not None:
         stats["warm_start"] = "used"
     if print_ is not None:
@@ -532,6 +563,20 @@ def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assign
                                    assigned)
     with rows_served(estimate_context):
         return _run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
+
+
+def _repair_duals(src, n2: int, row_dtype, v, row_to_col, estimate_context) -> int:
+    """``dual_repair.repair_duals`` over the rows of ``src`` (a budget of 8 reads per row and
+    1000 more); its rows read, -1 where it did not finish."""
+    from ..certificate import RTOL
+    from .dual_repair import repair_duals
+    stop = sync_mod.new_sync()
+    budget = np.int64(8 * len(row_to_col) + 1000)
+
+    def run():
+        return repair_duals(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, budget, stop)
+    with rows_served(estimate_context):
+        return int(_run_interruptibly(run, np.zeros(8, np.int64), sync=stop))
 
 
 def free_columns_on_top(v: np.ndarray, row_to_col: np.ndarray) -> bool:
