@@ -103,6 +103,9 @@ class FunctionSource(CostSource):
         self.dtype = np.dtype(dtype)
         self.specialize = bool(specialize)
         self._key = None
+        self._transposed = None  # the transposed source, made once (a jitted one compiles)
+        self._family = [self]    # this source and its transpose: they raise each other's errors
+        self._lines = "row"      # what this source's rows are in the user's problem
 
     def state(self):
         if isinstance(self.fn, CPUDispatcher):
@@ -117,17 +120,29 @@ class FunctionSource(CostSource):
         return _PyState(np.int64(self._key))
 
     def transpose(self) -> "FunctionSource":
-        if self.kind == "element" and not isinstance(self.fn, CPUDispatcher):
+        """The element function with its arguments swapped, jitted where ``fn`` is (the solver
+        takes n1 > n2 transposed); a row function has no such form."""
+        if self.kind != "element":
+            raise ValueError("a row function with more rows than columns cannot be solved "
+                             "transposed; give the function of the transposed problem (rows = "
+                             "the shorter side), or kind='element'")
+        if self._transposed is None:
             fn = self.fn
-            return FunctionSource(lambda i, j: fn(j, i), self.shape[::-1], self.dtype, "element")
-        raise ValueError("a row function with more rows than columns cannot be solved "
-                         "transposed; give the function of the transposed problem (rows = the "
-                         "shorter side)")
+            swapped = _swapped_jit(fn) if isinstance(fn, CPUDispatcher) else (
+                lambda i, j: fn(j, i))
+            t = FunctionSource(swapped, self.shape[::-1], self.dtype, "element", self.specialize)
+            t._transposed, t._family = self, self._family
+            t._lines = "column" if self._lines == "row" else "row"
+            self._family.append(t)
+            self._transposed = t
+        return self._transposed
 
     def raise_pending(self) -> None:
-        """Re-raise the first exception the user function raised during a compiled solve."""
-        if self._key is not None and self._key in _PY_ERRORS:
-            raise _PY_ERRORS.pop(self._key)
+        """Re-raise the first exception the user function raised during a compiled solve (by
+        this source or its transpose: a caller may hold either)."""
+        for src in self._family:
+            if src._key is not None and src._key in _PY_ERRORS:
+                raise _PY_ERRORS.pop(src._key)
 
     def dense(self) -> np.ndarray:
         if isinstance(self.fn, CPUDispatcher):
@@ -151,12 +166,21 @@ class FunctionSource(CostSource):
                 return
             out = np.asarray(out)
         if out.shape != (n2,):
-            raise ValueError(f"cost function returned shape {out.shape} for row {i}; "
+            raise ValueError(f"cost function returned shape {out.shape} for {self._lines} {i}; "
                              f"expected ({n2},)")
         if not np.can_cast(out.dtype, self.dtype, "same_kind"):
-            raise ValueError(f"cost function returned dtype {out.dtype} for row {i}; "
+            raise ValueError(f"cost function returned dtype {out.dtype} for {self._lines} {i}; "
                              f"expected {self.dtype}")
         buf[:] = out
+
+
+def _swapped_jit(fn) -> CPUDispatcher:
+    """``(i, j) -> fn(j, i)`` as a jitted function: what the kernels call (through a function
+    pointer, or inlined with ``specialize``) for the transposed problem, as they call ``fn``."""
+    @njit(nogil=True)
+    def swapped(i, j):
+        return fn(j, i)
+    return swapped
 
 
 def _arity(fn) -> int:

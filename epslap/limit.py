@@ -18,6 +18,21 @@ sent to a slack column; with K real matches that is the objective above minus th
 (n2 − n1) · L / 2. E is a rectangular problem, solved exactly by every backend (docs/algorithm.md
 §10; no entry is rounded: E holds the costs as given and ``L``).
 
+Limits beyond the costs: once ``L`` lies above every cost (below it, when maximising) every
+pair pays, and every limit beyond that point has the same optimal assignments (those of the
+matrix as is, or of the most pairs at finite cost where infinite entries leave lines unmatched);
+on the other side no pair pays and none is matched. E is then built with the nearest such limit
+``L'`` instead (integers: one past the extreme cost; floats: the extreme cost plus the costs'
+magnitude, plus ``min(n1, n2)`` times their spread where infinite entries can lengthen a
+matching only through a chain of dearer pairs), so that ``1e20``, ``2**70`` or ``-1e300`` are
+solved as exactly as a limit among the costs, within the range rules of E's own shape. What is
+exact: the pairs and ``cost``, always. The duals are those of the given ``L`` (below): int64
+and exact for integer costs and an even ``L`` whose duals fit int64, else float64 with ``L / 2``
+rounded as :func:`epslap.verify` rounds it (the duals of ``L = 1e20`` hold the costs to that
+rounding only, within verify's float tolerance). A limit E cannot hold even so, and a
+non-integral limit with integer costs beyond 2**53 (E would be float64 and round them), raise a
+ValueError that names ``cost_limit``.
+
 Duals: E's certificate (``u'``, ``v'``; v' <= 0, 0 on free columns) gives the duals of the limit
 problem's linear program, ``u_i + v_j <= c_ij`` with every ``u_i, v_j <= L/2`` and ``= L/2`` on
 unmatched lines: ``v_j = v'_j + L/2`` on real columns, ``u_i = u'_i − L/2`` on matched rows and
@@ -32,13 +47,14 @@ import numbers
 
 import numpy as np
 
-from ._validate import as_matrix
+from ._validate import (as_matrix, check_float_range, check_int_range, float_cost_limit,
+                        int_cost_limit)
 from .solution import Solution
 
 
 def check_cost_limit(cost_limit, maximize: bool):
-    """The limit as a finite number, or None for none (None, or +inf — -inf when maximising —
-    means every line of the shorter side is matched)."""
+    """The limit as a finite Python int or float, or None for none (None, or +inf — -inf when
+    maximising — means every line of the shorter side is matched)."""
     if cost_limit is None:
         return None
     if isinstance(cost_limit, (bool, np.bool_)) or not isinstance(cost_limit, numbers.Real):
@@ -46,6 +62,21 @@ def check_cost_limit(cost_limit, maximize: bool):
     value = cost_limit
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, numbers.Integral):
+        value = int(value)  # exact, however large: the range is checked against the costs
+        if abs(value) > _FLOAT_MAX:
+            raise ValueError(f"cost_limit={value} lies beyond the float64 range: its price per "
+                             "unmatched line (cost_limit / 2) could not be reported; give a "
+                             "float64 number, or None for no limit")
+        return value
+    try:
+        as_float = float(value)
+    except OverflowError:
+        as_float = None
+    if as_float is None or (as_float == as_float and as_float != value):
+        raise ValueError(f"cost_limit={value!r} is not a float64 number (it would be rounded); "
+                         "give a float or an int")
+    value = as_float
     if math.isnan(value):
         raise ValueError("cost_limit is NaN")
     if math.isinf(value):
@@ -56,20 +87,87 @@ def check_cost_limit(cost_limit, maximize: bool):
     return value
 
 
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
 def _is_gpu_array(cost) -> bool:
     return hasattr(cost, "__cuda_array_interface__") and not isinstance(cost, np.ndarray)
 
 
-def _slack_dtype(dtype: np.dtype, limit):
-    """E's dtype: the matrix's for an integer matrix and an integral limit, else float64 (holds
-    every float32 and float64 cost and the limit exactly)."""
-    if dtype.kind in "biu" and float(limit).is_integer():
-        return np.dtype(np.int64)
-    return np.dtype(np.float64)
+def _integral(limit) -> bool:
+    return isinstance(limit, int) or float(limit).is_integer()
+
+
+def _float_costs(c, xp):
+    """``(lo, hi, +inf present, -inf present)`` of a float matrix: its finite extremes (None
+    when it has none)."""
+    finite = c[xp.isfinite(c)]
+    lo = hi = None
+    if finite.size:
+        lo, hi = float(finite.min()), float(finite.max())
+    return lo, hi, bool(xp.isposinf(c).any()), bool(xp.isneginf(c).any())
+
+
+def _slack_value(c, limit, xp):
+    """``(L', dtype of E)``: the slack columns' cost, ``limit`` itself or an equivalent limit
+    nearer the costs (module docstring), and E's dtype: int64 for integer costs and an integral
+    L', else float64 (which holds every float32 and float64 cost and L' exactly). Refuses, with
+    a message naming ``cost_limit``, what E could not hold."""
+    n1, n2 = c.shape
+    shape = (n1, n2 + n1)
+    m = min(n1, n2)
+    context = (f"cost_limit={limit!r}: the {n1}x{n2} problem is solved with {n1} slack "
+               f"columns, as {shape[0]}x{shape[1]}")
+    if c.dtype.kind in "biu":
+        lo, hi = (int(c.min()), int(c.max())) if c.size else (0, 0)
+        top, bottom = hi + 1, lo - 1  # every pair pays from ``top`` up, none from ``bottom`` down
+        slack = 0 if not c.size else top if limit > top else bottom if limit < bottom else limit
+        try:
+            check_int_range(lo, hi, shape)
+        except ValueError as exc:
+            raise ValueError(f"{context}: {exc}") from None
+        if _integral(slack):
+            slack = int(slack)
+            if abs(slack) > int_cost_limit(shape):  # the costs at the rule's very edge
+                raise ValueError(
+                    f"{context}, which cannot hold the limit: |cost_limit| * (4n + 8) must "
+                    f"stay below 2**62, here |cost_limit| <= "
+                    f"{int_cost_limit(shape)}, and the costs (in [{lo}, {hi}]) leave no "
+                    "equivalent limit in that range; shift or rescale the costs")
+            return slack, np.dtype(np.int64)
+        if max(abs(lo), abs(hi)) > 2**53:
+            raise ValueError(f"cost_limit={limit!r} is not an integer, so the costs would be "
+                             f"solved in float64 with it, which does not hold integer costs in "
+                             f"[{lo}, {hi}] exactly (beyond 2**53); give an integral cost_limit")
+        return float(slack), np.dtype(np.float64)
+    lo, hi, pos_inf, neg_inf = _float_costs(c, xp)
+    if lo is None:  # no finite cost: no pair can be matched, whatever the limit
+        return 0.0, np.dtype(np.float64)
+    unit = max(abs(lo), abs(hi)) or 1.0
+    spread = m * (hi - lo)
+    # +inf entries (a minimisation) can make a matching longer only through a chain of up to
+    # m dearer pairs: from ``top`` up each such chain pays too (-inf: a maximisation, mirrored)
+    top = hi + unit + (spread if pos_inf else 0.0)
+    bottom = lo - unit - (spread if neg_inf else 0.0)
+    slack = float(top if limit > top else bottom if limit < bottom else limit)
+    big = max(abs(lo), abs(hi))
+    if big > float_cost_limit(shape):  # the costs themselves
+        try:
+            check_float_range(big, shape)
+        except ValueError as exc:
+            raise ValueError(f"{context}: {exc}") from None
+    if abs(slack) > float_cost_limit(shape):
+        raise ValueError(
+            f"{context}, which cannot hold the limit: |cost_limit| * (4n + 8) must stay "
+            f"below 2**1020, here |cost_limit| <= "
+            f"{float_cost_limit(shape):.4g}, and the costs (finite ones in [{lo:.4g}, {hi:.4g}]) "
+            "leave no equivalent limit in that range; scale the costs and the limit down")
+    return slack, np.dtype(np.float64)
 
 
 def extended(cost, limit):
-    """``(E, transposed)`` for the matrix ``cost`` (NumPy or CuPy)."""
+    """``(E, transposed, L')`` for the matrix ``cost`` (NumPy or CuPy): L' the limit E is built
+    with, ``limit`` or an equivalent one nearer the costs (:func:`_slack_value`)."""
     xp = np
     if _is_gpu_array(cost):
         import cupy as xp  # the input stays on the device
@@ -86,11 +184,11 @@ def extended(cost, limit):
     if transposed:
         c = c.T
     n1, n2 = c.shape
-    dtype = _slack_dtype(np.dtype(c.dtype), limit)
+    slack, dtype = _slack_value(c, limit, xp)
     e = xp.empty((n1, n2 + n1), dtype=dtype)
-    e[:, :n2] = c
-    e[:, n2:] = limit
-    return e, transposed
+    e[:, :n2] = c  # in range: checked above (an integer cost beyond int64 cannot wrap)
+    e[:, n2:] = slack
+    return e, transposed, slack
 
 
 def _xp(a):
@@ -101,25 +199,70 @@ def _xp(a):
     return np
 
 
-def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost):
+def _largest(a) -> int:
+    """The largest |entry| of an integer array, as a Python int (0 when empty)."""
+    return max(abs(int(a.min())), abs(int(a.max()))) if a.size else 0
+
+
+def _alternating_reach(finite, r, k, n1: int, n2: int):
+    """``(rows, cols)`` (boolean masks) reached from the unmatched rows by alternating paths:
+    a row to every column of a finite entry, a column to the row matched to it. With a matching
+    of the largest size every such column is matched."""
+    row_of = np.full(n2, -1, np.int64)
+    row_of[k] = r
+    rows = np.ones(n1, bool)
+    rows[r] = False
+    cols = np.zeros(n2, bool)
+    frontier = np.flatnonzero(rows)
+    while frontier.size:
+        new = finite[frontier].any(axis=0) & ~cols
+        cols |= new
+        nxt = row_of[new]
+        nxt = nxt[nxt >= 0]
+        nxt = nxt[~rows[nxt]]
+        rows[nxt] = True
+        frontier = nxt
+    return rows, cols
+
+
+def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, slack=None):
     """``(row_ind, col_ind, cost, u, v)`` of the limit problem (module docstring) from the
     solution of E: its pairs ``rows``/``cols``, duals ``u_e``/``v_e``; ``shape`` and ``cost``
-    are the caller's matrix (NumPy or CuPy)."""
+    are the caller's matrix (NumPy or CuPy); ``slack``: the limit E was built with (an
+    equivalent one, see :func:`extended`; default ``limit``)."""
     xp = _xp(cols)
+    slack = limit if slack is None else slack
     n1, n2 = (shape[1], shape[0]) if transposed else shape  # oriented: n1 <= n2
     real = cols < n2
     r, k = rows[real], cols[real]
-    half = limit / 2
-    integral_duals = u_e.dtype.kind == "i" and float(half).is_integer()
+    oriented = cost.T if transposed else cost
+    # The duals of the given limit, whatever limit E was built with. Where that was an
+    # equivalent L' (module docstring) and every row or none is matched, E's duals shifted by
+    # L/2 (u_e - L/2, v_e + L/2) hold as they do for L' (u_e <= L' <= L when all are matched).
+    # Where some rows stay unmatched (infinite entries: no longer matching exists), the rows
+    # and columns reached from them by alternating paths take the shift the other way (their
+    # columns v_e + L' - L/2): their finite entries reach no unmatched column, whose dual L/2
+    # would otherwise put the pair above its cost.
+    reach = None
+    if slack != limit and 0 < int(r.size) < n1:
+        finite = oriented.get() if _is_gpu_array(oriented) else np.asarray(oriented)
+        host = (lambda a: a.get()) if xp is not np else np.asarray
+        reach = _alternating_reach(np.isfinite(finite), host(r), host(k), n1, n2)
+    integral_duals = (u_e.dtype.kind == "i" and _integral(limit) and int(limit) % 2 == 0
+                      and abs(int(limit) // 2) + abs(int(slack)) + max(_largest(u_e),
+                                                                          _largest(v_e)) < 2**63)
     work = np.int64 if integral_duals else np.float64
-    half = work(half)
+    half = work(int(limit) // 2 if integral_duals else float(limit) / 2)  # verify's rounding
     u = xp.full(n1, half, dtype=work)
     v = v_e[:n2].astype(work) + half
-    if integral_duals:
+    if reach is not None:
+        other = work(int(slack) if integral_duals else float(slack)) - half
+        cols_reached = xp.asarray(reach[1])
+        v[cols_reached] = v_e[:n2].astype(work)[cols_reached] + other
+    if integral_duals and reach is None:
         u[r] = u_e.astype(work)[r] - half
     else:  # from the shifted v, not u' - L/2: prices solved at the scale of L would leave the
         # assigned pairs of small costs a slack of an ulp of L, beyond their own terms' rule
-        oriented = cost.T if transposed else cost
         paired = oriented[r, k]
         if xp is np and _is_gpu_array(paired):  # a CuPy matrix, a result on the host
             paired = paired.get()
@@ -135,11 +278,13 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost):
     return r.astype(np.int64), k.astype(np.int64), value, u, v
 
 
-def from_extended(sol: Solution, shape, transposed: bool, limit, cost) -> Solution:
-    """The limit problem's solution (see the module docstring) from E's ``sol``."""
+def from_extended(sol: Solution, shape, transposed: bool, limit, cost, slack=None) -> Solution:
+    """The limit problem's solution (see the module docstring) from E's ``sol``; ``slack``: the
+    limit E was built with (default ``limit``)."""
     r, k, value, u, v = limit_result(np.asarray(sol.row_ind), np.asarray(sol.col_ind),
                                      np.asarray(sol.u), np.asarray(sol.v), shape, transposed,
-                                     limit, cost if _is_gpu_array(cost) else np.asarray(cost))
+                                     limit, cost if _is_gpu_array(cost) else np.asarray(cost),
+                                     slack)
     stats = dict(sol.stats)
     rows_total, cols_total = shape
     stats.update(cost_limit=limit, matched=int(r.size), unmatched_rows=int(rows_total - r.size),
@@ -160,19 +305,19 @@ def solve_batch_with_limit(costs, limit, solve_batch_extended):
     if stacked and costs.ndim != 3:
         raise ValueError(f"costs must be a 3-D array (B, n1, n2) or a sequence of matrices, got "
                          f"{getattr(costs, 'ndim', 0)} dimensions")
-    mats = [c if _is_gpu_array(c) else np.asarray(c) for c in costs]
-    pairs = []
-    for k, c in enumerate(mats):
+    mats, pairs = [], []
+    for k, c in enumerate(costs):
         try:
-            pairs.append(extended(c, limit))
+            mats.append(c if _is_gpu_array(c) else np.asarray(c))
+            pairs.append(extended(mats[-1], limit))
         except (ValueError, TypeError) as exc:
             raise type(exc)(f"problem {k}: {exc}") from None
-    es = [e for e, _ in pairs]
+    es = [e for e, _, _ in pairs]
     if stacked and es:
         es = _xp(es[0]).stack(es)
     sol = solve_batch_extended(es)
     out = [limit_result(sol.row_ind[k], sol.col_ind[k], sol.u[k], sol.v[k], tuple(mats[k].shape),
-                        pairs[k][1], limit, mats[k]) for k in range(len(mats))]
+                        pairs[k][1], limit, mats[k], pairs[k][2]) for k in range(len(mats))]
     row_ind = [o[0] for o in out]
     col_ind = [o[1] for o in out]
     u = [o[3] for o in out]
@@ -198,6 +343,6 @@ def solve_with_limit(cost, limit, solve_extended) -> Solution:
             raise ValueError("cost_limit applies to a matrix (NumPy or CuPy), not to a cost "
                              "source")
         cost = np.asarray(cost)
-    e, transposed = extended(cost, limit)
+    e, transposed, slack = extended(cost, limit)
     sol = solve_extended(e)
-    return from_extended(sol, tuple(cost.shape), transposed, limit, cost)
+    return from_extended(sol, tuple(cost.shape), transposed, limit, cost, slack)

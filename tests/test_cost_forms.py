@@ -353,3 +353,72 @@ def test_specialized_and_first_class_give_the_same_solve(kind, fn):
     np.testing.assert_array_equal(first.col_ind, inlined.col_ind)
     assert first.cost == inlined.cost
     assert first.stats["rows_evaluated"] == inlined.stats["rows_evaluated"]
+
+
+@numba.njit
+def _tall_elem(i, j):
+    return abs(3.0 * i - 2.0 * j) + (i * 7 + j * 3) % 5
+
+
+@numba.njit
+def _tall_int(i, j):
+    return (i * 7 + j * 3) % 11 - i
+
+
+def _tall_python(i, j):
+    return abs(3.0 * i - 2.0 * j) + (i * 7 + j * 3) % 5
+
+
+@pytest.mark.parametrize("shape", [(9, 5), (5, 9), (7, 7), (6, 1), (1, 6)])
+@pytest.mark.parametrize("how", ["jit", "jit_int", "python"])
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("memory", [None, "small"])
+def test_element_functions_of_every_shape(shape, how, maximize, memory):
+    """An element function is solved in any orientation, jitted or not: n1 > n2 transposed
+    (a jitted one through a jitted swap of its arguments), against scipy on its matrix; from a
+    table (the default budget) and from a row cache."""
+    from scipy.optimize import linear_sum_assignment as scipy_lsa
+    fn, dtype = {"jit": (_tall_elem, np.float64), "jit_int": (_tall_int, np.int64),
+                 "python": (_tall_python, np.float64)}[how]
+    src = costfns.from_function(fn, shape, dtype=dtype)
+    dense = np.array([[fn(i, j) for j in range(shape[1])] for i in range(shape[0])], dtype)
+    np.testing.assert_array_equal(src.dense(), dense)
+    budget = None if memory is None else 2 * max(shape) * 8  # two rows of the oriented problem
+    sol = epslap.solve(src, maximize=maximize, memory=budget)
+    r, k = scipy_lsa(dense, maximize=maximize)
+    assert sol.cost == pytest.approx(dense[r, k].sum(), abs=1e-12)
+    assert isinstance(sol.cost, int) == (dtype == np.int64)
+    np.testing.assert_array_equal(sol.row_ind, np.sort(sol.row_ind))
+    assert epslap.verify(dense, sol.row_ind, sol.col_ind, sol.u, sol.v,
+                         maximize=maximize)["optimal"]
+
+
+def test_transposed_function_sources():
+    """The kinds of function and what transposing them gives: an element function its
+    arguments swapped (jitted where it was, ``specialize`` kept, made once), a row function a
+    clear refusal, jitted or not; a Python function's exception still reaches the caller, and
+    a bad value names the user's column, not the transposed problem's row."""
+    from costfns.functions import _JitElementState
+    jit = costfns.from_function(_tall_elem, (6, 3))
+    t = jit.T
+    assert isinstance(t.fn, numba.core.registry.CPUDispatcher) and t.shape == (3, 6)
+    assert t is jit.T and t.T is jit  # made once; transposing back gives the source itself
+    np.testing.assert_array_equal(t.dense(), jit.dense().T)
+    assert numba.typeof(t.state()) == numba.typeof(jit.state())  # the shared kernels serve it
+    spec = costfns.from_function(_tall_elem, (6, 3), specialize=True).T
+    assert spec.specialize and isinstance(spec.state(), _JitElementState)
+    py = costfns.from_function(_tall_python, (6, 3))
+    np.testing.assert_array_equal(py.T.dense(), py.dense().T)
+    for fn in (_row_fill, lambda i: np.arange(3.0) * i):
+        with pytest.raises(ValueError, match="a row function with more rows than columns"):
+            epslap.solve(costfns.from_function(fn, (6, 3), kind="row"))
+        epslap.solve(costfns.from_function(fn, (3, 3), kind="row"))  # square: no transpose
+
+    def raises(i, j):
+        if (i, j) == (4, 1):
+            raise KeyError("from the user")
+        return float(i + j)
+    with pytest.raises(KeyError, match="from the user"):
+        epslap.solve(costfns.from_function(raises, (6, 3)), memory=2 * 6 * 8)
+    with pytest.raises(ValueError, match="dtype float64 for column 0; expected int64"):
+        epslap.solve(costfns.from_function(lambda i, j: i + 0.5, (6, 3), dtype=np.int64))

@@ -202,3 +202,131 @@ def test_matrix_checks_are_solves():
             epslap.solve(np.eye(3, dtype=np.longdouble), cost_limit=0.5)
     with pytest.raises(ValueError, match="expected a matrix"):
         epslap.solve(np.ones(3), cost_limit=0.5)
+
+
+def brute_force(c, limit, maximize):
+    """The optimal penalised objective in exact arithmetic (``Fraction``), over every partial
+    assignment of a tiny matrix: no float rounding of a huge limit, unlike :func:`reference`."""
+    from fractions import Fraction
+    from itertools import permutations
+    c = np.asarray(c)
+    n1, n2 = c.shape
+    half = Fraction(_python(limit)) / 2
+    best = None
+    for cols in permutations(list(range(n2)) + [None] * n1, n1):
+        pairs = [(i, j) for i, j in enumerate(cols) if j is not None]
+        if any(not np.isfinite(float(c[i, j])) for i, j in pairs):
+            continue
+        total = sum((Fraction(c[i, j].item()) for i, j in pairs), Fraction(0))
+        total += (n1 + n2 - 2 * len(pairs)) * half
+        if best is None or (total > best if maximize else total < best):
+            best = total
+    return best
+
+
+def exact_penalised(c, sol, limit):
+    from fractions import Fraction
+    n1, n2 = np.shape(c)
+    matched = sum((Fraction(np.asarray(c)[i, j].item()) for i, j in zip(sol.row_ind,
+                                                                        sol.col_ind)), Fraction(0))
+    return matched + (n1 + n2 - 2 * len(sol.row_ind)) * Fraction(_python(limit)) / 2
+
+
+def _python(x):
+    """A NumPy scalar as the Python int or float of its value (exact)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+_HUGE_LIMITS = [1e20, -1e20, 1e300, -1e300, 2**70, -2**70, 2**63, 2**63 - 1, -2**63,
+                np.float64(1e20), np.int64(2**62), np.int64(-2**62), np.uint64(2**64 - 1),
+                np.float32(3e38), 1.7e308, -1.7e308, 2**55 + 2, 2**55 + 1, 10**300, 7, 7.5,
+                np.int32(-3), 0]
+
+
+@pytest.mark.parametrize("limit", _HUGE_LIMITS, ids=repr)
+@pytest.mark.parametrize("kind", ["int64", "int32", "uint8", "float64", "float32", "float_inf"])
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (4, 2), (0, 3)])
+def test_any_limit_is_exact_or_refused_by_name(limit, kind, maximize, shape):
+    """Every limit, however large, with every dtype: the optimum of the exact brute force (in
+    ``Fraction``s: a limit of 1e20 leaves no rounding room), a certificate that verify accepts,
+    or a ValueError naming cost_limit. A limit beyond the costs is solved through an equivalent
+    limit near them (epslap/limit.py), so none of these is refused."""
+    rng = np.random.default_rng(len(repr(limit)) + 7 * shape[0] + shape[1])
+    if kind.startswith("float"):  # eighths: every sum exact, so ties are ties
+        c = (np.round(rng.random(shape) * 80 - 24) / 8).astype(
+            "float64" if kind == "float_inf" else kind)
+        if kind == "float_inf":
+            c[rng.random(shape) < 0.4] = -np.inf if maximize else np.inf
+    else:
+        c = rng.integers(0 if kind == "uint8" else -9, 10, shape).astype(kind)
+    sol = epslap.solve(c, maximize=maximize, cost_limit=limit)
+    assert exact_penalised(c, sol, limit) == brute_force(c, limit, maximize)
+    cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize,
+                         cost_limit=limit)
+    assert cert["optimal"], cert
+    picked = np.asarray(c)[sol.row_ind, sol.col_ind]
+    assert sol.cost == picked.sum(dtype=np.int64 if c.dtype.kind in "iu" else np.float64)
+    assert isinstance(sol.cost, int) == (c.dtype.kind in "iu")
+    even = float(limit).is_integer() and int(limit) % 2 == 0 and abs(int(limit)) < 2**63
+    if c.dtype.kind in "iu" and even:  # the duals of an even limit stay exact integers
+        assert sol.u.dtype == np.int64 and cert["exact"]
+    check_batch = epslap.solve_batch([c, c.T], maximize=maximize, cost_limit=limit)
+    for k, m in enumerate((c, c.T)):
+        assert exact_penalised(m, _member(check_batch, k), limit) == brute_force(m, limit,
+                                                                                 maximize)
+
+
+@pytest.mark.parametrize("limit,match", [
+    (float("nan"), "cost_limit is NaN"), (10**400, "cost_limit=1000.* beyond the float64 range"),
+    (-np.inf, "cost_limit=-inf would leave every pair unmatched")])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_unusable_limits_are_named(limit, match, dtype):
+    with pytest.raises(ValueError, match=match):
+        epslap.solve(np.eye(3, dtype=dtype), cost_limit=limit)
+    with pytest.raises(ValueError, match=match):
+        epslap.solve_batch([np.eye(3, dtype=dtype)], cost_limit=limit)
+
+
+def test_limits_the_extended_problem_cannot_hold_are_named():
+    """The refusals left: costs that E (one slack column per row: a wider problem, a stricter
+    range rule) cannot hold, a limit among float costs so large that E cannot hold it, a
+    non-integral limit with integer costs float64 would round, a limit that is no float64."""
+    from fractions import Fraction
+    from epslap._validate import float_cost_limit, int_cost_limit
+    near = int_cost_limit((3, 3))  # fits the 3 x 3 alone, not the 3 x 6 with slack columns
+    with pytest.raises(ValueError, match=r"cost_limit=5: .*3 slack columns.*integer costs"):
+        epslap.solve(np.full((3, 3), near), cost_limit=5)
+    c = np.array([[2**64 - 1, 1], [1, 1]], dtype=np.uint64)  # not wrapped into int64
+    with pytest.raises(ValueError, match=r"cost_limit=5: .*18446744073709551615"):
+        epslap.solve(c, cost_limit=5)
+    big = float_cost_limit((3, 3)) * 0.9
+    with pytest.raises(ValueError, match=r"cost_limit=1\.0: .*float costs"):
+        epslap.solve(np.full((3, 3), big), cost_limit=1.0)
+    c = np.array([[-big / 4, 0.0], [np.inf, big / 4]])  # +inf: the equivalent limit is far
+    with pytest.raises(ValueError, match=r"cost_limit=1e\+308: .*cannot hold the limit"):
+        epslap.solve(c, cost_limit=1e308)
+    with pytest.raises(ValueError, match=r"cost_limit=2\.5 is not an integer.*2\*\*53"):
+        epslap.solve(np.array([[2**55, 1], [1, 2]]), cost_limit=2.5)
+    with pytest.raises(ValueError, match="cost_limit=Fraction.*not a float64 number"):
+        epslap.solve(np.eye(2), cost_limit=Fraction(1, 3))
+    assert epslap.solve(np.eye(2), cost_limit=Fraction(1, 2)).cost == 0.0  # exactly 0.5
+
+
+@pytest.mark.parametrize("limit", [1e20, 2**70, 1e300, 10.0**305])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_huge_limits_where_no_longer_matching_exists(limit, maximize):
+    """Infinite entries leave rows unmatched at any limit: the limit beyond the costs is solved
+    through an equivalent one, and the duals of the given limit still certify (the rows reached
+    from the unmatched ones by alternating paths take the opposite shift)."""
+    c = np.array([[1.0, 4.0, np.inf, np.inf], [2.0, np.inf, np.inf, np.inf],
+                  [3.0, np.inf, np.inf, np.inf]])  # 2 pairs at most, the cheapest 4 + 2
+    sign = -1 if maximize else 1
+    c, limit = sign * c, sign * limit
+    for m in (c, c.T):
+        sol = epslap.solve(m, maximize=maximize, cost_limit=limit)
+        assert len(sol.row_ind) == 2 and abs(sol.cost) == 4 + 2
+        assert exact_penalised(m, sol, limit) == brute_force(m, limit, maximize)
+        cert = epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize,
+                             cost_limit=limit)
+        assert cert["optimal"], cert
