@@ -100,14 +100,19 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
             e, maximize=maximize, backend=backend, threads=threads, device=device)))
     if backend == "gpu":
         from .gpu.batch import solve_batch_gpu
-        *fields, stats = solve_batch_gpu(costs, maximize=bool(maximize), device=int(device))
+        try:
+            *fields, stats = solve_batch_gpu(costs, maximize=bool(maximize), device=int(device))
+        except ValueError as exc:
+            if not str(exc).startswith("problem "):  # a range check of a whole stack: name
+                _name_the_member(costs, bool(maximize))  # the member beyond the rule
+            raise
         stats["time_total_s"] = time.perf_counter() - t_start
         return BatchSolution(*fields, stats)
     if backend != "cpu":
         raise ValueError(f"solve_batch runs on backend='cpu' or 'gpu'; backend={backend!r} is "
                          "not available for batches")
     maximize = bool(maximize)
-    nthreads = numba.get_num_threads() if threads is None else int(threads)
+    nthreads = _batch_threads(threads)
     if isinstance(costs, np.ndarray) and costs.ndim == 3 or (
             not isinstance(costs, (list, tuple)) and np.ndim(costs) == 3):
         stack = _as_stack(np.asarray(costs), 0)
@@ -151,7 +156,10 @@ def linear_sum_assignment_batch(costs: Any, maximize: bool = False, *, backend: 
 
 
 def _as_matrix(c, k: int) -> np.ndarray:
-    a = np.asarray(c)
+    try:
+        a = np.asarray(c)
+    except (ValueError, TypeError) as exc:  # ragged rows, say
+        raise type(exc)(f"problem {k}: {exc}") from None
     if a.ndim != 2:
         raise ValueError(f"problem {k}: expected a matrix (2-D array), got a {a.ndim}-D array")
     return _as_stack(a[None], k)[0]
@@ -170,15 +178,20 @@ def _as_stack(a: np.ndarray, first: int) -> np.ndarray:
     return a
 
 
-def _canonical(stack: np.ndarray, maximize: bool):
-    """(C-contiguous canonical stack: n1 <= n2 and minimised, transposed, integral)."""
+def _canonical(stack: np.ndarray, maximize: bool, index):
+    """(C-contiguous canonical stack: n1 <= n2 and minimised, transposed, integral); ``index``:
+    each problem's index in the caller's batch, for the messages."""
     integral = stack.dtype.kind in "biu"
     if integral:
         if stack.size:
             lo, hi = int(stack.min()), int(stack.max())
             if maximize:
                 lo, hi = -hi, -lo
-            check_int_range(lo, hi, stack.shape[1:])
+            try:
+                check_int_range(lo, hi, stack.shape[1:])
+            except ValueError:  # the stack's range: the first member beyond the rule says its own
+                _name_the_member(stack, maximize, index)
+                raise
         stack = stack.astype(np.int64)
     else:
         stack = stack.astype(_float_kind(stack.dtype), copy=False)
@@ -190,13 +203,39 @@ def _canonical(stack: np.ndarray, maximize: bool):
     return np.ascontiguousarray(stack), transposed, integral
 
 
+def _name_the_member(costs, maximize: bool, index=None) -> None:
+    """Raise the range error of the first member of ``costs`` (a stack or a sequence; NumPy or
+    CuPy) beyond the integer or float range rule of its own shape, naming its index in the
+    caller's batch (``index[t]`` for member t; default t); return if none is (the caller
+    re-raises its own error). Called where a check of a whole stack failed: the stack's range
+    is not the member's, and the message must say which problem it is."""
+    for t in range(len(costs)):
+        m = costs[t]
+        if not hasattr(m, "__cuda_array_interface__"):
+            try:
+                m = np.asarray(m)
+            except (ValueError, TypeError):
+                continue  # not a matrix: the member checks name it
+        if m.ndim != 2 or not m.size or m.dtype.kind not in "biuf":
+            continue
+        try:
+            if m.dtype.kind in "biu":
+                lo, hi = int(m.min()), int(m.max())
+                check_int_range(*((-hi, -lo) if maximize else (lo, hi)), m.shape)
+            else:
+                finite = abs(m[(m == m) & (abs(m) != np.inf)])
+                check_float_range(float(finite.max()) if finite.size else 0.0, m.shape)
+        except ValueError as exc:
+            raise ValueError(f"problem {t if index is None else int(index[t])}: {exc}") from None
+
+
 def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
                  threads: int | None) -> BatchSolution:
     """Solve a (B, n1, n2) stack on ``nthreads``; ``index``: each problem's index in the caller's
     batch. A problem left to the ε path is solved on the caller's ``threads``: ``None`` lets
     :func:`epslap.solve` choose (one thread below its size rule, fewer on a loaded machine)
     instead of lock-stepping as many threads as the batch shares its problems over."""
-    c, transposed, integral = _canonical(stack, maximize)
+    c, transposed, integral = _canonical(stack, maximize, index)
     b, n1, n2 = c.shape
     work = np.int64 if integral else np.float64
     x = np.zeros((b, n1), np.int64)
@@ -234,6 +273,22 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
                                                  maximize, transposed)
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}
     return BatchSolution(row_ind, col_ind, total, u, v, stats)
+
+
+def _batch_threads(threads) -> int:
+    """Threads for a batch: the cores this process may run on (at most the threads Numba may
+    use) by default; an explicit count up to those cores (above them, capped with a warning,
+    as ``cpu.solver.resolve_threads`` caps a single solve's)."""
+    from .cpu.solver import available_cores
+    cap = max(1, min(available_cores(), numba.get_num_threads()))
+    if threads is None:
+        return cap
+    if int(threads) > cap:
+        import warnings
+        warnings.warn(f"threads={threads} is more than the {cap} cores this process may use; "
+                      f"using {cap}", RuntimeWarning, stacklevel=3)
+        return cap
+    return int(threads)
 
 
 def _run_threads(args: tuple, nthreads: int) -> None:

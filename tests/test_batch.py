@@ -106,3 +106,60 @@ def test_empty_batches_and_problems():
     assert len(sol) == 0
     sol = epslap.solve_batch(np.zeros((2, 0, 3)))
     assert sol.cost.tolist() == [0.0, 0.0]
+
+
+def _bad_members():
+    """A member of each kind the checks refuse, with the words of its error."""
+    from epslap._validate import int_cost_limit
+    big = int_cost_limit((3, 3)) + 1
+    return {
+        "range": (np.full((3, 3), big), ValueError, r"integer costs in \[.*could overflow"),
+        "range_maximize": (np.full((3, 3), -big), ValueError, r"integer costs in \["),
+        "uint64": (np.full((3, 3), 2**64 - 1, np.uint64), ValueError, "integer costs in"),
+        "float_range": (np.full((3, 3), 1e306), ValueError, "float costs up to"),
+        "nan": (np.array([[np.nan, 1.0, 2.0], [1.0, 2.0, 3.0], [2.0, 3.0, 1.0]]), ValueError,
+                "invalid numeric entries"),
+        "neg_inf": (np.array([[-np.inf, 1.0, 2.0], [1.0, 2.0, 3.0], [2.0, 3.0, 1.0]]),
+                    ValueError, "invalid numeric entries"),
+        "shape": (np.ones(3), ValueError, "expected a matrix"),
+        "ragged": ([[1.0, 2.0], [3.0]], ValueError, "inhomogeneous|sequence"),
+        "dtype": (np.array([["a", "b"]]), TypeError, "[Cc]annot cast array data"),
+        "complex": (np.ones((3, 3), complex), TypeError, "[Cc]annot cast array data"),
+    }
+
+
+@pytest.mark.parametrize("bad", list(_bad_members()))
+@pytest.mark.parametrize("cost_limit", [None, 5])
+@pytest.mark.parametrize("same_shape", [False, True])
+def test_every_member_error_names_its_index(bad, cost_limit, same_shape):
+    """Member 2 of a list is bad in each way the checks know: the error names it ("problem 2:
+    …"), whether it shares its stack with good members (the range is checked per stack) or is
+    alone in its shape, with a limit or without."""
+    member, error, words = _bad_members()[bad]
+    maximize = bad == "range_maximize"
+    matrix = isinstance(member, np.ndarray) and member.ndim == 2
+    shape = member.shape if same_shape and matrix else (2, 4)
+    good = np.arange(np.prod(shape)).reshape(shape)
+    dtype = member.dtype if isinstance(member, np.ndarray) and member.dtype.kind in "iuf" \
+        else np.float64
+    mats = [good.astype(dtype), good.astype(dtype) + 1, member, good.astype(dtype)]
+    with pytest.raises(error, match=f"problem 2: .*({words})"):
+        epslap.solve_batch(mats, cost_limit=cost_limit, maximize=maximize)
+    if matrix and same_shape and bad not in ("dtype", "complex"):
+        stack = np.stack(mats)  # a 3-D stack: one range check, the member named all the same
+        with pytest.raises(error, match=f"problem 2: .*({words})"):
+            epslap.solve_batch(stack, cost_limit=cost_limit, maximize=maximize)
+
+
+def test_batch_threads_are_capped_at_the_cores(monkeypatch):
+    import numba
+
+    import epslap.cpu.solver as cpu_solver
+    monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 64)
+    c = np.random.default_rng(3).random((40, 12, 12))
+    assert epslap.solve_batch(c).stats["threads"] == 2
+    with pytest.warns(RuntimeWarning, match="more than the 2 cores"):
+        sol = epslap.solve_batch(c, threads=64)
+    assert sol.stats["threads"] == 2
+    assert epslap.solve_batch(c, threads=2).stats["threads"] == 2
