@@ -162,8 +162,11 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     if len(np.unique(k)) != k.size:
         incomplete.append("a column is assigned twice")
     iu, iv = _as_exact_ints(u), _as_exact_ints(v)
+    # an even whole limit has an integer price per unmatched line (checked on the exact value:
+    # cost_limit / 2 in float rounds an odd limit beyond 2**53 to a whole number)
+    whole = cost_limit is not None and float(cost_limit).is_integer()
     exact = (cdtype.kind in "biu" and iu is not None and iv is not None
-             and (cost_limit is None or float(cost_limit / 2).is_integer()))
+             and (cost_limit is None or (whole and int(cost_limit) % 2 == 0)))
     if exact:
         half = None if cost_limit is None else int(cost_limit) // 2
         rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize, half)

@@ -161,6 +161,7 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
             raise ValueError(f"expected a matrix (2-D array), got a {len(shape)}-D array")
         budget = _budget(cupy, shape, memory, device, launch)
         source = cost if isinstance(cost, CostSource) else None
+        src = None  # the source in canonical orientation (n1 <= n2)
         if source is None:
             route = _dense_route(cupy, cost, shape, maximize, cache, budget)
         else:
@@ -189,9 +190,8 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
             finally:
                 if source is not None:
                     raise_pending(source)
-                    if route.range_check is not None:
-                        raise_out_of_range(source, [route.range_check], (n1, n2),
-                                           maximize)
+                    if route.range_check is not None:  # the cache saw canonical rows
+                        raise_out_of_range(src, [route.range_check], (n1, n2), maximize)
     return finish((n1, n2), route.transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)
 
