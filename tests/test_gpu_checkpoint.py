@@ -61,11 +61,12 @@ def test_ctrl_c_between_passes_leaves_a_checkpoint(monkeypatch, tmp_path):
     calls = {"n": 0}
     run = gs._Passes.run
 
-    def interrupted_after_two(self, *args):
-        out = run(self, *args)
+    def interrupted_after_two(self, *args, **kw):
+        out = run(self, *args, **kw)
         calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
+        if calls["n"] == 2:  # a Ctrl-C the kernel saw too late: raised once the pass counts
+            assert kw.get("defer_interrupt")
+            self.interrupt_after = True
         return out
     monkeypatch.setattr(gs._Passes, "run", interrupted_after_two)
     path = tmp_path / "int.ckpt"
@@ -74,7 +75,7 @@ def test_ctrl_c_between_passes_leaves_a_checkpoint(monkeypatch, tmp_path):
     assert load(str(path))["header"]["reason"] == "interrupted"
     monkeypatch.undo()
     resumed = epslap.solve(c, backend="gpu", resume=path)
-    assert resumed.cost == plain.cost
+    _same(plain, resumed)  # it goes on after the pass the Ctrl-C came in, on the same path
     assert_optimal(c, resumed)
 
 

@@ -396,10 +396,18 @@ class _Passes:
         self.ck = None          # _Checkpoints: stop requests during a launch (checkpoints, Ctrl-C)
         self._flag = None       # pinned host word and stream that write the kernel's stop flag
 
-    def run(self, eps_w, reverse: bool) -> tuple:
+    #: a Ctrl-C the kernel did not see before its pass ended, for the caller to raise once
+    #: the pass is counted (``run(defer_interrupt=True)``)
+    interrupt_after = False
+
+    def run(self, eps_w, reverse: bool, defer_interrupt: bool = False) -> tuple:
         """One pass: one launch, plus one per suspension for a missing row, and one per stop
         for a checkpoint. Returns the kernel's (int64, float64) outputs; raises if the
-        problem is infeasible."""
+        problem is infeasible. A Ctrl-C that comes too late to stop the pass raises
+        KeyboardInterrupt after it, or, with ``defer_interrupt``, sets ``interrupt_after``: the
+        schedule first counts the finished pass, so that its checkpoint resumes after it (a
+        checkpoint of the state before it, with the prices after it, resumed down another
+        path)."""
         r, st = self.r, self.r.state
         def args(s):  # the kernel's arguments from the perm on (those of the state s)
             return (s.perm, np.int32(reverse), np.int64(self.n_aug), eps_w, s.v, s.d, s.pred,
@@ -446,7 +454,9 @@ class _Passes:
         if stop is not None:  # the pass ended before the kernel saw the request
             st.progress[2:3].fill(0)
             if stop == "interrupted":  # Ctrl-C: stop after the pass
-                raise KeyboardInterrupt
+                if not defer_interrupt:
+                    raise KeyboardInterrupt
+                self.interrupt_after = True
         raise_for_status(out_i[0], "gpu")
         return out_i, st.out_f64.get()
 
@@ -523,7 +533,8 @@ def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float,
                     eps = -1.0
             if ck is not None:
                 ck.current = (s, eps)
-            out_i, out_f = passes.run(run.work(max(eps, 0.0)), s["reverse"])
+            out_i, out_f = passes.run(run.work(max(eps, 0.0)), s["reverse"],
+                                      defer_interrupt=True)
             passes.epsilons.append(max(eps, 0.0))
             passes.count += 1
             passes.rows_evaluated += int(out_f[0])
@@ -533,6 +544,10 @@ def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float,
             s = dict(eps=eps, first=False, second=s["first"], reverse=not s["reverse"],
                      total_d=float(sum(out_f[3:3 + blocks])),  # per-block sums, block order
                      total_eps=float(out_f[2]))
+            if passes.interrupt_after:  # Ctrl-C during the pass just counted: stop after
+                passes.interrupt_after = False  # it, unless it was the last (the exact pass:
+                if s["eps"] >= 0.0:             # the solve is done but for its checks)
+                    raise KeyboardInterrupt
             if ck is not None and s["eps"] >= 0.0 and ck.due():
                 ck.save(passes, s, "interval")
     except KeyboardInterrupt:
