@@ -71,6 +71,17 @@ def _reduced_key(row, vf, j):
 
 
 @njit(cache=True, nogil=True)
+def _largest_finite(row):
+    """The largest finite |cost| of a row (0 where none is finite)."""
+    big = 0.0
+    for j in range(row.shape[0]):
+        a = abs(np.float64(row[j]))
+        if a < np.inf and a > big:
+            big = a
+    return big
+
+
+@njit(cache=True, nogil=True)
 def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
     """Rows i = hi - 1 - first, then every stride-th one below, down to lo: code[i] = the number
     of minimisers of c[i] - v (or _ROW_INVALID / _ROW_NO_FINITE), mins[i] = the first _KEEP of
@@ -81,13 +92,14 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
     n2 = vf.shape[0]
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
+    scratch = np.empty(1, np.int64)
+    clear = limit - np.abs(vf).max() if n2 else limit
     for i in range(hi - 1 - first, lo - 1, -stride):
         if aborted(sync):
             return
         row = get_row(src, i, buf)
         mk = _KEY_MAX
         xk = _KEY_MIN
-        big = 0.0
         for b in range(n_blocks):
             rb = row[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
             vb = vf[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
@@ -96,14 +108,15 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
                 k = _reduced_key(rb, vb, j)
                 m = k if k < m else m
                 xk = k if k > xk else xk
-                a = abs(np.float64(rb[j]))
-                big = a if a > big and a < np.inf else big
             bkey[b] = m
             mk = m if m < mk else mk
         if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
             code[i] = _ROW_INVALID
             continue
-        if big > limit:
+        # |c| <= |c - v| + |v|: the row's reduced extremes bound its costs; only a row they
+        # do not clear (one holding +inf among them) is read once more for its largest cost
+        if (xk >= _KEY_POS_INF or _from_key(xk, scratch) > clear
+                or _from_key(mk, scratch) < -clear) and _largest_finite(row) > limit:
             code[i] = _ROW_TOO_BIG
             continue
         if mk >= _KEY_POS_INF:

@@ -26,13 +26,21 @@ def validate_rows(src, buf, n1, sync):
             return STATUS_INTERRUPTED, big
         row = get_row(src, i, buf)
         finite = False
+        lo = np.float64(np.inf)
+        hi = np.float64(-np.inf)
         for j in range(row.shape[0]):
             x = row[j]
             if x != x or x == -np.inf:
                 return STATUS_INVALID, big
-            fin = x < np.inf
-            finite |= fin
-            a = abs(np.float64(x))
-            big = a if fin and a > big else big
+            finite |= x < np.inf
+            lo = min(lo, np.float64(x))
+            hi = max(hi, np.float64(x))
         infeasible |= not finite
+        if hi == np.inf:  # +inf among the costs: the largest finite one, in one more read
+            for j in range(row.shape[0]):
+                a = abs(np.float64(row[j]))
+                if a < np.inf and a > big:
+                    big = a
+        elif finite:
+            big = max(big, abs(lo), abs(hi))
     return (STATUS_INFEASIBLE if infeasible else STATUS_OK), big
