@@ -92,8 +92,9 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
     n2 = vf.shape[0]
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
-    scratch = np.empty(1, np.int64)
     clear = limit - np.abs(vf).max() if n2 else limit
+    key_hi = _key(_bits(clear))  # the keys of ±clear (keys keep the order of the values);
+    key_lo = _key(_bits(-clear))  # +inf's key is above key_hi
     for i in range(hi - 1 - first, lo - 1, -stride):
         if aborted(sync):
             return
@@ -115,8 +116,7 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
             continue
         # |c| <= |c - v| + |v|: the row's reduced extremes bound its costs; only a row they
         # do not clear (one holding +inf among them) is read once more for its largest cost
-        if (xk >= _KEY_POS_INF or _from_key(xk, scratch) > clear
-                or _from_key(mk, scratch) < -clear) and _largest_finite(row) > limit:
+        if (xk > key_hi or mk < key_lo) and _largest_finite(row) > limit:
             code[i] = _ROW_TOO_BIG
             continue
         if mk >= _KEY_POS_INF:
