@@ -3,7 +3,8 @@
 Public API: :func:`solve`, :func:`linear_sum_assignment` (a scipy drop-in), :func:`verify`,
 :class:`Solution`, batches (:func:`solve_batch`, :func:`linear_sum_assignment_batch`,
 :class:`BatchSolution`), many large solves locally or on Dask (:func:`solve_many`, :class:`Source`,
-:class:`ManyResult`), :func:`precompile`, and image EMD: :func:`emd`, :func:`emd_matrix`.
+:class:`ManyResult`), :func:`precompile`, image EMD: :func:`emd`, :func:`emd_matrix`, and exact transport between equal-size point
+clouds: :func:`emd2` (POT's ``emd2`` for uniform weights).
 """
 from ._api import linear_sum_assignment, solve
 from .batch import BatchSolution, linear_sum_assignment_batch, solve_batch
@@ -11,6 +12,7 @@ from .certificate import verify
 from .emd import EMDResult, emd, emd_matrix
 from .errors import GPUUnavailableError, InfeasibleError
 from .many import ManyResult, Source, solve_many
+from .points import emd2
 from .solution import Solution
 
 try:  # the installed distribution's version (pyproject.toml is its one source)
@@ -22,7 +24,7 @@ except _NotInstalled:  # a source tree on sys.path without an install
 
 __all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignment_batch",
            "BatchSolution", "verify", "Solution", "InfeasibleError", "emd",
-           "emd_matrix", "EMDResult", "solve_many", "Source", "ManyResult",
+           "emd_matrix", "EMDResult", "emd2", "solve_many", "Source", "ManyResult",
            "GPUUnavailableError", "precompile", "__version__"]
 
 

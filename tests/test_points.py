@@ -1,0 +1,56 @@
+"""``epslap.emd2``: exact transport between equal-size uniform point clouds, against the
+optimum of the materialised cost matrix (scipy) and, where POT is installed, ``ot.emd2``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
+
+import epslap
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+@pytest.mark.parametrize("n,d", [(1, 2), (7, 1), (60, 2), (300, 3)])
+def test_emd2_is_the_assignment_optimum_over_n(metric, n, d):
+    rng = np.random.default_rng(n * 10 + d)
+    xa, xb = rng.random((n, d)), rng.random((n, d)) + 0.3
+    m = cdist(xa, xb, metric=metric)
+    r, c = linear_sum_assignment(m)
+    value, sol = epslap.emd2(xa, xb, metric, return_solution=True)
+    assert value == pytest.approx(m[r, c].sum() / n, rel=1e-12)
+    assert sol.cost == pytest.approx(n * value, rel=1e-15)
+    assert epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+    assert epslap.emd2(xa, xb, metric) == value
+
+
+def test_emd2_takes_one_dimensional_clouds_as_points_on_a_line():
+    xa, xb = np.array([0.0, 2.0, 5.0]), np.array([1.0, 4.0, 9.0])
+    # on a line the sorted matching is optimal: |0-1| + |2-4| + |5-9| = 7
+    assert epslap.emd2(xa, xb, "euclidean") == pytest.approx(7 / 3)
+
+
+@pytest.mark.parametrize("xa,xb,match", [
+    (np.zeros((3, 2)), np.zeros((4, 2)), "equal size"),
+    (np.zeros((3, 2)), np.zeros((3, 3)), "same dimension"),
+    (np.zeros((0, 2)), np.zeros((0, 2)), "at least one point"),
+    (np.array([[np.nan, 0.0]]), np.zeros((1, 2)), "finite|NaN|nan"),
+])
+def test_emd2_refuses_what_is_not_an_assignment(xa, xb, match):
+    with pytest.raises(ValueError, match=match):
+        epslap.emd2(xa, xb)
+
+
+def test_emd2_refuses_an_unknown_metric():
+    with pytest.raises(ValueError, match="metric"):
+        epslap.emd2(np.zeros((2, 2)), np.ones((2, 2)), "cityblock")
+
+
+def test_emd2_agrees_with_pot():
+    ot = pytest.importorskip("ot")
+    rng = np.random.default_rng(4)
+    xa, xb = rng.random((200, 2)), rng.random((200, 2))
+    w = np.full(200, 1 / 200)
+    for metric in ("sqeuclidean", "euclidean"):
+        ref = ot.emd2(w, w, ot.dist(xa, xb, metric=metric))
+        assert epslap.emd2(xa, xb, metric) == pytest.approx(ref, rel=1e-9)
