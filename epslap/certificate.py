@@ -16,6 +16,9 @@ gap, summed exactly (``math.fsum``), by ``RTOL`` times the sum of the magnitudes
 terms. The magnitudes of the duals are taken in canonical position (``max v = 0`` for a square
 problem without a limit, whose duals may be shifted freely), so that shifting them cannot
 loosen the rule. A large entry elsewhere (a "big-M" for a forbidden pair) loosens nothing.
+The canonical position is one shift for the whole matrix: blocks that ``+inf`` entries (or costs
+far above the rest) separate, whose duals may be shifted against each other, are judged at the
+magnitudes their duals are given at.
 """
 from __future__ import annotations
 
