@@ -88,14 +88,28 @@ def float_cost_limit(shape) -> float:
     return FLOAT_BIG / (4.0 * max(shape) + 8.0)
 
 
+def largest_finite(a) -> float:
+    """The largest finite |entry| of an array (NumPy or CuPy; 0.0 where none is finite): two
+    reductions and no temporary where every entry is finite (the common case), a masked pass
+    over the finite ones otherwise."""
+    if not a.size:
+        return 0.0
+    lo, hi = float(a.min()), float(a.max())
+    if np.isfinite(lo) and np.isfinite(hi):
+        return max(abs(lo), abs(hi))
+    finite = np.isfinite(a)
+    if isinstance(a, np.ndarray):  # no copy of the entries, only the mask
+        lo = float(np.min(a, where=finite, initial=np.inf))
+        hi = float(np.max(a, where=finite, initial=-np.inf))
+        return max(abs(lo), abs(hi)) if lo <= hi else 0.0
+    kept = abs(a[finite])
+    return float(kept.max()) if kept.size else 0.0
+
+
 def check_float_range(costs, shape) -> None:
     """Refuse finite float costs beyond :func:`float_cost_limit`; ``costs``: the largest finite
-    |cost| or an array of costs."""
-    if isinstance(costs, np.ndarray):
-        finite = np.abs(costs[np.isfinite(costs)]) if costs.size else costs
-        big = float(finite.max()) if finite.size else 0.0
-    else:
-        big = float(costs)
+    |cost| or an array of costs (NumPy or CuPy)."""
+    big = largest_finite(costs) if hasattr(costs, "shape") else float(costs)
     if big > float_cost_limit(shape):
         raise ValueError(
             f"float costs up to {big:.4g} in magnitude could overflow float64 during the solve "

@@ -223,8 +223,7 @@ def _name_the_member(costs, maximize: bool, index=None) -> None:
                 lo, hi = int(m.min()), int(m.max())
                 check_int_range(*((-hi, -lo) if maximize else (lo, hi)), m.shape)
             else:
-                finite = abs(m[(m == m) & (abs(m) != np.inf)])
-                check_float_range(float(finite.max()) if finite.size else 0.0, m.shape)
+                check_float_range(m, m.shape)
         except ValueError as exc:
             raise ValueError(f"problem {t if index is None else int(index[t])}: {exc}") from None
 

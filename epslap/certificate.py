@@ -243,19 +243,17 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
             "finite": True, "reasons": reasons}
 
 
-def _two_sum(a, b):
-    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e == a + b`` exactly (Knuth's TwoSum)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _excess(u, v, c):
+def exact_excess(u, v, c):
     """``(u + v) - c`` accurate to a unit in the last place of the result, whatever the
-    magnitudes of ``u`` and ``v`` (compensated: the rounding of each sum is carried). The rule
-    judges the duals as given, not the rounding of this arithmetic."""
-    s, e1 = _two_sum(u, v)
-    d, e2 = _two_sum(s, -c)
+    magnitudes of ``u`` and ``v`` (compensated: Knuth's TwoSum carries the rounding of each
+    sum). The rule judges the duals as given, not the rounding of this arithmetic. Plain
+    arithmetic: NumPy arrays here, compiled for scalars in ``cpu.dual_repair``."""
+    s = u + v
+    bb = s - u
+    e1 = (u - (s - bb)) + (v - bb)
+    d = s - c
+    dd = d - s
+    e2 = (s - (d - dd)) + (-c - dd)
     return d + (e1 + e2)
 
 
@@ -263,14 +261,8 @@ def _scale_exponent(*arrays) -> int:
     """A power of two that brings every finite magnitude below 2**900 (0: none needed), so that
     sums and tolerances of entries near the top of the float range do not overflow. Scaling by
     a power of two is exact and every test is homogeneous, so the verdict does not change."""
-    top = 0.0
-    for a in arrays:
-        a = np.asarray(a, dtype=np.float64)
-        if a.size:
-            with np.errstate(invalid="ignore"):
-                finite = np.abs(a[np.isfinite(a)])
-            if finite.size:
-                top = max(top, float(finite.max()))
+    from ._validate import largest_finite
+    top = max(largest_finite(np.asarray(a, dtype=np.float64)) for a in arrays)
     if top < 2.0**900:
         return 0
     return -(math.frexp(top)[1] - 900)
@@ -323,7 +315,7 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
         rows = slice(start, start + block.shape[0])
         cc = np.ldexp(block, e)
         with np.errstate(invalid="ignore"):
-            red = _excess(np.ldexp(us[rows, None], d), np.ldexp(vs[None, :], d), cc)
+            red = exact_excess(np.ldexp(us[rows, None], d), np.ldexp(vs[None, :], d), cc)
             tol = RTOL * ((np.abs(cc) + np.ldexp(au[rows, None], d)) + np.ldexp(av[None, :], d))
             red = np.where(np.isfinite(block), red, -np.inf)
         worst = max(worst, _unscaled(float(red.max()), e))
@@ -340,7 +332,7 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     slack, slack_excess = 0.0, -1.0
     if r.size and finite:
         pp = ps[:r.size]
-        terms = np.abs(_excess(np.ldexp(us[r], d), np.ldexp(vs[k], d), pp))
+        terms = np.abs(exact_excess(np.ldexp(us[r], d), np.ldexp(vs[k], d), pp))
         slack_tol = RTOL * (np.abs(pp) + np.ldexp(au[r], d) + np.ldexp(av[k], d))
         slack = _unscaled(float(terms.max()), e)
         slack_excess = float((terms - slack_tol).max())

@@ -18,18 +18,11 @@ from numba import njit
 from costfns.rows import get_row
 
 from .._sync import aborted
+from ..certificate import exact_excess
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _exact_excess(u, w, c):
-    """``(u + w) - c`` with the rounding of both sums carried (TwoSum)."""
-    s = u + w
-    bb = s - u
-    e1 = (u - (s - bb)) + (w - bb)
-    d = s - c
-    dd = d - s
-    e2 = (s - (d - dd)) + (-c - dd)
-    return d + (e1 + e2)
+#: verify's compensated ``(u + w) - c``, compiled for scalars
+_exact_excess = njit(cache=True, nogil=True, inline="always")(exact_excess)
 
 
 @njit(cache=True, nogil=True)

@@ -28,6 +28,7 @@ from ..._validate import float_cost_limit
 from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits
 from .keys import (_KEY_NEG_INF, _KEY_POS_INF, _from_key, _greedy_pick, _key, _load_keys,
                    _load_reduced_keys, _update_two_smallest, _v_from_two_smallest)
+from .validate import largest_finite_in_row
 
 #: rows of the sample that gives the speculative v
 CERT_SAMPLE = 32
@@ -71,17 +72,6 @@ def _reduced_key(row, vf, j):
 
 
 @njit(cache=True, nogil=True)
-def _largest_finite(row):
-    """The largest finite |cost| of a row (0 where none is finite)."""
-    big = 0.0
-    for j in range(row.shape[0]):
-        a = abs(np.float64(row[j]))
-        if a < np.inf and a > big:
-            big = a
-    return big
-
-
-@njit(cache=True, nogil=True)
 def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
     """Rows i = hi - 1 - first, then every stride-th one below, down to lo: code[i] = the number
     of minimisers of c[i] - v (or _ROW_INVALID / _ROW_NO_FINITE), mins[i] = the first _KEEP of
@@ -116,7 +106,7 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
             continue
         # |c| <= |c - v| + |v|: the row's reduced extremes bound its costs; only a row they
         # do not clear (one holding +inf among them) is read once more for its largest cost
-        if (xk > key_hi or mk < key_lo) and _largest_finite(row) > limit:
+        if (xk > key_hi or mk < key_lo) and largest_finite_in_row(row) > limit:
             code[i] = _ROW_TOO_BIG
             continue
         if mk >= _KEY_POS_INF:

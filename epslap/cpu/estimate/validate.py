@@ -14,6 +14,17 @@ from ..._sync import aborted
 
 
 @njit(cache=True, nogil=True)
+def largest_finite_in_row(row):
+    """The largest finite |cost| of a row (0 where none is finite)."""
+    big = 0.0
+    for j in range(row.shape[0]):
+        a = abs(np.float64(row[j]))
+        if a < np.inf and a > big:
+            big = a
+    return big
+
+
+@njit(cache=True, nogil=True)
 def validate_rows(src, buf, n1, sync):
     """Read every row of ``src`` once: STATUS_INVALID at the first NaN or -inf, else
     STATUS_INFEASIBLE where a row has no finite cost, else STATUS_OK (the order of stage A, and
@@ -37,10 +48,7 @@ def validate_rows(src, buf, n1, sync):
             hi = max(hi, np.float64(x))
         infeasible |= not finite
         if hi == np.inf:  # +inf among the costs: the largest finite one, in one more read
-            for j in range(row.shape[0]):
-                a = abs(np.float64(row[j]))
-                if a < np.inf and a > big:
-                    big = a
+            big = max(big, largest_finite_in_row(row))
         elif finite:
             big = max(big, abs(lo), abs(hi))
     return (STATUS_INFEASIBLE if infeasible else STATUS_OK), big
