@@ -11,6 +11,7 @@ from ._validate import check_options
 from .cpu import jv as _jv
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
+from .sparse import is_sparse
 
 if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is asked for
     from .gpu.launch import LaunchConfig
@@ -32,10 +33,15 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
 
     Parameters
     ----------
-    cost : array_like, shape (n1, n2), or a ``costfns.CostSource``
+    cost : array_like, shape (n1, n2), a sparse matrix, or a ``costfns.CostSource``
         Cost matrix: float64, float32 (solved exactly as given) or any integer dtype (exact integer
         arithmetic). ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``). A cost source
         (point sets, a function, a file, the paper's classes) is evaluated row by row on demand.
+        A SciPy sparse matrix or array (CSR, CSC, COO…) or a CSR tuple ``(indptr, indices,
+        data[, n_cols])`` stores the allowed pairs only: every absent pair is forbidden, an
+        explicit zero is a zero cost (``epslap.sparse``); it is solved by shortest augmenting
+        paths over the stored pairs (a heap search touches a row's stored pairs only), on the
+        CPU, without ``cost_limit``, ``init`` or checkpoints.
     maximize : bool
         Maximise instead of minimise.
     epsilon : bool
@@ -172,6 +178,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                                  small_tried=True)
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
+    if is_sparse(cost):
+        return _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint,
+                                   resume)
     limit = check_cost_limit(cost_limit, maximize)
     carry = None
     if init is not None or checkpoint is not None or resume is not None:
@@ -216,6 +225,19 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
                          threads=threads, progress=progress, t_start=t_start,
                          small_tried=small_tried)
+
+
+def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, resume):
+    """A sparse cost (``epslap.sparse``): its own exact solver, on the CPU."""
+    from .sparse import solve_sparse
+    if backend != "cpu":
+        raise ValueError(f"sparse cost input is solved on backend='cpu' only for now, not "
+                         f"backend={backend!r}")
+    for name, value in (("cost_limit", cost_limit), ("init", init), ("checkpoint", checkpoint),
+                        ("resume", resume)):
+        if value is not None:
+            raise ValueError(f"{name} does not apply to a sparse cost")
+    return solve_sparse(cost, maximize)
 
 
 def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):

@@ -106,7 +106,8 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
 
     Parameters
     ----------
-    cost : array_like (n1, n2) or a ``costfns.CostSource`` (its rows are streamed)
+    cost : array_like (n1, n2), a sparse matrix (the stored pairs, as ``epslap.solve`` takes
+        it: absent pairs are forbidden) or a ``costfns.CostSource`` (its rows are streamed)
     row_ind, col_ind : 1-D integer arrays
         The assignment (scipy's convention); indices are checked (integer dtype, in range).
     u, v : arrays of shape (n1,) and (n2,)
@@ -136,7 +137,13 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         A malformed argument: not a matrix, indices that are not integers or out of range,
         duals of the wrong shape.
     """
-    if hasattr(cost, "rows") and hasattr(cost, "shape") and not isinstance(cost, np.ndarray):
+    from .sparse import is_sparse
+    if is_sparse(cost):
+        from .sparse import stored_pairs
+        csr = stored_pairs(cost)
+        shape, cdtype = (csr.n1, csr.n2), csr.data.dtype
+        block_of = csr
+    elif hasattr(cost, "rows") and hasattr(cost, "shape") and not isinstance(cost, np.ndarray):
         shape, block_of = tuple(cost.shape), cost.rows  # a cost source: stream its rows
         cdtype = np.dtype(cost.dtype)
     else:
@@ -184,13 +191,45 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     return rep
 
 
-def _blocks(block_of, n1: int, n2: int, dtype):
-    """(start, rows start … start + len - 1 as an array of ``dtype``, or as read when None) in
-    bounded chunks."""
+def _pieces(block_of, n1: int, n2: int, r, k, dtype):
+    """The costs in bounded chunks: ``(rows, cols, block, here, picked)``, where ``u[rows]`` and
+    ``v[cols]`` broadcast against ``block`` (its costs as ``dtype``, or as read when None) and
+    ``picked`` are the costs of the pairs ``here`` (a mask over the assignment). ``block_of``:
+    a function of a row range giving dense rows, or a sparse problem's stored pairs
+    (:func:`epslap.sparse.stored_pairs`), whose absent assigned pairs cost +inf."""
+    if hasattr(block_of, "indptr"):
+        yield from _sparse_pieces(block_of, r, k, dtype)
+        return
     step = max(1, _CHUNK // max(n2, 1))
     for start in range(0, n1, step):
         block = np.asarray(block_of(start, min(start + step, n1)))
-        yield start, block if dtype is None else block.astype(dtype, copy=False)
+        block = block if dtype is None else block.astype(dtype, copy=False)
+        here = (r >= start) & (r < start + block.shape[0])
+        yield ((slice(start, start + block.shape[0]), None), (None, slice(None)), block, here,
+               block[r[here] - start, k[here]])
+
+
+def _sparse_pieces(csr, r, k, dtype):
+    """:func:`_pieces` of a sparse problem: 1-D chunks of its stored pairs, the assigned pairs'
+    costs with the first chunk (found by binary search in the sorted pair keys)."""
+    n2 = max(csr.n2, 1)
+    rows = np.repeat(np.arange(csr.n1, dtype=np.int64), np.diff(csr.indptr))
+    data = csr.data if dtype is None else csr.data.astype(dtype, copy=False)
+    keys = rows * n2 + csr.indices
+    want = r.astype(np.int64) * n2 + k
+    at = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
+    found = keys[at] == want if keys.size else np.zeros(r.size, bool)
+    picked = data[at] if keys.size else np.zeros(r.size, data.dtype)
+    if not found.all():  # a pair that is not stored is forbidden
+        picked = picked.astype(np.float64 if data.dtype.kind == "f" else object)
+        picked[~found] = math.inf
+    everything = np.ones(r.size, bool)
+    if not keys.size:
+        yield rows, rows, data, everything, picked
+    for lo in range(0, keys.size, _CHUNK):
+        hi = min(lo + _CHUNK, keys.size)
+        yield (rows[lo:hi], csr.indices[lo:hi], data[lo:hi], everything if lo == 0 else
+               ~everything, picked if lo == 0 else picked[:0])
 
 
 def _long_side(n1: int, n2: int, u, v):
@@ -208,22 +247,22 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     picked = np.zeros(r.size, dtype=object)
     worst = None
     big = max((int(np.abs(x).max()) if x.size else 0) for x in (u, v)) >= _INT64_SAFE // 2
-    for start, block in _blocks(block_of, n1, n2, None):
+    for rows, cols, block, here, chosen in _pieces(block_of, n1, n2, r, k, None):
         if block.dtype.kind == "u" and block.size and int(block.max()) >= _INT64_SAFE // 2:
             block = block.astype(object)  # uint64 beyond int64: a cast would wrap
         else:
             block = block.astype(np.int64, copy=False)
+        uu, vv = u[rows], v[cols]
         if big or (block.size and int(np.abs(block).max()) >= _INT64_SAFE // 2):
-            block = block.astype(object)
-            uu, vv = u[start:start + block.shape[0]].astype(object), v.astype(object)
-        else:
-            uu, vv = u[start:start + block.shape[0]], v
-        here = (r >= start) & (r < start + block.shape[0])
-        picked[here] = block[r[here] - start, k[here]]
+            block, uu, vv = block.astype(object), uu.astype(object), vv.astype(object)
+        picked[here] = chosen
         if block.size:
-            red = sign * (uu[:, None] + vv[None, :] - block)
+            red = sign * (uu + vv - block)
             w = int(red.max())
             worst = w if worst is None else max(worst, w)
+    finite = not any(isinstance(x, float) for x in picked)  # an absent sparse pair: inf
+    if not finite:
+        picked[[isinstance(x, float) for x in picked]] = 0
     picked_sum = sum(int(x) for x in picked)
     ui, vi = [int(x) for x in u], [int(x) for x in v]
     dual = sum(ui) + sum(vi)
@@ -240,7 +279,7 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     reasons = _reasons(worst > 0, worst, long_worst, name, slack != 0, gap, gap != 0)
     return {"primal": picked_sum, "dual": dual, "gap": gap,
             "max_violation": max(worst, long_worst), "max_assigned_slack": slack,
-            "finite": True, "reasons": reasons}
+            "finite": finite, "reasons": reasons}
 
 
 def exact_excess(u, v, c):
@@ -298,25 +337,23 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     scales = [e0]
     worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
     excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij, scaled: > 0 fails
-    for start, block in _blocks(block_of, n1, n2, np.float64):
+    for rows, cols, block, here, chosen in _pieces(block_of, n1, n2, r, k, np.float64):
         block = sign * block
+        picked[here] = sign * chosen
         if np.isnan(block).any():
             raise ValueError("cost contains NaN")
         if np.isneginf(block).any():
             raise ValueError(f"cost contains {'+inf (maximize=True)' if maximize else '-inf'}: "
                              "an unbounded pair, which solve refuses too")
-        here = (r >= start) & (r < start + block.shape[0])
-        picked[here] = block[r[here] - start, k[here]]
         if not block.size:
             continue
         e = min(e0, _scale_exponent(block))
         scales.append(e)
         d = e - e0  # from the duals' scale to this block's
-        rows = slice(start, start + block.shape[0])
         cc = np.ldexp(block, e)
         with np.errstate(invalid="ignore"):
-            red = exact_excess(np.ldexp(us[rows, None], d), np.ldexp(vs[None, :], d), cc)
-            tol = RTOL * ((np.abs(cc) + np.ldexp(au[rows, None], d)) + np.ldexp(av[None, :], d))
+            red = exact_excess(np.ldexp(us[rows], d), np.ldexp(vs[cols], d), cc)
+            tol = RTOL * ((np.abs(cc) + np.ldexp(au[rows], d)) + np.ldexp(av[cols], d))
             red = np.where(np.isfinite(block), red, -np.inf)
         worst = max(worst, _unscaled(float(red.max()), e))
         excess = max(excess, float((red - tol).max()))

@@ -1,0 +1,217 @@
+"""Exact shortest augmenting paths on a sparse problem (CSR rows, absent pairs forbidden).
+
+The dense passes scan every column of a row at each Dijkstra step; on a sparse graph a step
+should cost only the row's stored pairs. This is the sparse form of the exact pass: for each
+free row, a Dijkstra search over reduced costs ``c_ij - v_j`` with a binary heap of the columns
+reached (decrease-key by position), touching only the columns its rows store, then the usual
+price update of the columns it settled and the augmentation along the path found.
+
+Invariants (canonical problem: n1 <= n2, minimised):
+
+- an assigned row's pair attains its row's minimum of ``c_ij - v_j`` over its stored pairs, so
+  ``u_i = c_{i,σ(i)} - v_{σ(i)}`` makes every reduced cost of the row ``>= 0`` and its pair 0;
+- every free column holds the largest price (prices only fall, on settled assigned columns),
+  so the duals of a rectangular problem are feasible with the free columns' duals at the top.
+
+A warm start (``prepare``) takes any prices and assignment: it lifts the free columns to the
+top price (rectangular problems) and frees each assigned row whose pair no longer attains its row's minimum (the rows
+that new candidate pairs undercut), so the invariants hold before the search starts.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: status of ``augment``: every row assigned
+SPARSE_OK = -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sift_up(heap, pos, d, k):
+    j = heap[k]
+    key = d[j]
+    while k > 0:
+        parent = (k - 1) >> 1
+        pj = heap[parent]
+        if d[pj] <= key:
+            break
+        heap[k] = pj
+        pos[pj] = k
+        k = parent
+    heap[k] = j
+    pos[j] = k
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pop(heap, pos, d, size):
+    """Remove and return the heap's smallest column; the heap then holds size - 1."""
+    top = heap[0]
+    pos[top] = -1
+    size -= 1
+    if size == 0:
+        return top
+    j = heap[size]
+    key = d[j]
+    k = 0
+    while True:
+        c = 2 * k + 1
+        if c >= size:
+            break
+        if c + 1 < size and d[heap[c + 1]] < d[heap[c]]:
+            c += 1
+        if d[heap[c]] >= key:
+            break
+        heap[k] = heap[c]
+        pos[heap[c]] = k
+        k = c
+    heap[k] = j
+    pos[j] = k
+    return top
+
+
+@njit(cache=True, nogil=True)
+def prepare(indptr, indices, data, v, row_to_col, col_to_row, assigned, big):
+    """Bring a warm start to the invariants (module docstring): ``col_to_row`` and
+    ``assigned`` (each assigned row's cost) are filled from ``row_to_col``; rows whose pair is
+    absent or no longer minimal are freed. Returns the number of rows freed.
+    ``big``: a value above every reduced cost (inf, or the integer forbidden marker)."""
+    n1 = row_to_col.size
+    col_to_row[:] = -1
+    for i in range(n1):
+        j = row_to_col[i]
+        if j >= 0:
+            col_to_row[j] = i
+    if v.size > n1:  # rectangular: free columns must end at the top price
+        top = v.max()
+        for j in range(v.size):
+            if col_to_row[j] < 0:
+                v[j] = top
+    freed = 0
+    for i in range(n1):
+        j = row_to_col[i]
+        if j < 0:
+            continue
+        best = big
+        mine = big
+        for p in range(indptr[i], indptr[i + 1]):
+            k = indices[p]
+            r = data[p] - v[k]
+            if r < best:
+                best = r
+            if k == j and r < mine:
+                mine = r
+                assigned[i] = data[p]
+        if mine == big or mine > best:  # absent, or undercut by a new pair
+            row_to_col[i] = -1
+            col_to_row[j] = -1
+            freed += 1
+    return freed
+
+
+@njit(cache=True, nogil=True)
+def greedy(indptr, indices, data, v, row_to_col, col_to_row, assigned, big):
+    """Each free row takes its cheapest column (by ``c - v``) when that column is free: a pair
+    at its row's minimum, so the invariants hold. Returns the rows assigned. ``big`` as for
+    :func:`prepare`."""
+    taken = 0
+    for i in range(row_to_col.size):
+        if row_to_col[i] >= 0:
+            continue
+        best = big
+        arg = -1
+        cost = data.dtype.type(0)
+        for p in range(indptr[i], indptr[i + 1]):
+            r = data[p] - v[indices[p]]
+            if r < best:
+                best = r
+                arg = indices[p]
+                cost = data[p]
+        if arg >= 0 and col_to_row[arg] < 0:
+            row_to_col[i] = arg
+            col_to_row[arg] = i
+            assigned[i] = cost
+            taken += 1
+    return taken
+
+
+@njit(cache=True, nogil=True)
+def augment(indptr, indices, data, v, row_to_col, col_to_row, assigned, big, counts, eps):
+    """Assign every free row by shortest augmenting paths. ``big``: the distance "not
+    reached" (inf, or the integer forbidden marker). ``counts`` receives (augmentations,
+    columns settled, rows scanned, pairs scanned). Returns SPARSE_OK, or the first row that no augmenting
+    path leaves (no complete assignment over the stored pairs exists)."""
+    n1 = row_to_col.size
+    n2 = v.size
+    d = np.full(n2, big, v.dtype)
+    pred = np.empty(n2, np.int64)
+    pred_cost = np.empty(n2, data.dtype)
+    pos = np.full(n2, -1, np.int64)
+    heap = np.empty(n2, np.int64)
+    settled = np.zeros(n2, np.bool_)
+    touched = np.empty(n2, np.int64)
+    for f in range(n1):
+        if row_to_col[f] >= 0:
+            continue
+        nt = 0
+        size = 0
+        end = -1
+        dist = big
+        i = f
+        base = v.dtype.type(0)
+        while True:
+            for p in range(indptr[i], indptr[i + 1]):
+                k = indices[p]
+                if settled[k]:
+                    continue
+                nd = base + (data[p] - v[k])
+                if nd < d[k]:
+                    if d[k] == big:
+                        touched[nt] = k
+                        nt += 1
+                    d[k] = nd
+                    pred[k] = i
+                    pred_cost[k] = data[p]
+                    if pos[k] < 0:
+                        heap[size] = k
+                        size += 1
+                        _sift_up(heap, pos, d, size - 1)
+                    else:
+                        _sift_up(heap, pos, d, pos[k])
+            counts[2] += 1
+            counts[3] += indptr[i + 1] - indptr[i]
+            if size == 0:
+                break
+            j = _pop(heap, pos, d, size)
+            size -= 1
+            settled[j] = True
+            counts[1] += 1
+            if d[j] > dist or dist == big:  # ε-passes break monotonicity a little
+                dist = d[j]
+            if col_to_row[j] < 0:
+                end = j
+                break
+            i = col_to_row[j]
+            base = d[j] - (assigned[i] - v[j])
+        for t in range(nt):  # prices of the settled columns; reset the search state
+            k = touched[t]
+            if settled[k]:
+                if end >= 0:
+                    v[k] += (d[k] - dist) - eps
+                settled[k] = False
+            d[k] = big
+            if pos[k] >= 0:
+                pos[k] = -1
+        if end < 0:
+            return f
+        j = end
+        while True:  # flip the path
+            i = pred[j]
+            nxt = row_to_col[i]
+            row_to_col[i] = j
+            col_to_row[j] = i
+            assigned[i] = pred_cost[j]
+            if i == f:
+                break
+            j = nxt
+        counts[0] += 1
+    return SPARSE_OK

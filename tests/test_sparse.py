@@ -1,0 +1,193 @@
+"""Sparse cost input: absent pairs forbidden, against scipy on the dense matrix with inf."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import epslap
+from epslap.sparse import canonical_sparse, is_sparse, solve_canonical
+
+
+def _dense(n1, n2, rows, cols, vals, maximize):
+    out = np.full((n1, n2), -np.inf if maximize else np.inf)
+    out[rows, cols] = vals
+    return out
+
+
+def _reference(dense, maximize):
+    try:
+        r, k = scipy_lsa(dense, maximize=maximize)
+    except ValueError:
+        return None
+    return dense[r, k].sum()
+
+
+@st.composite
+def _problems(draw):
+    n1 = draw(st.integers(1, 14))
+    n2 = draw(st.integers(1, 14))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    mask = rng.random((n1, n2)) < draw(st.floats(0.15, 1.0))
+    dtype = draw(st.sampled_from(["f8", "f4", "i8", "i4", "u2", "bool"]))
+    if dtype == "bool":
+        vals = rng.integers(0, 2, (n1, n2)).astype(bool)
+    elif dtype[0] in "iu":
+        lo = 0 if dtype[0] == "u" else -60
+        vals = rng.integers(lo, 60, (n1, n2)).astype(dtype)  # small ranges: many ties
+    else:
+        vals = rng.normal(size=(n1, n2)).astype(dtype)
+    fmt = draw(st.sampled_from(["csr", "csc", "coo", "triple"]))
+    maximize = draw(st.booleans())
+    return n1, n2, mask, vals, fmt, maximize
+
+
+def _as_format(n1, n2, mask, vals, fmt):
+    rows, cols = np.nonzero(mask)
+    m = sp.coo_array((vals[mask], (rows, cols)), shape=(n1, n2))
+    if fmt == "triple":
+        c = m.tocsr()
+        return (c.indptr, c.indices, c.data, n2)
+    return m.asformat(fmt)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_problems())
+def test_sparse_matches_dense_with_inf(problem):
+    n1, n2, mask, vals, fmt, maximize = problem
+    cost = _as_format(n1, n2, mask, vals, fmt)
+    rows, cols = np.nonzero(mask)
+    dense = _dense(n1, n2, rows, cols, vals[mask].astype(np.float64), maximize)
+    want = _reference(dense, maximize)
+    if want is None:
+        with pytest.raises(epslap.InfeasibleError):
+            epslap.solve(cost, maximize=maximize)
+        return
+    sol = epslap.solve(cost, maximize=maximize)
+    assert sol.row_ind.size == min(n1, n2)
+    assert dense[sol.row_ind, sol.col_ind].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
+    assert sol.cost == pytest.approx(want, rel=1e-9, abs=1e-9)
+    rep = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
+    assert rep["optimal"], rep["reason"]
+    assert rep["exact"] == (vals.dtype.kind in "biu")
+    ref = epslap.verify(dense, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
+    assert ref["optimal"], ref["reason"]
+    r2, c2 = epslap.linear_sum_assignment(cost, maximize=maximize)
+    assert dense[r2, c2].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def test_explicit_zero_is_a_cost_and_absent_is_forbidden():
+    # the cheap-looking absent pair (0, 0) must not be used; the stored zero (0, 1) is a cost
+    m = sp.csr_array((np.array([0.0, 5.0, 1.0]), (np.array([0, 1, 1]), np.array([1, 0, 1]))),
+                     shape=(2, 2))
+    sol = epslap.solve(m)
+    assert list(sol.col_ind) == [1, 0] and sol.cost == 5.0
+    with pytest.raises(epslap.InfeasibleError, match="infeasible"):
+        epslap.solve(sp.csr_array((np.array([1.0, 2.0]), (np.array([0, 1]), np.array([0, 0]))),
+                                  shape=(2, 2)))
+
+
+def test_stored_inf_is_forbidden_and_bad_values_are_named():
+    m = sp.csr_array(np.array([[np.inf, 1.0], [2.0, 3.0]]))
+    assert epslap.solve(m).cost == 3.0
+    with pytest.raises(ValueError, match="NaN"):
+        epslap.solve(sp.csr_array(np.array([[np.nan, 1.0], [2.0, 3.0]])))
+    with pytest.raises(ValueError, match="-inf"):
+        epslap.solve(sp.csr_array(np.array([[-np.inf, 1.0], [2.0, 3.0]])))
+    with pytest.raises(ValueError, match="maximize"):
+        epslap.solve(sp.csr_array(np.array([[np.inf, 1.0], [2.0, 3.0]])), maximize=True)
+    with pytest.raises(ValueError, match="overflow"):
+        epslap.solve(sp.csr_array(np.array([[2**61, 1], [2, 3]], dtype=np.int64)))
+    with pytest.raises(ValueError, match="2\\*\\*1020"):
+        epslap.solve(sp.csr_array(np.array([[1e307, 1.0], [2.0, 3.0]])))
+
+
+def test_layout_errors_are_named():
+    indptr, indices = np.array([0, 1, 2]), np.array([0, 1])
+    with pytest.raises(ValueError, match="more than once"):
+        epslap.solve((np.array([0, 2, 3]), np.array([1, 1, 0]), np.array([1.0, 2.0, 3.0])))
+    with pytest.raises(ValueError, match="more than once"):
+        epslap.solve(sp.coo_array((np.array([1.0, 2.0, 3.0]),
+                                   (np.array([0, 0, 1]), np.array([1, 1, 0]))), shape=(2, 2)))
+    with pytest.raises(ValueError, match="column index"):
+        epslap.solve((indptr, np.array([0, 5]), np.array([1.0, 2.0]), 3))
+    with pytest.raises(ValueError, match="CSR layout"):
+        epslap.solve((np.array([0, 3, 1]), indices, np.array([1.0, 2.0])))
+    with pytest.raises(TypeError, match="integer"):
+        epslap.solve((indptr, indices.astype(float), np.array([1.0, 2.0]), 2))
+    with pytest.raises(ValueError, match="n_cols"):
+        epslap.solve((indptr, indices, np.array([1.0, 2.0]), -1))
+    with pytest.raises(ValueError, match="backend='cpu'"):
+        epslap.solve(sp.csr_array(np.eye(2)), backend="gpu")
+    with pytest.raises(ValueError, match="cost_limit"):
+        epslap.solve(sp.csr_array(np.eye(2)), cost_limit=3.0)
+
+
+def test_triple_forms():
+    # n_cols given: a trailing column without pairs still counts (3 rows, 4 columns: fine;
+    # 4 rows, 3 stored columns of 4 would be infeasible)
+    indptr, indices, data = np.array([0, 1, 2, 3]), np.array([0, 1, 2]), np.array([1., 2., 3.])
+    assert epslap.solve((indptr, indices, data, 4)).cost == 6.0
+    assert epslap.solve((indptr, indices, data)).cost == 6.0
+    with pytest.raises(epslap.InfeasibleError):  # 4 x 4, only 3 columns stored
+        epslap.solve((np.array([0, 1, 2, 3, 4]), np.array([0, 1, 2, 0]), np.ones(4), 4))
+    # a dense 3 x 2 matrix given as a tuple of rows is not mistaken for CSR
+    rows3 = (np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 0.0]))
+    assert not is_sparse(rows3)
+    assert epslap.solve(np.array(rows3)).cost == 1.0
+
+
+def test_rectangular_duals_and_wide_problem():
+    rng = np.random.default_rng(3)
+    dense = rng.random((40, 300))
+    dense[rng.random(dense.shape) < 0.7] = np.inf
+    m = sp.csr_array(np.where(np.isinf(dense), 0, dense))
+    m = sp.csr_array((dense[np.isfinite(dense)], np.nonzero(np.isfinite(dense))), shape=dense.shape)
+    for cost, d in ((m, dense), (m.T.tocsr(), dense.T)):
+        sol = epslap.solve(cost)
+        assert sol.cost == pytest.approx(_reference(d, False), rel=1e-12)
+        assert epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+
+
+def test_wrong_duals_never_certify():
+    rng = np.random.default_rng(5)
+    dense = rng.integers(0, 100, (30, 30))
+    m = sp.csr_array(dense)
+    sol = epslap.solve(m)
+    for t in range(20):
+        u, v = sol.u.copy(), sol.v.copy()
+        u[t % 30] += 1
+        assert not epslap.verify(m, sol.row_ind, sol.col_ind, u, v)["optimal"]
+    col = sol.col_ind.copy()
+    col[[0, 1]] = col[[1, 0]]
+    rep = epslap.verify(m, sol.row_ind, col, sol.u, sol.v)
+    assert not rep["optimal"]
+    # an assigned pair that is not stored is infinite
+    holes = sp.csr_array((np.ones(2), (np.array([0, 1]), np.array([0, 1]))), shape=(2, 2))
+    rep = epslap.verify(holes, [0, 1], [1, 0], [0.0, 0.0], [0.0, 0.0])
+    assert not rep["optimal"] and "infinite" in rep["reason"]
+
+
+def test_warm_start_after_new_pairs():
+    """The candidates method's re-solve: a solved problem gains pairs, some undercutting the
+    assignment; the warm exact pass gives the new optimum."""
+    rng = np.random.default_rng(11)
+    n = 60
+    full = rng.random((n, n))
+    mask = rng.random((n, n)) < 0.1
+    mask[np.arange(n), rng.permutation(n)] = True
+    small = sp.csr_array((full[mask], np.nonzero(mask)), shape=(n, n))
+    prob = canonical_sparse(small, False)
+    row_to_col, v, _, stats = solve_canonical(prob)
+    assert stats["passes"] >= 2  # ε-passes ran
+    more = mask | (rng.random((n, n)) < 0.1)
+    big = sp.csr_array((full[more], np.nonzero(more)), shape=(n, n))
+    row_to_col2, v2, assigned, stats2 = solve_canonical(canonical_sparse(big, False), v=v,
+                                                        row_to_col=row_to_col)
+    assert stats2["warm_rows_freed"] > 0
+    want = _reference(np.where(more, full, np.inf), False)
+    assert full[np.arange(n), row_to_col2].sum() == pytest.approx(want, rel=1e-12)
