@@ -98,11 +98,14 @@ def orient_duals(row_to_col, u, v, total, maximize: bool, transposed: bool, xp=n
 
 
 def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize,
-           t_start) -> Solution:
-    """Map the canonical solution back (:func:`orient`) and add the shape to ``stats``."""
+           t_start, shift: bool | None = None) -> Solution:
+    """Map the canonical solution back (:func:`orient`) and add the shape to ``stats``.
+    ``shift``: move the prices to max v = 0 (default: unless ``cpu.dual_repair`` set them)."""
     n1, n2 = shape
+    if shift is None:
+        shift = "dual_repair_rows" not in stats
     row_ind, col_ind, u, v, total = orient(row_to_col, v, assigned, maximize, transposed,
-                                           shift="dual_repair_rows" not in stats)
+                                           shift=shift)
     stats = dict(stats)
     stats.update(n_rows=int(n2 if transposed else n1), n_cols=int(n1 if transposed else n2),
                  transposed=transposed, maximize=maximize,

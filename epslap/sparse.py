@@ -161,22 +161,29 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None):
                   stats, maximize, t_start)
 
 
-#: ε of the first ε-pass: the gap I between an upper and a lower bound, over EPS_FIRST_DIV * n;
-#: each later pass divides ε by EPS_STEP; passes stop below I / (16 n^2) (the dense schedule's
-#: lower bound). Measured on k-nearest-neighbour and random sparse graphs (benchmark page).
-EPS_FIRST_DIV = 8
-EPS_STEP = 8
+#: the auction's ε: the first phase's is the candidates' mean spread per row (largest minus
+#: smallest stored reduced cost); each later phase divides it by AUCTION_STEP; phases stop
+#: below AUCTION_LAST times that spread over n (then the exact pass). Measured on k-nearest-
+#: neighbour and random sparse graphs (benchmark page).
+AUCTION_STEP = 4
+AUCTION_LAST = 0.1
+#: bids per stored pair after which the auction gives up (no complete assignment may exist):
+#: the exact pass then solves the problem from scratch, and reports infeasibility if so
+AUCTION_BIDS_PER_PAIR = 64
 
 
-def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, upper_bound=None):
+def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = True):
     """Solve a canonical sparse problem: ``(row_to_col, v, assigned, stats)``.
 
-    Cold (``row_to_col`` None): ε-passes shape the prices (square problems; each pass starts
-    from the empty matching, only ``v`` carries over), then the exact pass. ``upper_bound``:
-    the reduced cost ``Σ (c_iσ(i) - v_σ(i))`` of some complete assignment (else the rows'
-    largest reduced costs bound it), which sets the first ε.
+    Cold (``row_to_col`` None): for a square problem, auction phases with ε-scaling set the
+    prices (``cpu.sparse.auction``), then the exact pass assigns the rows they left off their
+    exact minimum; a rectangular problem runs the exact pass alone (its free columns must end
+    at the top price, which the auction does not keep).
     Warm (``row_to_col`` given, -1 for free rows): the exact pass alone from ``v`` and that
-    assignment (``cpu.sparse.prepare`` frees the rows it no longer holds)."""
+    assignment (``cpu.sparse.prepare`` frees the rows it no longer holds).
+    ``shift``: end with max v = 0 (the reported position); without it the exact pass's prices
+    are returned as they are (they only fell from ``v``, but for a rectangular problem's lifted
+    free columns)."""
     from .cpu import sparse as core
     n1, n2 = prob.n1, prob.n2
     work = np.int64 if prob.integral else np.float64
@@ -193,44 +200,62 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, upper_bound=No
     t0 = time.perf_counter()
     args = (prob.indptr, prob.indices, prob.data, v, row_to_col, col_to_row, assigned, big)
     epsilons: list = []
-    freed = 0
+    bids = 0
     if not warm and n1 == n2 and n1 > 1:
-        red = prob.data - v[prob.indices]
-        lower = float(np.minimum.reduceat(red, prob.indptr[:-1]).sum())
-        upper = (float(np.maximum.reduceat(red, prob.indptr[:-1]).sum())
-                 if upper_bound is None else float(upper_bound))
-        gap = max(upper - lower, 0.0)
-        eps, eps_min = gap / (EPS_FIRST_DIV * n1), gap / (16.0 * n1 * n1)
-        if prob.integral:
-            eps = float(int(eps))
-        while eps > eps_min and eps > 0:
+        bids = _auction_phases(prob, v, row_to_col, col_to_row, big, epsilons)
+        if bids < 0:  # gave up: the exact pass from scratch decides
+            v[:] = 0
             row_to_col[:] = -1
-            col_to_row[:] = -1
-            core.greedy(*args)
-            status = core.augment(*args, counts, work(eps))
-            if status != core.SPARSE_OK:
-                _infeasible(prob, status, "has no augmenting path")
-            v -= v.max()
-            epsilons.append(eps)
-            eps = float(int(eps) // EPS_STEP) if prob.integral else eps / EPS_STEP
-        row_to_col[:] = -1
-        col_to_row[:] = -1
-    elif warm:
-        freed = core.prepare(*args)
+            bids = 0
+            epsilons.clear()
+    freed = core.prepare(*args) if warm or epsilons else 0
     greedy_rows = core.greedy(*args)
-    status = core.augment(*args, counts, work(0))
+    status = core.augment(*args, counts)
     if status != core.SPARSE_OK:
         _infeasible(prob, status, "has no augmenting path")
     epsilons.append(0.0)
+    if n2 and shift:  # the reported position (max v = 0) before anything is computed from v: a
+        v -= v.max()  # shift afterwards would round u and v apart from the pairs checked on
     stats = {"backend": "cpu", "method": "sparse", "edges": int(prob.data.size),
+             "auction_bids": int(bids), "rows_freed": int(freed),
              "greedy_rows": int(greedy_rows), "augmentations": int(counts[0]),
              "columns_settled": int(counts[1]), "rows_evaluated": int(counts[2]),
              "pairs_relaxed": int(counts[3]), "passes": len(epsilons), "epsilons": epsilons,
              "time_estimate_s": 0.0, "time_solve_s": time.perf_counter() - t0,
              "compile_s": 0.0}
-    if warm:
-        stats["warm_rows_freed"] = int(freed)
     return row_to_col, v, assigned, stats
+
+
+def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilons) -> int:
+    """The auction's ε-phases (see AUCTION_STEP): the total bids, or -1 if it gave up."""
+    from .cpu import sparse as core
+    n = prob.n1
+    red = prob.data - v[prob.indices]
+    spread = float(np.maximum.reduceat(red, prob.indptr[:-1]).sum()
+                   - np.minimum.reduceat(red, prob.indptr[:-1]).sum()) / n
+    if not spread > 0:
+        return 0
+    work = v.dtype.type
+    eps, last = spread, AUCTION_LAST * spread / n
+    if prob.integral:
+        eps, last = float(max(1, int(eps))), 1.0
+    jump = work(max(spread, 1.0) * 4 if prob.integral else spread * 4)
+    limit = np.int64(AUCTION_BIDS_PER_PAIR * (prob.data.size + n))
+    total = 0
+    while True:
+        row_to_col[:] = -1
+        col_to_row[:] = -1
+        b = core.auction(prob.indptr, prob.indices, prob.data, v, row_to_col, col_to_row,
+                         work(eps), jump, limit, big)
+        if b < 0:
+            return -1
+        total += b
+        epsilons.append(eps)
+        if eps <= last:
+            return total
+        eps = max(eps / AUCTION_STEP, last)
+        if prob.integral:
+            eps = float(max(1, int(eps)))
 
 
 def _infeasible(prob: SparseProblem, line: int, why: str):

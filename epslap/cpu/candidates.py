@@ -1,0 +1,110 @@
+"""The two streaming passes of the candidates method (``epslap.candidates``), compiled.
+
+Both read every row of the canonical problem once (a matrix or any cost source, through
+``get_row``) and keep O(k) per row: the candidate pass keeps each row's k smallest reduced costs
+``c_ij - v_j``; the certificate pass keeps, for each row whose minimum of ``c_ij - v_j`` falls
+below its dual ``u_i = c_iσ(i) - v_σ(i)``, the most negative of those columns (the pairs that
+violate the certificate). Rows are split among threads by stride, each with its own row
+buffer; nothing else is shared.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from costfns.rows import get_row
+
+#: value flags of a pass (a bit per thread in ``flags[tid]``)
+FLAG_NAN = 1
+FLAG_NEG_INF = 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert(vals, cols, count, k, r, j):
+    """Insert (r, j) into the ascending list vals[:count] (at most k kept); the new count."""
+    if count == k:
+        if not r < vals[k - 1]:
+            return count
+        t = k - 1
+    else:
+        t = count
+        count += 1
+    while t > 0 and vals[t - 1] > r:
+        vals[t] = vals[t - 1]
+        cols[t] = cols[t - 1]
+        t -= 1
+    vals[t] = r
+    cols[t] = j
+    return count
+
+
+@njit(cache=True, nogil=True)
+def candidate_rows(src, buf, v, k, first, stride, n1, cand_cols, cand_vals, counts, diag,
+                   stats, flags):
+    """Rows ``first, first + stride, …``: ``cand_cols[i, :counts[i]]`` the columns of the
+    ``counts[i] <= k`` smallest finite ``c_ij - v_j`` (ascending; ties by lower index), their
+    costs in ``cand_vals``, ``diag[i] = c_ii`` (the pair of the identity matching, +inf or the
+    forbidden marker if not finite), and per thread (``first`` is its index)
+    ``stats[first] = (largest finite |c|,)``, ``flags[first]`` the value flags met."""
+    n2 = v.size
+    work = v.dtype.type
+    rv = np.empty(k, v.dtype)
+    biggest = 0.0
+    for i in range(first, n1, stride):
+        row = get_row(src, i, buf)
+        count = 0
+        for j in range(n2):
+            c = row[j]
+            if c != c:
+                flags[first] |= FLAG_NAN
+                continue
+            if c == -np.inf:
+                flags[first] |= FLAG_NEG_INF
+                continue
+            if c == np.inf:
+                continue
+            a = abs(np.float64(c))
+            if a > biggest:
+                biggest = a
+            count = _insert(rv, cand_cols[i], count, k, work(c) - v[j], j)
+        for t in range(count):
+            cand_vals[i, t] = row[cand_cols[i, t]]
+        counts[i] = count
+        diag[i] = row[i]
+    stats[first, 0] = biggest
+
+
+@njit(cache=True, nogil=True)
+def certify_rows(src, buf, v, u, cap, rel, rows, first, stride, n1, add_cols, add_vals,
+                 add_counts, row_min):
+    """Rows ``rows[first], rows[first + stride], …`` (of ``rows[:n1]``): ``row_min[i] =
+    min_j (c_ij - v_j)``, and ``add_cols[i, :add_counts[i]]`` the (at most ``cap``) columns
+    where ``c_ij - v_j`` is most below ``u[i]`` (the pairs that violate the certificate) with
+    their costs. ``rel``: a float pair violates only beyond ``rel * (|c| + |u_i| + |v_j|)``
+    (a fraction of ``epslap.verify``'s tolerance: ties that rounding moves by an ulp are not
+    violations); 0 for integers (exact)."""
+    n2 = v.size
+    work = v.dtype.type
+    rv = np.empty(cap, v.dtype)
+    for t in range(first, n1, stride):
+        i = rows[t]
+        row = get_row(src, i, buf)
+        ui = u[i]
+        aui = abs(np.float64(ui))
+        count = 0
+        best = np.inf
+        for j in range(n2):
+            c = row[j]
+            if c == np.inf:
+                continue
+            r = work(c) - v[j]
+            if r < best:
+                best = r
+            if r < ui:
+                if rel == 0.0 or (ui - r) > rel * (abs(np.float64(c)) + aui
+                                                    + abs(np.float64(v[j]))):
+                    count = _insert(rv, add_cols[i], count, cap, r, j)
+        for t2 in range(count):
+            add_vals[i, t2] = row[add_cols[i, t2]]
+        add_counts[i] = count
+        row_min[i] = best
