@@ -9,6 +9,7 @@ import numpy as np
 
 from ._validate import check_options
 from .cpu import jv as _jv
+from .candidates import candidates_per_row, solve_candidates
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 from .sparse import is_sparse
@@ -23,7 +24,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
           launch: LaunchConfig | None = None, cost_limit: float | None = None,
           init: Any = None, checkpoint: str | os.PathLike | None = None,
           checkpoint_every: float | str = "5min",
-          resume: str | os.PathLike | None = None) -> Solution:
+          resume: str | os.PathLike | None = None,
+          candidates: str | bool | int = "auto") -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
 
     Minimises :math:`\sum_i c_{i,\sigma(i)}` over injective maps :math:`\sigma` from the shorter
@@ -162,7 +164,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if (type(cost) is np.ndarray and cost.ndim == 2 and backend == "cpu" and threads is None
             and (maximize is False or maximize is True) and epsilon is True and memory is None
             and cost_limit is None and init is None and checkpoint is None and resume is None
-            and progress is False and launch is None and cache.__class__ is str
+            and candidates.__class__ is str and candidates == "auto" and progress is False and launch is None and cache.__class__ is str
             and cache == "auto" and device.__class__ is int and device == 0):
         # every option at its default, a matrix: what the checks below would let through to
         # the small path, without them (a tiny problem's call is mostly the calls around it)
@@ -179,9 +181,27 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
     if is_sparse(cost):
+        if not (candidates is False or (candidates.__class__ is str and candidates == "auto")):
+            raise ValueError("candidates does not apply to a sparse cost: its stored pairs are "
+                             "solved directly")
         return _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint,
                                    resume)
     limit = check_cost_limit(cost_limit, maximize)
+    k = candidates_per_row(candidates, cost, backend=backend, epsilon=epsilon,
+                           continued=not (limit is None and init is None and checkpoint is None
+                                          and resume is None))
+    if k is not None:
+        t_start = time.perf_counter()
+        sol, declined = solve_candidates(cost, maximize=maximize, k=k, threads=threads,
+                                         t_start=t_start, auto=candidates == "auto",
+                                         progress=progress)
+        if sol is not None:
+            return sol
+        sol = solve(cost, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,
+                    cache=cache, threads=threads, progress=progress, device=device,
+                    launch=launch, candidates=False)
+        sol.stats["candidates"] = declined
+        return sol
     carry = None
     if init is not None or checkpoint is not None or resume is not None:
         carry = _continuation(backend, limit, init, checkpoint, checkpoint_every, resume)

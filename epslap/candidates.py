@@ -32,33 +32,80 @@ from ._validate import canonical_dense, check_float_range, check_int_range
 from .errors import InfeasibleError
 from .sparse import SparseProblem, solve_canonical
 
-#: candidates per row by default
-DEFAULT_K = 12
+#: candidates per row for ``candidates=True``/``"auto"``: K_PER_LOG2 per doubling of n, within
+#: [K_MIN, K_MAX] (measured on geometric and random costs, benchmark page)
+K_PER_LOG2 = 4
+K_MIN = 8
+K_MAX = 64
+#: ``"auto"`` takes candidates for a cost source (costs on demand) with at least this many rows
+#: and columns on the CPU (measured against the dense method, benchmark page)
+AUTO_MIN_SIDE = 4000
+#: ``"auto"`` hands a problem to the dense method when the first certificate pass finds more
+#: than this fraction of the rows failing (a class whose optimum is far from its rows' cheapest
+#: columns: the rounds would cost more than the dense method)
+AUTO_FAIL_MAX = 0.25
+#: before anything else, ``"auto"`` computes the candidates of every AUTO_SAMPLE_EVERY-th row
+#: (at least AUTO_SAMPLE_MIN rows) and declines where their columns spread less than
+#: AUTO_SPREAD_MIN (``_spread``): about one row in 64 read, against the dense method's n or more
+AUTO_SAMPLE_EVERY = 64
+AUTO_SAMPLE_MIN = 64
+AUTO_SPREAD_MIN = 0.5
 #: certificate rounds before the problem goes to the dense method
 MAX_ROUNDS = 64
 #: a float pair fails the certificate pass beyond this fraction of (|c| + |u| + |v|): a quarter
 #: of ``epslap.verify``'s tolerance, which leaves room for the rounding of c - v itself
 CERTIFY_REL = RTOL / 4
+#: violating pairs a failing row adds per round (its most violating columns)
 CAP = 12
 
 
-def check_candidates(candidates) -> int | None:
-    """``solve``'s ``candidates`` option as a count per row, ``None`` for the dense method;
-    ``"auto"`` is resolved by the caller."""
-    if candidates is False or candidates is None:
+def default_k(n2: int) -> int:
+    """Candidates per row for ``candidates=True``/``"auto"`` (see K_PER_LOG2)."""
+    return int(min(K_MAX, max(K_MIN, K_PER_LOG2 * int(np.log2(max(n2, 2))))))
+
+
+def candidates_per_row(candidates, cost, *, backend: str, epsilon: bool,
+                       continued: bool) -> int | None:
+    """``solve``'s ``candidates`` option as a count per row, ``None`` for the dense method.
+    ``continued``: ``cost_limit``, ``init`` or a checkpoint was asked (dense method only)."""
+    from costfns import CostSource
+    auto = candidates.__class__ is str and candidates == "auto"
+    if candidates is False or (auto and (continued or not epsilon or backend != "cpu")):
         return None
-    if candidates is True:
-        return DEFAULT_K
-    if isinstance(candidates, (int, np.integer)) and not isinstance(candidates, (bool, np.bool_)) \
-            and candidates >= 1:
-        return int(candidates)
-    raise ValueError(f"candidates must be 'auto', False, True or a count of columns per row "
-                     f">= 1, got {candidates!r}")
+    if not auto:
+        if candidates is not True and not (
+                isinstance(candidates, (int, np.integer))
+                and not isinstance(candidates, (bool, np.bool_)) and candidates >= 1):
+            raise ValueError(f"candidates must be 'auto', True, False or a count of columns "
+                             f"per row >= 1, got {candidates!r}")
+        for name, off in (("cost_limit, init and checkpoints", continued),
+                          ("epsilon=False", not epsilon)):
+            if off:
+                raise ValueError(f"candidates does not apply with {name}: pass "
+                                 f"candidates=False for the dense method")
+        if backend != "cpu":
+            raise ValueError(f"candidates are solved on backend='cpu' only for now, not "
+                             f"backend={backend!r}")
+    if isinstance(cost, CostSource):
+        shape = cost.shape
+    else:
+        shape = np.shape(cost) if isinstance(cost, np.ndarray) else None
+    if auto:
+        if not isinstance(cost, CostSource) or min(shape) < AUTO_MIN_SIDE:
+            return None
+    if shape is not None and len(shape) == 2 and min(shape) == 0:
+        return None  # nothing to choose: the dense path's answer (or error)
+    if candidates is True or auto:
+        return default_k(max(shape) if shape is not None and len(shape) == 2 else 2)
+    return int(candidates)
 
 
-class _Canonical:
-    """The canonical problem (n1 <= n2, minimised) as compiled row access: ``src`` for
-    ``get_row``, ``buf_dtype`` of its rows, the work dtype, and the host-side checks."""
+class HostPasses:
+    """The two streaming passes on the CPU threads over the canonical problem (n1 <= n2,
+    minimised): a matrix or a cost source as compiled row access (``src`` for ``get_row``,
+    ``buf_dtype`` of its rows). ``epslap.gpu.candidates.DevicePasses`` is the GPU's."""
+
+    backend = "cpu"
 
     def __init__(self, cost, maximize: bool, threads):
         from costfns import CostSource
@@ -106,95 +153,163 @@ class _Canonical:
             from ._sources import raise_pending
             raise_pending(self.source)
 
+    def candidates(self, v, k: int, rows, maximize: bool):
+        """Each of ``rows``' k cheapest columns by ``c - v`` (``cpu.candidates.candidate_rows``),
+        values checked: ``(cols, vals, counts, diag)`` by position in ``rows``."""
+        from .cpu import candidates as passes
+        m = rows.size
+        cols = np.zeros((m, k), np.int64)
+        vals = np.zeros((m, k), self.work)
+        counts = np.zeros(m, np.int64)
+        diag = np.zeros(m, self.work if self.integral else np.float64)
+        stats = np.zeros((self.threads, 1))
+        flags = np.zeros(self.threads, np.int64)
+        self.run(passes.candidate_rows, ((v, k, rows), (cols, vals, counts, diag, stats, flags)),
+                 count=m)
+        check_values(self, int(np.bitwise_or.reduce(flags)), float(stats.max()), maximize)
+        return cols, vals, counts, diag
 
-def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float):
-    """Solve by candidates, then certify (module docstring): a :class:`Solution`, or ``None``
-    where the method hands the problem to the dense method (the caller solves it then)."""
-    from .cpu import candidates as passes
+    def certify(self, v, u, rows, cap: int, rel: float):
+        """The certificate pass over ``rows`` (``cpu.candidates.certify_rows``): ``(cols, vals,
+        counts)`` by position in ``rows``, each row's (at most ``cap``) most violating pairs."""
+        from .cpu import candidates as passes
+        m = rows.size
+        cols = np.zeros((m, cap), np.int64)
+        vals = np.zeros((m, cap), self.work)
+        counts = np.zeros(m, np.int64)
+        row_min = np.zeros(m)
+        self.run(passes.certify_rows, ((v, u, cap, rel, rows), (cols, vals, counts, row_min)),
+                 count=m)
+        return cols, vals, counts
+
+
+def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
+                     auto: bool = False, progress: bool = False, backend: str = "cpu",
+                     device: int = 0):
+    """Solve by candidates, then certify (module docstring): ``(Solution, None)``, or
+    ``(None, why)`` where the method hands the problem to the dense method (the caller solves
+    it then). ``auto``: decline where a sample's candidates do not spread (AUTO_SPREAD_MIN),
+    and hand over as soon as the first certificate pass finds more than ``AUTO_FAIL_MAX`` of
+    the rows failing. ``progress``: a line per round on stderr. ``backend="gpu"``: the passes
+    and the auction on ``device`` (``epslap.gpu.candidates``), the exact pass on the CPU."""
     from .solution import finish
-    prob = _Canonical(cost, maximize, threads)
+    auction = None
+    if backend == "gpu":
+        from .gpu.candidates import DevicePasses
+        prob = DevicePasses(cost, maximize, device)
+        auction = prob.auction
+    else:
+        prob = HostPasses(cost, maximize, threads)
     n1, n2, work = prob.n1, prob.n2, prob.work
     v = np.zeros(n2, work)
     k = min(k, n2)
     t0 = time.perf_counter()
-    cand_cols = np.zeros((n1, k), np.int64)
-    cand_vals = np.zeros((n1, k), work)
-    counts = np.zeros(n1, np.int64)
-    diag = np.zeros(n1, work if prob.integral else np.float64)
-    stats_t = np.zeros((prob.threads, 1))
-    flags = np.zeros(prob.threads, np.int64)
-    prob.run(passes.candidate_rows, ((v, k), (cand_cols, cand_vals, counts, diag, stats_t,
-                                             flags)))
-    _check_values(prob, flags, float(stats_t.max()), maximize)
+    spread = None
+    if auto:
+        sample = _sample_rows(n1)
+        cols, _, counts, _ = prob.candidates(v, k, sample, maximize)
+        spread = _spread(cols, counts, n2)
+        if spread < AUTO_SPREAD_MIN:
+            return None, (f"the candidates of {sample.size} sampled rows share their columns "
+                          f"(spread {spread:.2f} < {AUTO_SPREAD_MIN})")
+    every_row = np.arange(n1, dtype=np.int64)
+    cand_cols, cand_vals, counts, diag = prob.candidates(v, k, every_row, maximize)
     time_candidates = time.perf_counter() - t0
     sparse = _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, prob.integral)
+    del cand_cols, cand_vals
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
     edges0 = int(sparse.data.size)
-    rounds, added, streamed, row_to_col = 0, 0, n1, None
+    rounds, added, streamed, first_failing = 0, 0, n1, 0
+    row_to_col, dirty = None, None
     solve_stats: list = []
     time_certify = 0.0
-    check = np.arange(n1, dtype=np.int64)  # the rows the next certificate pass reads
-    add_cols = np.zeros((n1, CAP), np.int64)
-    add_vals = np.zeros((n1, CAP), work)
-    add_counts = np.zeros(n1, np.int64)
-    row_min = np.zeros(n1)
+    check = every_row  # the rows the next certificate pass reads
     rel = 0.0 if prob.integral else CERTIFY_REL
 
     def certify(rows):
-        """The certificate pass over ``rows``; the rows that fail it."""
+        """The certificate pass over ``rows``: the rows that fail it, with their pairs."""
         nonlocal time_certify, rounds, streamed
         t1 = time.perf_counter()
-        add_counts[rows] = 0
-        prob.run(passes.certify_rows, ((v, u, CAP, rel, rows),
-                                       (add_cols, add_vals, add_counts, row_min)),
-                 count=rows.size)
+        cols, vals, counts = prob.certify(v, u, rows, CAP, rel)
         time_certify += time.perf_counter() - t1
         rounds += 1
         streamed += int(rows.size)
-        return rows[add_counts[rows] > 0]
+        failing = counts > 0
+        return rows[failing], cols[failing], vals[failing], counts[failing]
 
     while True:
         before = None if row_to_col is None else (v.copy(), u, row_to_col)
         try:
             row_to_col, v, assigned, st = solve_canonical(
-                sparse, v=v, row_to_col=row_to_col, shift=False)
+                sparse, v=v, row_to_col=row_to_col, shift=False, auction=auction)
         except InfeasibleError:
             if diag_ok:
                 raise  # the candidates hold a complete assignment: the stored pairs decide
-            return None  # no complete assignment among the candidates: the dense method
+            return None, "no complete assignment among the candidates"
         solve_stats.append(st)
         u = assigned - v[row_to_col]
         if before is not None:
             check = _rows_to_recheck(before, v, u, row_to_col, dirty)
-        dirty = certify(check)
+        dirty, add_cols, add_vals, add_counts = certify(check)
+        if progress:
+            import sys
+            print(f"candidates: round {rounds}, {dirty.size} of {check.size} rows failing, "
+                  f"{sparse.data.size} pairs, {time.perf_counter() - t0:.1f} s",
+                  file=sys.stderr, flush=True)
+        if rounds == 1:
+            first_failing = int(dirty.size)
+            if auto and dirty.size > AUTO_FAIL_MAX * n1:
+                return None, (f"the first certificate pass found {dirty.size} of {n1} rows "
+                              f"failing")
         if not dirty.size and v.size and v.max() != 0:
             # clean: now in the reported position (max v = 0, the canonical position of the
             # certificate's tolerances), certified once more over every row
             v = v - v.max()
             u = assigned - v[row_to_col]
-            dirty = certify(np.arange(n1, dtype=np.int64))
+            dirty, add_cols, add_vals, add_counts = certify(every_row)
         if not dirty.size:
             break
         if rounds >= MAX_ROUNDS:
-            return None
-        added += int(add_counts[dirty].sum())
-        sparse = _merged(sparse, add_cols, add_vals, np.where(
-            np.isin(np.arange(n1), dirty), add_counts, 0))
-    stats = {"backend": "cpu", "method": "candidates", "candidates_per_row": k,
+            return None, f"no certificate after {rounds} rounds"
+        added += int(add_counts.sum())
+        sparse = _merged(sparse, dirty, add_cols, add_vals, add_counts)
+    stats = {"backend": prob.backend, "method": "candidates", "candidates_per_row": k,
              "candidate_edges": edges0, "edges_added": added, "edges": int(sparse.data.size),
-             "rounds": rounds, "rows_streamed": streamed,
+             "rounds": rounds, "rows_streamed": streamed, "first_failing": first_failing,
+             "sample_spread": spread,
              "rows_evaluated": streamed + sum(s["rows_evaluated"] for s in solve_stats),
              "augmentations": sum(s["augmentations"] for s in solve_stats),
+             "auction_bids": sum(s["auction_bids"] for s in solve_stats),
              "passes": sum(s["passes"] for s in solve_stats),
              "epsilons": solve_stats[0]["epsilons"],
              "time_candidates_s": time_candidates, "time_certify_s": time_certify,
+             "time_auction_s": sum(s["time_auction_s"] for s in solve_stats),
              "time_sparse_s": sum(s["time_solve_s"] for s in solve_stats),
              "time_estimate_s": time_candidates,
              "time_solve_s": time.perf_counter() - t0 - time_candidates,
              "compile_s": 0.0, "threads": prob.threads}
     # the prices as certified, in the reported position already
     return finish((n1, n2), prob.transposed, prob.integral, row_to_col, v, assigned, stats,
-                  maximize, t_start, shift=False)
+                  maximize, t_start, shift=False), None
+
+
+def _sample_rows(n1: int):
+    """The rows ``"auto"`` samples (every AUTO_SAMPLE_EVERY-th, at least AUTO_SAMPLE_MIN)."""
+    step = max(1, min(AUTO_SAMPLE_EVERY, n1 // AUTO_SAMPLE_MIN))
+    return np.arange(0, n1, step, dtype=np.int64)
+
+
+def _spread(cols, counts, n2: int) -> float:
+    """How widely the sampled rows' candidates spread over the columns: the distinct columns
+    among them over the number expected if each row's had been drawn uniformly at random
+    (about 1 for random and point-set costs; far below 1 where every row's cheapest columns
+    are the same few: low-rank and separated classes, whose optimum lies elsewhere)."""
+    picks = int(counts.sum())
+    if picks == 0 or n2 == 0:
+        return 1.0
+    kept = np.arange(cols.shape[1])[None, :] < counts[:, None]
+    distinct = np.unique(cols[kept]).size
+    return distinct / (n2 * -np.expm1(-picks / n2))
 
 
 def _rows_to_recheck(before, v, u, row_to_col, dirty):
@@ -210,11 +325,11 @@ def _rows_to_recheck(before, v, u, row_to_col, dirty):
     return np.flatnonzero(changed).astype(np.int64)
 
 
-def _check_values(prob: _Canonical, flags, biggest: float, maximize: bool) -> None:
-    """The dense input's value errors for what the candidate pass read (a matrix was checked
-    by ``canonical_dense`` already; a cost source is checked here)."""
+def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
+    """The dense input's value errors for what a candidate pass read (``seen``: its value
+    flags, ``biggest``: its largest finite |c|; a matrix was checked by ``canonical_dense``
+    already, a cost source is checked here)."""
     from .cpu.candidates import FLAG_NAN, FLAG_NEG_INF
-    seen = int(np.bitwise_or.reduce(flags)) if flags.size else 0
     if seen & FLAG_NAN:
         raise ValueError("cost contains NaN")
     if seen & FLAG_NEG_INF:
@@ -231,31 +346,33 @@ def _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, integral) -> Spar
     kept = np.arange(k)[None, :] < counts[:, None]
     has_diag = ((cand_cols == np.arange(n1)[:, None]) & kept).any(axis=1)
     need = ~has_diag & (np.isfinite(diag) if not integral else True)
-    add_cols = np.arange(n1, dtype=np.int64)[:, None]
-    add_vals = diag.astype(cand_vals.dtype)[:, None]
     base = SparseProblem(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
                          cand_cols[kept], cand_vals[kept], n1, n2, False, integral)
-    return _merged(base, add_cols, add_vals, need.astype(np.int64))
+    rows = np.flatnonzero(need)
+    return _merged(base, rows, rows[:, None], diag[rows].astype(cand_vals.dtype)[:, None],
+                   np.ones(rows.size, np.int64))
 
 
-def _merged(prob: SparseProblem, add_cols, add_vals, add_counts) -> SparseProblem:
-    """``prob`` with row i's pairs ``add_cols[i, :add_counts[i]]`` appended (pairs it does not
-    hold: the certificate's violators, the identity pairs not among the candidates)."""
+def _merged(prob: SparseProblem, rows, add_cols, add_vals, add_counts) -> SparseProblem:
+    """``prob`` with row ``rows[t]``'s pairs ``add_cols[t, :add_counts[t]]`` appended (pairs
+    it does not hold: the certificate's violators, the identity pairs not among the
+    candidates)."""
+    n1 = prob.n1
     lens = np.diff(prob.indptr)
-    indptr = np.zeros(prob.n1 + 1, np.int64)
-    np.cumsum(lens + add_counts, out=indptr[1:])
-    total = int(indptr[-1])
-    indices = np.empty(total, np.int64)
-    data = np.empty(total, prob.data.dtype)
-    old_at = indptr[:-1, None] + np.arange(lens.max(initial=0))[None, :]
-    old_mask = np.arange(lens.max(initial=0))[None, :] < lens[:, None]
-    src_at = prob.indptr[:-1, None] + np.arange(lens.max(initial=0))[None, :]
-    indices[old_at[old_mask]] = prob.indices[src_at[old_mask]]
-    data[old_at[old_mask]] = prob.data[src_at[old_mask]]
+    extra = np.zeros(n1, np.int64)
+    extra[rows] = add_counts
+    indptr = np.zeros(n1 + 1, np.int64)
+    np.cumsum(lens + extra, out=indptr[1:])
+    indices = np.empty(int(indptr[-1]), np.int64)
+    data = np.empty(int(indptr[-1]), prob.data.dtype)
+    # the old pairs keep their order, each row shifted by the pairs added before it
+    shift = np.repeat(indptr[:-1] - prob.indptr[:-1], lens)
+    at = np.arange(prob.indices.size, dtype=np.int64) + shift
+    indices[at] = prob.indices
+    data[at] = prob.data
     cap = add_cols.shape[1]
-    new_at = (indptr[:-1] + lens)[:, None] + np.arange(cap)[None, :]
     new_mask = np.arange(cap)[None, :] < add_counts[:, None]
+    new_at = (indptr[rows] + lens[rows])[:, None] + np.arange(cap)[None, :]
     indices[new_at[new_mask]] = add_cols[new_mask]
     data[new_at[new_mask]] = add_vals[new_mask]
     return prob._replace(indptr=indptr, indices=indices, data=data)
-

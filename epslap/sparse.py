@@ -172,7 +172,8 @@ AUCTION_LAST = 0.1
 AUCTION_BIDS_PER_PAIR = 64
 
 
-def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = True):
+def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = True,
+                    auction=None):
     """Solve a canonical sparse problem: ``(row_to_col, v, assigned, stats)``.
 
     Cold (``row_to_col`` None): for a square problem, auction phases with ε-scaling set the
@@ -183,7 +184,9 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     assignment (``cpu.sparse.prepare`` frees the rows it no longer holds).
     ``shift``: end with max v = 0 (the reported position); without it the exact pass's prices
     are returned as they are (they only fell from ``v``, but for a rectangular problem's lifted
-    free columns)."""
+    free columns).
+    ``auction``: the function that runs one auction phase (``cpu.sparse.auction``'s signature
+    and result; ``epslap.gpu.candidates`` passes the device's)."""
     from .cpu import sparse as core
     n1, n2 = prob.n1, prob.n2
     work = np.int64 if prob.integral else np.float64
@@ -197,17 +200,25 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     empty = np.flatnonzero(np.diff(prob.indptr) == 0)
     if empty.size:
         _infeasible(prob, int(empty[0]), "stores no pair")
+    if n1 == n2 and n1:  # square: every column is needed too
+        unused = np.flatnonzero(np.bincount(prob.indices, minlength=n2) == 0)
+        if unused.size:
+            side = "row" if prob.transposed else "column"
+            raise InfeasibleError(f"cost matrix is infeasible: no complete assignment over the "
+                                  f"stored pairs ({side} {int(unused[0])} stores no pair)")
     t0 = time.perf_counter()
     args = (prob.indptr, prob.indices, prob.data, v, row_to_col, col_to_row, assigned, big)
     epsilons: list = []
     bids = 0
     if not warm and n1 == n2 and n1 > 1:
-        bids = _auction_phases(prob, v, row_to_col, col_to_row, big, epsilons)
+        bids = _auction_phases(prob, v, row_to_col, col_to_row, big, epsilons,
+                               auction or core.auction)
         if bids < 0:  # gave up: the exact pass from scratch decides
             v[:] = 0
             row_to_col[:] = -1
             bids = 0
             epsilons.clear()
+    time_auction = time.perf_counter() - t0
     freed = core.prepare(*args) if warm or epsilons else 0
     greedy_rows = core.greedy(*args)
     status = core.augment(*args, counts)
@@ -221,14 +232,15 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
              "greedy_rows": int(greedy_rows), "augmentations": int(counts[0]),
              "columns_settled": int(counts[1]), "rows_evaluated": int(counts[2]),
              "pairs_relaxed": int(counts[3]), "passes": len(epsilons), "epsilons": epsilons,
+             "time_auction_s": time_auction,
              "time_estimate_s": 0.0, "time_solve_s": time.perf_counter() - t0,
              "compile_s": 0.0}
     return row_to_col, v, assigned, stats
 
 
-def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilons) -> int:
+def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilons,
+                    auction) -> int:
     """The auction's ε-phases (see AUCTION_STEP): the total bids, or -1 if it gave up."""
-    from .cpu import sparse as core
     n = prob.n1
     red = prob.data - v[prob.indices]
     spread = float(np.maximum.reduceat(red, prob.indptr[:-1]).sum()
@@ -245,7 +257,7 @@ def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilon
     while True:
         row_to_col[:] = -1
         col_to_row[:] = -1
-        b = core.auction(prob.indptr, prob.indices, prob.data, v, row_to_col, col_to_row,
+        b = auction(prob.indptr, prob.indices, prob.data, v, row_to_col, col_to_row,
                          work(eps), jump, limit, big)
         if b < 0:
             return -1

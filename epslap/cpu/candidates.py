@@ -39,18 +39,20 @@ def _insert(vals, cols, count, k, r, j):
 
 
 @njit(cache=True, nogil=True)
-def candidate_rows(src, buf, v, k, first, stride, n1, cand_cols, cand_vals, counts, diag,
+def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals, counts, diag,
                    stats, flags):
-    """Rows ``first, first + stride, …``: ``cand_cols[i, :counts[i]]`` the columns of the
-    ``counts[i] <= k`` smallest finite ``c_ij - v_j`` (ascending; ties by lower index), their
-    costs in ``cand_vals``, ``diag[i] = c_ii`` (the pair of the identity matching, +inf or the
-    forbidden marker if not finite), and per thread (``first`` is its index)
-    ``stats[first] = (largest finite |c|,)``, ``flags[first]`` the value flags met."""
+    """Rows ``rows[first], rows[first + stride], …`` (of ``rows[:n1]``), row ``i = rows[t]``
+    written at ``t``: ``cand_cols[t, :counts[t]]`` the columns of the ``counts[t] <= k``
+    smallest finite ``c_ij - v_j`` (ascending; ties by lower index), their costs in
+    ``cand_vals``, ``diag[t] = c_ii`` (the pair of the identity matching, +inf or the forbidden
+    marker if not finite), and per thread (``first`` is its index) ``stats[first] = (largest
+    finite |c|,)``, ``flags[first]`` the value flags met."""
     n2 = v.size
     work = v.dtype.type
     rv = np.empty(k, v.dtype)
     biggest = 0.0
-    for i in range(first, n1, stride):
+    for t in range(first, n1, stride):
+        i = rows[t]
         row = get_row(src, i, buf)
         count = 0
         for j in range(n2):
@@ -66,23 +68,23 @@ def candidate_rows(src, buf, v, k, first, stride, n1, cand_cols, cand_vals, coun
             a = abs(np.float64(c))
             if a > biggest:
                 biggest = a
-            count = _insert(rv, cand_cols[i], count, k, work(c) - v[j], j)
-        for t in range(count):
-            cand_vals[i, t] = row[cand_cols[i, t]]
-        counts[i] = count
-        diag[i] = row[i]
+            count = _insert(rv, cand_cols[t], count, k, work(c) - v[j], j)
+        for q in range(count):
+            cand_vals[t, q] = row[cand_cols[t, q]]
+        counts[t] = count
+        diag[t] = row[i]
     stats[first, 0] = biggest
 
 
 @njit(cache=True, nogil=True)
 def certify_rows(src, buf, v, u, cap, rel, rows, first, stride, n1, add_cols, add_vals,
                  add_counts, row_min):
-    """Rows ``rows[first], rows[first + stride], …`` (of ``rows[:n1]``): ``row_min[i] =
-    min_j (c_ij - v_j)``, and ``add_cols[i, :add_counts[i]]`` the (at most ``cap``) columns
-    where ``c_ij - v_j`` is most below ``u[i]`` (the pairs that violate the certificate) with
-    their costs. ``rel``: a float pair violates only beyond ``rel * (|c| + |u_i| + |v_j|)``
-    (a fraction of ``epslap.verify``'s tolerance: ties that rounding moves by an ulp are not
-    violations); 0 for integers (exact)."""
+    """Rows ``rows[first], rows[first + stride], …`` (of ``rows[:n1]``), row ``i = rows[t]``
+    written at ``t``: ``row_min[t] = min_j (c_ij - v_j)``, and ``add_cols[t, :add_counts[t]]``
+    the (at most ``cap``) columns where ``c_ij - v_j`` is most below ``u[i]`` (the pairs that
+    violate the certificate) with their costs. ``rel``: a float pair violates only beyond
+    ``rel * (|c| + |u_i| + |v_j|)`` (a fraction of ``epslap.verify``'s tolerance: ties that
+    rounding moves by an ulp are not violations); 0 for integers (exact)."""
     n2 = v.size
     work = v.dtype.type
     rv = np.empty(cap, v.dtype)
@@ -103,8 +105,8 @@ def certify_rows(src, buf, v, u, cap, rel, rows, first, stride, n1, add_cols, ad
             if r < ui:
                 if rel == 0.0 or (ui - r) > rel * (abs(np.float64(c)) + aui
                                                     + abs(np.float64(v[j]))):
-                    count = _insert(rv, add_cols[i], count, cap, r, j)
-        for t2 in range(count):
-            add_vals[i, t2] = row[add_cols[i, t2]]
-        add_counts[i] = count
-        row_min[i] = best
+                    count = _insert(rv, add_cols[t], count, cap, r, j)
+        for q in range(count):
+            add_vals[t, q] = row[add_cols[t, q]]
+        add_counts[t] = count
+        row_min[t] = best

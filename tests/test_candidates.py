@@ -1,0 +1,161 @@
+"""Candidates, then certify: the same optimum as scipy on every class, whatever the candidates."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costfns
+import epslap
+import epslap.candidates as cand
+from conftest import assert_optimal
+
+CLASSES = ["random", "geometric", "disjoint", "sanity", "rank1", "rank8", "integer"]
+
+
+def _matrix(name, n1, n2, seed):
+    rng = np.random.default_rng(seed)
+    if name == "random":
+        return rng.random((n1, n2))
+    if name == "geometric":
+        x, y = rng.random((n1, 2)), rng.random((n2, 2))
+        return ((x[:, None] - y[None]) ** 2).sum(-1)
+    if name == "disjoint":
+        x, y = rng.random((n1, 2)), rng.random((n2, 2)) + [2.0, 0.0]
+        return ((x[:, None] - y[None]) ** 2).sum(-1)
+    if name == "sanity":
+        return np.add.outer(np.arange(n1), np.arange(n2)) + rng.random((n1, n2)) * 1e-3
+    if name in ("rank1", "rank8"):
+        r = int(name[4:])
+        return rng.random((n1, r)) @ rng.random((r, n2))
+    return rng.integers(-50, 1000, (n1, n2))
+
+
+@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("shape", [(120, 120), (80, 130), (130, 80)])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_matrix_classes_against_scipy(name, shape, maximize):
+    c = _matrix(name, *shape, seed=sum(shape))
+    sol = epslap.solve(c, maximize=maximize, candidates=3)  # few candidates: several rounds
+    assert_optimal(c, sol, maximize)
+    if sol.stats.get("method") == "candidates":
+        st = sol.stats
+        assert st["rounds"] >= 1 and st["rows_streamed"] >= min(shape)
+        assert st["edges"] == st["candidate_edges"] + st["edges_added"]
+    else:  # handed over to the dense method, saying why
+        assert sol.stats["candidates"]
+
+
+@pytest.mark.parametrize("name", ["random", "geometric", "integer", "rank8"])
+def test_cost_sources_against_scipy(name):
+    src = costfns.problem(name, 300, seed=3)
+    for threads in (1, 2):
+        sol = epslap.solve(src, candidates=True, threads=threads)
+        assert_optimal(src.dense(), sol)
+        assert sol.stats["threads"] == threads or sol.stats.get("candidates")
+    sol = epslap.solve(src, candidates=8, maximize=True)
+    assert_optimal(src.dense(), sol, maximize=True)
+
+
+def test_planted_shortcut_found_by_the_certificate():
+    """Row 0's optimal partner is its second cheapest column, outside its one candidate: only
+    the certificate pass can find that pair, add it and use it."""
+    rng = np.random.default_rng(7)
+    n = 60
+    c = 10.0 + rng.random((n, n))
+    c[:, 5] = 0.0  # every row's cheapest column: 5 (each row's only candidate)
+    c[0, 37] = 0.5  # row 0's shortcut, beyond its candidates
+    c[np.arange(n), np.arange(n)] += 5.0  # the identity pairs (always added) are dear
+    sol = epslap.solve(c, candidates=1)
+    assert_optimal(c, sol)
+    st = sol.stats
+    assert st["method"] == "candidates" and st["rounds"] >= 2 and st["edges_added"] >= 1
+    assert sol.col_ind[0] == 37  # the planted pair is used
+
+
+def test_wrong_duals_never_certify():
+    src = costfns.problem("geometric", 200, seed=2)
+    sol = epslap.solve(src, candidates=True)
+    passes = cand.HostPasses(src, False, 1)
+    rows = np.arange(200, dtype=np.int64)
+    u = np.asarray(sol.u, np.float64)
+    v = np.asarray(sol.v, np.float64)
+    _, _, counts = passes.certify(v, u, rows, cand.CAP, cand.CERTIFY_REL)
+    assert not counts.any()  # the solve's own duals: clean
+    rng = np.random.default_rng(0)
+    dense = src.dense()
+    for _ in range(5):
+        i = int(rng.integers(200))
+        j = int((sol.col_ind[i] + 1 + rng.integers(199)) % 200)
+        bad = v.copy()
+        bad[j] += (dense[i, j] - v[j] - u[i]) + 1e-3  # c_ij - v_j now below u_i by 1e-3
+        cols, _, counts = passes.certify(bad, u, rows, cand.CAP, cand.CERTIFY_REL)
+        assert counts[i] >= 1 and j in cols[i, :counts[i]]
+        rep = epslap.verify(src, sol.row_ind, sol.col_ind, u, bad)
+        assert not rep["optimal"]
+
+
+def test_streamed_verify_equals_the_matrix_form():
+    src = costfns.problem("random", 150, seed=4)
+    sol = epslap.solve(src, candidates=True)
+    dense = src.dense()
+    for u, v in ((sol.u, sol.v), (sol.u + 1e-3, sol.v)):
+        a = epslap.verify(src, sol.row_ind, sol.col_ind, u, v)
+        b = epslap.verify(dense, sol.row_ind, sol.col_ind, u, v)
+        assert a["optimal"] == b["optimal"]
+        assert a["max_violation"] == pytest.approx(b["max_violation"], rel=1e-12, abs=1e-15)
+        assert a["gap"] == pytest.approx(b["gap"], rel=1e-12, abs=1e-12)
+
+
+def test_auto_takes_candidates_where_they_spread(monkeypatch):
+    monkeypatch.setattr(cand, "AUTO_MIN_SIDE", 100)
+    geo = costfns.problem("geometric", 400, seed=1)
+    sol = epslap.solve(geo)
+    assert sol.stats["method"] == "candidates"
+    assert_optimal(geo.dense(), sol)
+    low = costfns.problem("rank1", 400, seed=1)
+    sol = epslap.solve(low)
+    assert "share their columns" in sol.stats["candidates"]
+    assert_optimal(low.dense(), sol)
+    m = geo.dense()  # a matrix in memory: the dense method unless asked
+    assert "candidates" not in epslap.solve(m).stats.get("method", "")
+
+
+def test_forbidden_diagonal_hands_over_or_solves():
+    rng = np.random.default_rng(3)
+    c = rng.random((50, 50))
+    c[np.arange(50), np.arange(50)] = np.inf
+    c[:, 0] = 0.0  # all candidates in column 0: no complete assignment among them (k = 1)
+    c[0, 0] = np.inf
+    sol = epslap.solve(c, candidates=1)
+    assert_optimal(c, sol)
+    assert sol.stats["candidates"] == "no complete assignment among the candidates"
+
+
+def test_infeasible_and_bad_values():
+    c = np.ones((4, 4))
+    c[2] = np.inf
+    with pytest.raises(epslap.InfeasibleError):
+        epslap.solve(c, candidates=2)
+    nan = costfns.from_function(lambda i, j: float("nan") if (i, j) == (3, 1) else 1.0, (5, 5))
+    with pytest.raises(ValueError, match="NaN"):
+        epslap.solve(nan, candidates=2)
+    neg = costfns.from_function(lambda i, j: -np.inf if (i, j) == (0, 4) else 1.0, (5, 5))
+    with pytest.raises(ValueError, match="-inf"):
+        epslap.solve(neg, candidates=2)
+
+
+@pytest.mark.parametrize("value", [0, -3, "many", 2.5, None])
+def test_bad_option_values(value):
+    with pytest.raises(ValueError, match="candidates must be"):
+        epslap.solve(np.ones((3, 3)), candidates=value)
+
+
+def test_options_that_exclude_candidates():
+    c = np.random.default_rng(0).random((6, 6))
+    for kwargs in ({"cost_limit": 1.0}, {"init": np.zeros(6)}, {"epsilon": False}):
+        with pytest.raises(ValueError, match="candidates does not apply"):
+            epslap.solve(c, candidates=3, **kwargs)
+        assert epslap.solve(c, **kwargs).row_ind.size  # "auto": the dense method
+    with pytest.raises(ValueError, match="sparse cost"):
+        import scipy.sparse as sp
+        epslap.solve(sp.csr_array(c), candidates=3)
