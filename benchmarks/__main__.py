@@ -26,6 +26,7 @@ TABLES = {
     "gpubatch": ("gpu_batch", "GPU batches: solve_batch vs torch-linear-assignment (needs a GPU)"),
     "hungarian": ("hungarian", "GPU Hungarian vs HyLAC/FastHA, ε-SSP and scipy (needs a GPU)"),
     "scale": ("scale", "geometric on demand at large n on one GPU (needs a GPU)"),
+    "sparse": ("sparse", "sparse input (k-nearest-neighbour graphs) vs scipy and lapmod"),
     "candidates": ("candidates", "candidates then certify vs the dense method (and POT lazy)"),
     "emd": ("emd", "image EMD: all pairs of ten photographs, time per pair"),
     "parallel": ("parallel", "CPU: 2 threads against 1 per class and size"),

@@ -2,11 +2,15 @@
 
     python -m benchmarks candidates --sizes 4000 16000 --classes geometric random rank1
     python -m benchmarks candidates --sizes 16000 --classes geometric --pot
+    python -m benchmarks candidates --backend gpu --sizes 16000 1024000 --classes geometric \
+        --dense-max 64000 --k 16 32
+
 
 For each class and size, the paper's class as an on-demand cost source (``costfns.problem``,
 seed 1): ``epslap.solve(..., candidates=False)`` (the dense ε method), ``candidates=True``
-(the default count per row) and ``"auto"`` (what a user gets), one process, in that order,
-every optimum checked against the dense one. ``--pot``: POT's ``ot.emd2_lazy`` on the geometric
+(the default count per row, or each ``--k``) and ``"auto"`` (what a user gets), one process,
+in that order, every optimum checked against the dense one; above ``--dense-max`` no dense
+solve runs and the candidates' own certificate (a last pass over all n² costs) is the check. ``--pot``: POT's ``ot.emd2_lazy`` on the geometric
 class's points (uniform weights, n times the assignment's mean cost), where installed.
 Reports seconds, the ratio to the dense method, rounds, candidate pairs, pairs added, rows
 streamed by the certificate passes, and what ``"auto"`` chose.
@@ -15,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import time
+
+import numpy as np
 
 from ._common import Output, markdown, seconds
 
@@ -26,6 +32,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                              "integer"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--pot", action="store_true", help="time ot.emd2_lazy on geometric")
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
+    ap.add_argument("--k", type=int, nargs="+", default=None,
+                    help="candidates per row to time (default: the automatic count)")
+    ap.add_argument("--dense-max", type=int, default=None,
+                    help="largest n with a dense reference solve (default: every n)")
 
 
 def _timed(fn):
@@ -35,42 +46,59 @@ def _timed(fn):
 
 
 def run(args: argparse.Namespace, out: Output) -> None:
-    import numpy as np
-
     import costfns
     import epslap
-    epslap.precompile()
-    warm = costfns.problem("geometric", 300, seed=2)  # compile the candidates path's kernels
-    epslap.solve(warm, candidates=True, threads=args.threads)
+    gpu = args.backend == "gpu"
+    opts = dict(backend=args.backend) if gpu else dict(threads=args.threads)
+    if not gpu:
+        epslap.precompile()
+    for name in ("geometric", "integer"):  # compile the candidates path's kernels
+        epslap.solve(costfns.problem(name, 300, seed=2), candidates=True, **opts)
+    if gpu:
+        epslap.solve(costfns.problem("geometric", 300, seed=2), candidates=False, **opts)
     for n in args.sizes:
         for name in args.classes:
             src = costfns.problem(name, n, seed=1)
-            dense, t_dense = _timed(lambda: epslap.solve(src, candidates=False,
-                                                         threads=args.threads))
-            tol = 1e-9 * max(1.0, abs(dense.cost))
-            for label, option in (("dense", False), ("candidates", True), ("auto", "auto")):
+            dense, t_dense = None, None
+            runs = [("candidates", True)] if args.k is None else \
+                [(f"candidates k={k}", k) for k in args.k]
+            if args.dense_max is None or n <= args.dense_max:
+                dense, t_dense = _timed(lambda: epslap.solve(src, candidates=False, **opts))
+                runs = [("dense", False)] + runs + [("auto", "auto")]
+            for label, option in runs:
                 if label == "dense":
                     sol, t = dense, t_dense
                 else:
-                    sol, t = _timed(lambda: epslap.solve(src, candidates=option,
-                                                         threads=args.threads))
-                assert abs(sol.cost - dense.cost) <= tol, (name, n, label, sol.cost, dense.cost)
+                    sol, t = _timed(lambda: epslap.solve(src, candidates=option, **opts))
                 st = sol.stats
-                rec = dict(cls=name, n=n, method=label, threads=args.threads, seconds=t,
-                           ratio=t / t_dense, chose=st.get("method", "dense"),
-                           declined=st.get("candidates"), rounds=st.get("rounds"),
-                           candidate_edges=st.get("candidate_edges"),
+                if dense is not None:
+                    tol = 1e-9 * max(1.0, abs(dense.cost))
+                    assert abs(sol.cost - dense.cost) <= tol, (name, n, label, sol.cost,
+                                                               dense.cost)
+                else:
+                    assert st.get("method") == "candidates", st.get("candidates")
+                rec = dict(cls=name, n=n, method=label, backend=args.backend,
+                           threads=st.get("threads"), seconds=t,
+                           ratio=None if t_dense is None else t / t_dense,
+                           chose=st.get("method", "dense"), declined=st.get("candidates"),
+                           rounds=st.get("rounds"), candidate_edges=st.get("candidate_edges"),
                            edges_added=st.get("edges_added"),
                            rows_streamed=st.get("rows_streamed"),
-                           rows_evaluated=st.get("rows_evaluated"), cost=float(sol.cost))
+                           rows_evaluated=st.get("rows_evaluated"), cost=float(sol.cost),
+                           parts={key: st[key] for key in (
+                               "time_candidates_s", "time_auction_s", "time_sparse_s",
+                               "time_certify_s", "auction_bids", "augmentations")
+                               if key in st})
                 out.add(rec)
-                print(f"{name} n={n} {label}: {t:.2f} s ({rec['ratio']:.3f} x dense) "
-                      f"{rec['chose']} rounds={rec['rounds']}", flush=True)
-            if args.pot and name == "geometric":
+                ratio = "" if rec["ratio"] is None else f" ({rec['ratio']:.3f} x dense)"
+                print(f"{name} n={n} {label} [{args.backend}]: {t:.2f} s{ratio} "
+                      f"{rec['chose']} rounds={rec['rounds']} {rec['parts']}", flush=True)
+            if args.pot and name == "geometric" and dense is not None:
                 _pot(src, n, dense, t_dense, args, out, np)
 
 
 def _pot(src, n, dense, t_dense, args, out, np) -> None:
+    """POT's lazy network simplex on the same points (uniform weights)."""
     try:
         import ot
     except ImportError:
@@ -80,7 +108,8 @@ def _pot(src, n, dense, t_dense, args, out, np) -> None:
     value, t = _timed(lambda: ot.emd2_lazy(a, a, src.X, src.Y, metric="sqeuclidean"))
     assert abs(value * n - dense.cost) <= 1e-6 * max(1.0, abs(dense.cost)), (value * n,
                                                                               dense.cost)
-    out.add(dict(cls="geometric", n=n, method=f"POT {ot.__version__} emd2_lazy", threads=1,
+    out.add(dict(cls="geometric", n=n, method=f"POT {ot.__version__} emd2_lazy",
+                 backend="cpu", threads=1,
                  seconds=t, ratio=t / t_dense, chose="-", declined=None, rounds=None,
                  candidate_edges=None, edges_added=None, rows_streamed=None,
                  rows_evaluated=None, cost=float(value * n)))
@@ -90,9 +119,10 @@ def _pot(src, n, dense, t_dense, args, out, np) -> None:
 def render(meta: dict, rows: list[dict]) -> str:
     def num(x):
         return "–" if x is None else f"{x:,}"
-    body = [[r["cls"], r["n"], r["method"], seconds(r["seconds"], 2), f"{r['ratio']:.3f}",
+    body = [[r["cls"], r["n"], r["method"], r.get("backend", "cpu"), seconds(r["seconds"], 2),
+             "–" if r["ratio"] is None else f"{r['ratio']:.3f}",
              r["chose"] if r["declined"] is None else f"dense ({r['declined']})",
              num(r["rounds"]), num(r["candidate_edges"]), num(r["edges_added"]),
              num(r["rows_streamed"])] for r in rows]
-    return markdown(["class", "n", "method", "seconds", "/ dense", "solved by", "rounds",
+    return markdown(["class", "n", "method", "backend", "seconds", "/ dense", "solved by", "rounds",
                      "candidate pairs", "pairs added", "rows streamed"], body)

@@ -192,9 +192,11 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                                           and resume is None))
     if k is not None:
         t_start = time.perf_counter()
+        if backend == "gpu" and not isinstance(device, int):
+            raise ValueError("candidates on backend='gpu' run on one device: pass device=<int>")
         sol, declined = solve_candidates(cost, maximize=maximize, k=k, threads=threads,
                                          t_start=t_start, auto=candidates == "auto",
-                                         progress=progress)
+                                         progress=progress, backend=backend, device=device)
         if sol is not None:
             return sol
         sol = solve(cost, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,

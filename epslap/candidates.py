@@ -40,6 +40,8 @@ K_MAX = 64
 #: ``"auto"`` takes candidates for a cost source (costs on demand) with at least this many rows
 #: and columns on the CPU (measured against the dense method, benchmark page)
 AUTO_MIN_SIDE = 4000
+#: the backends where ``"auto"`` may take candidates
+AUTO_BACKENDS = ("cpu",)
 #: ``"auto"`` hands a problem to the dense method when the first certificate pass finds more
 #: than this fraction of the rows failing (a class whose optimum is far from its rows' cheapest
 #: columns: the rounds would cost more than the dense method)
@@ -55,6 +57,10 @@ MAX_ROUNDS = 64
 #: a float pair fails the certificate pass beyond this fraction of (|c| + |u| + |v|): a quarter
 #: of ``epslap.verify``'s tolerance, which leaves room for the rounding of c - v itself
 CERTIFY_REL = RTOL / 4
+#: when the first certificate pass fails more than this fraction of the rows, a second
+#: candidate pass takes every row's k cheapest columns by reduced cost under the prices of the
+#: first sparse solve (those pairs are added; the rounds go on from there)
+REPRICE_ABOVE = 0.05
 #: violating pairs a failing row adds per round (its most violating columns)
 CAP = 12
 
@@ -70,7 +76,8 @@ def candidates_per_row(candidates, cost, *, backend: str, epsilon: bool,
     ``continued``: ``cost_limit``, ``init`` or a checkpoint was asked (dense method only)."""
     from costfns import CostSource
     auto = candidates.__class__ is str and candidates == "auto"
-    if candidates is False or (auto and (continued or not epsilon or backend != "cpu")):
+    if candidates is False or (auto and (continued or not epsilon
+                                         or backend not in AUTO_BACKENDS)):
         return None
     if not auto:
         if candidates is not True and not (
@@ -83,8 +90,8 @@ def candidates_per_row(candidates, cost, *, backend: str, epsilon: bool,
             if off:
                 raise ValueError(f"candidates does not apply with {name}: pass "
                                  f"candidates=False for the dense method")
-        if backend != "cpu":
-            raise ValueError(f"candidates are solved on backend='cpu' only for now, not "
+        if backend not in ("cpu", "gpu"):
+            raise ValueError(f"candidates are solved on backend='cpu' or 'gpu', not "
                              f"backend={backend!r}")
     if isinstance(cost, CostSource):
         shape = cost.shape
@@ -169,18 +176,20 @@ class HostPasses:
         check_values(self, int(np.bitwise_or.reduce(flags)), float(stats.max()), maximize)
         return cols, vals, counts, diag
 
-    def certify(self, v, u, rows, cap: int, rel: float):
-        """The certificate pass over ``rows`` (``cpu.candidates.certify_rows``): ``(cols, vals,
-        counts)`` by position in ``rows``, each row's (at most ``cap``) most violating pairs."""
+    def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
+        """The certificate pass over ``rows`` (``cpu.candidates.certify_rows``): the rows that
+        fail it, with their (at most ``cap``) most violating pairs, and every row's least
+        ``c_ij - v_j`` beside its own pair: ``(failing, cols, vals, counts, row_min)``."""
         from .cpu import candidates as passes
         m = rows.size
         cols = np.zeros((m, cap), np.int64)
         vals = np.zeros((m, cap), self.work)
         counts = np.zeros(m, np.int64)
         row_min = np.zeros(m)
-        self.run(passes.certify_rows, ((v, u, cap, rel, rows), (cols, vals, counts, row_min)),
-                 count=m)
-        return cols, vals, counts
+        self.run(passes.certify_rows, ((v, u, cap, rel, rows, row_to_col),
+                                       (cols, vals, counts, row_min)), count=m)
+        at = counts > 0
+        return rows[at], cols[at], vals[at], counts[at], row_min
 
 
 def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
@@ -219,23 +228,25 @@ def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
     del cand_cols, cand_vals
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
     edges0 = int(sparse.data.size)
-    rounds, added, streamed, first_failing = 0, 0, n1, 0
+    rounds, added, streamed, first_failing = 0, 0, 0, 0
     row_to_col, dirty = None, None
     solve_stats: list = []
     time_certify = 0.0
     check = every_row  # the rows the next certificate pass reads
+    margin = np.zeros(n1)  # each row's margin to the certificate at its last pass
+    repriced = 0
     rel = 0.0 if prob.integral else CERTIFY_REL
 
     def certify(rows):
         """The certificate pass over ``rows``: the rows that fail it, with their pairs."""
         nonlocal time_certify, rounds, streamed
         t1 = time.perf_counter()
-        cols, vals, counts = prob.certify(v, u, rows, CAP, rel)
+        failing, cols, vals, counts, row_min = prob.certify(v, u, row_to_col, rows, CAP, rel)
+        margin[rows] = row_min - u[rows]
         time_certify += time.perf_counter() - t1
         rounds += 1
         streamed += int(rows.size)
-        failing = counts > 0
-        return rows[failing], cols[failing], vals[failing], counts[failing]
+        return failing, cols, vals, counts
 
     while True:
         before = None if row_to_col is None else (v.copy(), u, row_to_col)
@@ -249,7 +260,7 @@ def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
         solve_stats.append(st)
         u = assigned - v[row_to_col]
         if before is not None:
-            check = _rows_to_recheck(before, v, u, row_to_col, dirty)
+            check = _rows_to_recheck(before, v, u, row_to_col, dirty, margin)
         dirty, add_cols, add_vals, add_counts = certify(check)
         if progress:
             import sys
@@ -261,11 +272,24 @@ def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
             if auto and dirty.size > AUTO_FAIL_MAX * n1:
                 return None, (f"the first certificate pass found {dirty.size} of {n1} rows "
                               f"failing")
-        if not dirty.size and v.size and v.max() != 0:
-            # clean: now in the reported position (max v = 0, the canonical position of the
-            # certificate's tolerances), certified once more over every row
+            if dirty.size > REPRICE_ABOVE * n1:
+                # the cheapest columns by cost missed many rows' partners: take every row's
+                # cheapest by reduced cost c - v under the sparse solve's prices as well
+                t1 = time.perf_counter()
+                cols, vals, counts, _ = prob.candidates(v, k, every_row, maximize)
+                time_candidates += time.perf_counter() - t1
+                repriced = int(counts.sum())
+                added += repriced
+                sparse = _merged(sparse, every_row, cols, vals, counts)
+                del cols, vals
+                continue
+        if not dirty.size and (check.size < n1 or (v.size and v.max() != 0)):
+            # clean where read: now in the reported position (max v = 0, the canonical
+            # position of the certificate's tolerances), certified over every row; the rows
+            # skipped by the margins are read here, so the answer rests on one full pass
             v = v - v.max()
             u = assigned - v[row_to_col]
+            check = every_row
             dirty, add_cols, add_vals, add_counts = certify(every_row)
         if not dirty.size:
             break
@@ -276,10 +300,12 @@ def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
     stats = {"backend": prob.backend, "method": "candidates", "candidates_per_row": k,
              "candidate_edges": edges0, "edges_added": added, "edges": int(sparse.data.size),
              "rounds": rounds, "rows_streamed": streamed, "first_failing": first_failing,
+             "repriced_edges": repriced,
              "sample_spread": spread,
-             "rows_evaluated": streamed + sum(s["rows_evaluated"] for s in solve_stats),
+             "rows_evaluated": n1 + streamed + sum(s["rows_evaluated"] for s in solve_stats),
              "augmentations": sum(s["augmentations"] for s in solve_stats),
              "auction_bids": sum(s["auction_bids"] for s in solve_stats),
+             "auction_gave_up": solve_stats[0]["auction_gave_up"],
              "passes": sum(s["passes"] for s in solve_stats),
              "epsilons": solve_stats[0]["epsilons"],
              "time_candidates_s": time_candidates, "time_certify_s": time_certify,
@@ -288,6 +314,8 @@ def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
              "time_estimate_s": time_candidates,
              "time_solve_s": time.perf_counter() - t0 - time_candidates,
              "compile_s": 0.0, "threads": prob.threads}
+    if getattr(prob, "auction_log", None):
+        stats["auction_phases"] = prob.auction_log  # (eps, device rounds, device/host bids)
     # the prices as certified, in the reported position already
     return finish((n1, n2), prob.transposed, prob.integral, row_to_col, v, assigned, stats,
                   maximize, t_start, shift=False), None
@@ -312,15 +340,15 @@ def _spread(cols, counts, n2: int) -> float:
     return distinct / (n2 * -np.expm1(-picks / n2))
 
 
-def _rows_to_recheck(before, v, u, row_to_col, dirty):
-    """The rows a certificate pass must read again after a re-solve. A clean row stays clean
-    while its dual and pair stay and no price rises (``c_ij - v_j`` only grows when v falls,
-    also in rounded arithmetic); the exact pass lowers prices only, but a rectangular
-    problem's freed columns are lifted to the top price: then every row is read again."""
+def _rows_to_recheck(before, v, u, row_to_col, dirty, margin):
+    """The rows the next certificate pass reads after a re-solve: the failing ones, those
+    whose pair changed, and those whose dual rose, plus the largest rise of a price, by more
+    than half their margin at their last pass (``c_ij - v_j - u_i`` beside their own pair; a
+    price that falls only widens it). The others stay clean in exact arithmetic; the loop ends
+    on a full pass all the same (``solve_candidates``), so this choice decides speed only."""
     v_old, u_old, r2c_old = before
-    if (v > v_old).any():
-        return np.arange(u.size, dtype=np.int64)
-    changed = (u != u_old) | (row_to_col != r2c_old)
+    rise = max(0.0, float((v - v_old).max())) if v.size else 0.0
+    changed = (row_to_col != r2c_old) | ((u - u_old) + rise > 0.5 * margin)
     changed[dirty] = True
     return np.flatnonzero(changed).astype(np.int64)
 

@@ -7,7 +7,7 @@ import pytest
 import costfns
 import epslap
 import epslap.candidates as cand
-from conftest import assert_optimal
+from conftest import assert_optimal, gpu
 
 CLASSES = ["random", "geometric", "disjoint", "sanity", "rank1", "rank8", "integer"]
 
@@ -79,8 +79,10 @@ def test_wrong_duals_never_certify():
     rows = np.arange(200, dtype=np.int64)
     u = np.asarray(sol.u, np.float64)
     v = np.asarray(sol.v, np.float64)
-    _, _, counts = passes.certify(v, u, rows, cand.CAP, cand.CERTIFY_REL)
-    assert not counts.any()  # the solve's own duals: clean
+    r2c = np.asarray(sol.col_ind, np.int64)
+    failing, _, _, _, margin_min = passes.certify(v, u, r2c, rows, cand.CAP, cand.CERTIFY_REL)
+    assert (margin_min - u >= -1e-12).all()
+    assert failing.size == 0  # the solve's own duals: clean
     rng = np.random.default_rng(0)
     dense = src.dense()
     for _ in range(5):
@@ -88,8 +90,11 @@ def test_wrong_duals_never_certify():
         j = int((sol.col_ind[i] + 1 + rng.integers(199)) % 200)
         bad = v.copy()
         bad[j] += (dense[i, j] - v[j] - u[i]) + 1e-3  # c_ij - v_j now below u_i by 1e-3
-        cols, _, counts = passes.certify(bad, u, rows, cand.CAP, cand.CERTIFY_REL)
-        assert counts[i] >= 1 and j in cols[i, :counts[i]]
+        failing, cols, _, counts, _ = passes.certify(bad, u, r2c, rows, cand.CAP,
+                                                     cand.CERTIFY_REL)
+        assert i in failing
+        at = int(np.flatnonzero(failing == i)[0])
+        assert j in cols[at, :counts[at]]
         rep = epslap.verify(src, sol.row_ind, sol.col_ind, u, bad)
         assert not rep["optimal"]
 
@@ -159,3 +164,78 @@ def test_options_that_exclude_candidates():
     with pytest.raises(ValueError, match="sparse cost"):
         import scipy.sparse as sp
         epslap.solve(sp.csr_array(c), candidates=3)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CLASSES)
+def test_gpu_candidates_against_scipy(name):
+    src = costfns.problem(name, 500, seed=5)
+    for maximize in (False, True):
+        sol = epslap.solve(src, backend="gpu", candidates=4, maximize=maximize)
+        assert_optimal(src.dense(), sol, maximize)
+        if sol.stats.get("method") == "candidates":
+            assert sol.stats["backend"] == "gpu"
+    m = _matrix(name, 150, 230, seed=1)
+    for mat in (m, m.T):
+        assert_optimal(mat, epslap.solve(mat, backend="gpu", candidates=3))
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks", ["full", "one"])
+def test_gpu_passes_equal_the_cpu_passes(blocks, monkeypatch):
+    """Same costs, same arithmetic (no fused multiply-add): the same candidates, the same
+    failing rows and pairs; with one block of threads, each thread scans several rows."""
+    import epslap.gpu.candidates as gc
+    for name in ("geometric", "integer", "random"):
+        src = costfns.problem(name, 700, seed=6)
+        host, dev = cand.HostPasses(src, False, 2), gc.DevicePasses(src, False, 0)
+        if blocks == "one":
+            monkeypatch.setattr(gc, "PASS_BLOCKS_PER_SM", 1)
+            dev.sms = 1
+        rows = np.arange(700, dtype=np.int64)
+        rng = np.random.default_rng(1)
+        v = (rng.random(700) * 0.05).astype(host.work) if name != "integer" else \
+            rng.integers(0, 5000, 700).astype(np.int64)
+        for got, want in zip(dev.candidates(v, 9, rows, False),
+                             host.candidates(v, 9, rows, False)):
+            np.testing.assert_array_equal(got, want)
+        sol = epslap.solve(src, candidates=True)
+        u = np.asarray(sol.u, host.work)
+        r2c = np.asarray(sol.col_ind, np.int64)
+        bad = np.asarray(sol.v, host.work).copy()
+        bad[::7] += 1 if name == "integer" else 0.01  # rows that lose their certificate
+        for got, want in zip(dev.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL),
+                             host.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)):
+            np.testing.assert_array_equal(got, want)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks", ["full", "one"])
+def test_gpu_auction_phase_is_eps_complementary(blocks, monkeypatch):
+    import scipy.sparse as sp
+
+    import epslap.gpu.candidates as gc
+    from epslap.sparse import canonical_sparse
+    n = 3000
+    m = sp.random(n, n, density=0.004, random_state=3, format="csr") + sp.identity(n) * 2.0
+    prob = canonical_sparse(m.tocsr(), False)
+    dev = gc.DevicePasses(np.zeros((2, 2)), False, 0)
+    monkeypatch.setattr(gc, "AUCTION_HOST_BELOW", 1)  # every bid on the device
+    if blocks == "one":  # each thread bids for several rows
+        monkeypatch.setattr(gc, "AUCTION_BLOCKS_PER_SM", 1)
+        dev.sms = 1
+    v = np.zeros(n)
+    r2c, c2r = np.full(n, -1), np.full(n, -1)
+    eps = 1e-3
+    bids = dev.auction(prob.indptr, prob.indices, prob.data, v, r2c, c2r, eps, 1.0,
+                       10**9, np.inf)
+    assert bids >= n and (r2c >= 0).all() and (c2r[r2c] == np.arange(n)).all()
+    assert dev.auction_log[-1][3] == 0  # no bid left to the host
+    for i in range(0, n, 37):
+        lo, hi = prob.indptr[i], prob.indptr[i + 1]
+        red = prob.data[lo:hi] - v[prob.indices[lo:hi]]
+        mine = prob.data[lo:hi][prob.indices[lo:hi] == r2c[i]][0] - v[r2c[i]]
+        assert mine <= red.min() + eps * (1 + 1e-9)

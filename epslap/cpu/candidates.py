@@ -77,10 +77,12 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
 
 
 @njit(cache=True, nogil=True)
-def certify_rows(src, buf, v, u, cap, rel, rows, first, stride, n1, add_cols, add_vals,
-                 add_counts, row_min):
+def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, add_cols,
+                 add_vals, add_counts, row_min):
     """Rows ``rows[first], rows[first + stride], …`` (of ``rows[:n1]``), row ``i = rows[t]``
-    written at ``t``: ``row_min[t] = min_j (c_ij - v_j)``, and ``add_cols[t, :add_counts[t]]``
+    written at ``t``: ``row_min[t] = min_j (c_ij - v_j)`` over the columns other than the row's
+    own ``row_to_col[i]`` (its margin to the certificate is ``row_min - u_i``), and
+    ``add_cols[t, :add_counts[t]]``
     the (at most ``cap``) columns where ``c_ij - v_j`` is most below ``u[i]`` (the pairs that
     violate the certificate) with their costs. ``rel``: a float pair violates only beyond
     ``rel * (|c| + |u_i| + |v_j|)`` (a fraction of ``epslap.verify``'s tolerance: ties that
@@ -93,6 +95,7 @@ def certify_rows(src, buf, v, u, cap, rel, rows, first, stride, n1, add_cols, ad
         row = get_row(src, i, buf)
         ui = u[i]
         aui = abs(np.float64(ui))
+        own = row_to_col[i]
         count = 0
         best = np.inf
         for j in range(n2):
@@ -100,7 +103,7 @@ def certify_rows(src, buf, v, u, cap, rel, rows, first, stride, n1, add_cols, ad
             if c == np.inf:
                 continue
             r = work(c) - v[j]
-            if r < best:
+            if r < best and j != own:
                 best = r
             if r < ui:
                 if rel == 0.0 or (ui - r) > rel * (abs(np.float64(c)) + aui

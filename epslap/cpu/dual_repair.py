@@ -22,7 +22,8 @@ from ..certificate import exact_excess
 
 
 #: verify's compensated ``(u + w) - c``, compiled for scalars
-_exact_excess = njit(cache=True, nogil=True, inline="always")(exact_excess)
+exact_excess_scalar = njit(cache=True, nogil=True, inline="always")(exact_excess)
+_exact_excess = exact_excess_scalar
 
 
 @njit(cache=True, nogil=True)

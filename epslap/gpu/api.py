@@ -12,7 +12,7 @@ from .solver import CacheSpec, HostRowsSpec, solve_device
 from .state import search_bytes
 
 
-def _negated(cuda_cost):
+def negated(cuda_cost):
     """The same source with every cost negated (for ``maximize``)."""
     from costfns import CudaCost
     code = cuda_cost.code.replace("cost_fn(", "cost_fn_inner(") + """
@@ -165,8 +165,8 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
         if source is None:
             route = _dense_route(cupy, cost, shape, maximize, cache, budget)
         else:
-            src, transposed = _oriented(source)
-            cuda_cost = _device_form(src)
+            src, transposed = oriented_source(source)
+            cuda_cost = device_form(src)
             route = (_host_rows_route(cupy, src, transposed, maximize, cache, budget)
                      if cuda_cost is None else
                      _device_cost_route(src, transposed, cuda_cost, maximize, cache, budget))
@@ -208,14 +208,14 @@ def _budget(cupy, shape, memory: int | None, device: int, launch: LaunchConfig) 
     return _Budget(None, state, parse_memory(DEFAULT_MEMORY), 0)
 
 
-def _oriented(source) -> tuple:
+def oriented_source(source) -> tuple:
     """``(source, transposed)``, the source transposed where it has more rows than columns."""
     n1, n2 = source.shape
     transposed = n1 > n2
     return (source.transpose() if transposed else source), transposed
 
 
-def _device_form(src):
+def device_form(src):
     """The source's device form (a ``costfns.CudaCost``), None where it has none."""
     from costfns import RowKernel
     if isinstance(src, RowKernel):
@@ -233,7 +233,7 @@ def _device_cost_route(src, transposed: bool, cuda_cost, maximize: bool, cache: 
     n1, n2 = src.shape
     integral = np.dtype(src.dtype).kind == "i"
     if maximize:
-        cuda_cost = _negated(cuda_cost)
+        cuda_cost = negated(cuda_cost)
     spec = None
     if cache != "auto":
         cap, policy = _cache_plan(budget.rows, n1, n2, cache, budget.rows_state,

@@ -29,6 +29,7 @@ GPU_DIR = Path(__file__).resolve().parent
 EPS_SSP = GPU_DIR / "eps_ssp.cu"
 ESTIMATE = GPU_DIR / "estimate.cu"
 DIAGNOSTICS = GPU_DIR / "diagnostics.cu"
+CANDIDATES = GPU_DIR / "candidates.cu"
 
 # NVRTC options of the ε-SSP sources: no fused multiply-add, so that the device's arithmetic is
 # the CPU's, operation by operation
@@ -85,6 +86,13 @@ def estimate_module(cupy, code: str, integral: bool, threads: int = THREADS):
     defines = {"COST_INTEGRAL": int(integral), "THREADS": threads, "LIST_K": LIST_K,
                "SUB_ROWS": SUB_ROWS}
     return build_module(cupy, ESTIMATE, cost_headers(code), defines, EPS_OPTIONS)
+
+
+def candidates_module(cupy, code: str, integral: bool, k_max: int):
+    """``candidates.cu`` for a cost code: the candidate and certificate pass (scan_rows) and
+    the sparse auction's phase (auction_phase)."""
+    defines = {"COST_INTEGRAL": int(integral), "K_MAX": k_max}
+    return build_module(cupy, CANDIDATES, cost_headers(code), defines, EPS_OPTIONS)
 
 
 def diagnostics_module(cupy, threads: int = THREADS, integral: bool = False):

@@ -1,0 +1,229 @@
+// Candidates, then certify on the device (epslap/candidates.py has the method): the streaming
+// pass over every cost that keeps each row's cheapest columns (the candidates) or the columns
+// that violate the certificate, and the auction phases of the sparse solve over the candidates.
+//
+// scan_rows: one thread per row of a list, every column of that row in turn; a warp's 32 rows
+// read the same column j at once, so v[j] and the column's operands of cost_fn are one load
+// for the warp. A row keeps its best K in a small sorted list (in local memory: inserts are
+// rare once the list holds K, a compare against its last entry is the common case).
+//
+// auction_phase: one ε-phase of a Jacobi auction on a CSR problem, every free row bidding at
+// once, in one cooperative launch (grid-wide barriers between the bid, claim and award steps
+// of each round) until no row is free. Bids lower a column's price v (the solver's convention:
+// rows take the smallest c - v); the lowest bid wins a column, ties to the first claim.
+#include "cost.cuh"
+
+#ifndef K_MAX  // the largest list a row keeps (epslap.candidates.K_MAX)
+#define K_MAX 64
+#endif
+// threads per block and blocks per multiprocessor (epslap/gpu/candidates.py: BLOCK,
+// PASS_BLOCKS_PER_SM, AUCTION_BLOCKS_PER_SM); the bounds keep that many blocks resident, which a
+// cooperative launch (every kernel of the module) requires
+#define BLOCK 256
+
+#if COST_INTEGRAL
+__device__ __forceinline__ long long order_key(cost_t x) { return x; }
+__device__ __forceinline__ cost_t key_value(long long k) { return k; }
+#else
+// a double's order as a signed 64-bit integer (negative values: magnitude bits flipped)
+__device__ __forceinline__ long long order_key(cost_t x) {
+    const long long b = __double_as_longlong(x);
+    return b >= 0 ? b : (b ^ 0x7fffffffffffffffLL);
+}
+__device__ __forceinline__ cost_t key_value(long long k) {
+    return __longlong_as_double(k >= 0 ? k : (k ^ 0x7fffffffffffffffLL));
+}
+#endif
+
+__device__ __forceinline__ double magnitude(cost_t x) { return x < 0 ? -(double)x : (double)x; }
+
+// A row's best list: entries below `limit` enter it in ascending order (ties after the
+// entries already there, as cpu/candidates._insert); once it holds k, the limit is its last.
+struct BestList {
+    cost_t r[K_MAX];
+    long long j[K_MAX];
+    int count;
+};
+
+__device__ __forceinline__ void list_insert(BestList& l, int k, cost_t r, long long j) {
+    int q;
+    if (l.count == k) { q = k - 1; } else { q = l.count; ++l.count; }
+    while (q > 0 && l.r[q - 1] > r) {
+        l.r[q] = l.r[q - 1];
+        l.j[q] = l.j[q - 1];
+        --q;
+    }
+    l.r[q] = r;
+    l.j[q] = j;
+}
+
+// Rows rows[0..m): with u == nullptr, the (at most k) columns of smallest c_ij - v_j (finite
+// costs), ascending, ties to the lower column, and diag[t] = c_ii; NaN and -inf raise bits of
+// *flags (1, 2, as cpu/candidates.py), the largest finite |c| goes to *biggest (its bits).
+// With u: the (at most k) columns most below u_i, counting only pairs beyond rel * (|c| + |u_i|
+// + |v_j|) below it (0 for integer costs: exact), and row_min[t] the least c_ij - v_j beside
+// the row's own column own[i], as cpu/candidates.certify_rows. Written at t: out_cols[t * k +
+// q], out_vals (the costs c_ij), out_counts[t].
+// Columns go in groups of SCAN_UNROLL whose costs are computed before any is compared, so that
+// their loads are in flight together; the rare entry into a list is the slow path.
+#define SCAN_UNROLL 4
+extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
+        COST_PARAMS, const cost_t* __restrict__ v, const cost_t* __restrict__ u, double rel,
+        const long long* __restrict__ rows, const long long* __restrict__ own, long long m,
+        int k, double* __restrict__ row_min, long long* __restrict__ out_cols, cost_t* __restrict__ out_vals,
+        int* __restrict__ out_counts, cost_t* __restrict__ diag,
+        unsigned long long* __restrict__ biggest, int* __restrict__ flags) {
+    COST_BUILD
+    const long long n2 = a.n2;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    const bool certify = u != nullptr;
+    double big = 0.0;
+    bool nan_seen = false;
+    BestList l;
+    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < m; t += stride) {
+        const long long i = rows[t];
+        const cost_t ui = certify ? u[i] : (cost_t)0;
+        const double aui = magnitude(ui);
+        const long long mine = certify ? own[i] : -1;
+        double least = INFINITY;
+        l.count = 0;
+        cost_t limit = certify ? ui : (cost_t)COST_INF;  // what an entry must be below
+        for (long long j0 = 0; j0 < n2; j0 += SCAN_UNROLL) {
+            cost_t c[SCAN_UNROLL], r[SCAN_UNROLL];
+#pragma unroll
+            for (int q = 0; q < SCAN_UNROLL; ++q) {
+                const long long j = j0 + q < n2 ? j0 + q : n2 - 1;
+                c[q] = cost_fn(a, i, j);
+                r[q] = c[q] - __ldg(v + j);
+            }
+#pragma unroll
+            for (int q = 0; q < SCAN_UNROLL; ++q) {
+#if !COST_INTEGRAL
+                if (!certify) {
+                    nan_seen |= c[q] != c[q];
+                    const double ac = magnitude(c[q]);
+                    big = ac < INFINITY && ac > big ? ac : big;
+                }
+#endif
+                if (certify && (double)r[q] < least && j0 + q != mine && j0 + q < n2)
+                    least = (double)r[q];
+                if (!(r[q] < limit) || j0 + q >= n2) continue;
+                const long long j = j0 + q;
+#if !COST_INTEGRAL
+                if (c[q] == -INFINITY) { atomicOr(flags, 2); continue; }
+#endif
+                if (certify && rel != 0.0 &&
+                    !((double)(ui - r[q]) > rel * (magnitude(c[q]) + aui
+                                                    + magnitude(__ldg(v + j))))) continue;
+                list_insert(l, k, r[q], j);
+                if (l.count == k) limit = certify && ui < l.r[k - 1] ? ui : l.r[k - 1];
+            }
+        }
+        for (int q = 0; q < l.count; ++q) {
+            out_cols[t * k + q] = l.j[q];
+            out_vals[t * k + q] = cost_fn(a, i, l.j[q]);
+        }
+        out_counts[t] = l.count;
+        if (certify) row_min[t] = least;
+        else diag[t] = cost_fn(a, i, i);
+    }
+    if (!certify && big > 0.0)
+        atomicMax(biggest, (unsigned long long)__double_as_longlong(big));
+    if (nan_seen) atomicOr(flags, 1);
+}
+
+// counters of auction_phase
+#define AUC_FREE0 0   // free rows counted in an even round
+#define AUC_FREE1 1   // ... in an odd round
+#define AUC_ROUNDS 2
+#define AUC_BIDS 3
+#define AUC_STATUS 4  // 1: a row without a stored pair; 2: max_bids reached
+
+// One ε-phase (the host resets the assignment before it): rounds of bid, claim and award until
+// fewer than min_free rows are free (then the host's Gauss–Seidel auction assigns the rest: a
+// round costs a few microseconds whatever the number of bidders, a host bid a fraction of one).
+// col_key[] must hold LLONG_MAX and winner[] -1 on entry (left so on exit).
+extern "C" __global__ void __launch_bounds__(BLOCK, 2) auction_phase(const long long* __restrict__ indptr,
+                                         const long long* __restrict__ indices,
+                                         const cost_t* __restrict__ data, cost_t* v,
+                                         long long* row_to_col, long long* col_to_row,
+                                         unsigned long long* col_key_u, long long* winner,
+                                         long long* bid_col, long long* bid_key, cost_t eps,
+                                         cost_t jump, long long n1, long long max_bids,
+                                         long long min_free, unsigned long long* counters) {
+    cg::grid_group grid = cg::this_grid();
+    long long* col_key = (long long*)col_key_u;
+    const long long start = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    __shared__ unsigned long long block_free;
+    for (long long round = 0;; ++round) {
+        if (threadIdx.x == 0) block_free = 0;
+        __syncthreads();
+        unsigned long long mine = 0;
+        for (long long i = start; i < n1; i += stride) {
+            if (__ldcg(row_to_col + i) >= 0) { bid_col[i] = -1; continue; }
+            cost_t best = (cost_t)COST_INF, second = (cost_t)COST_INF;
+            long long arg = -1;
+            for (long long p = indptr[i]; p < indptr[i + 1]; ++p) {
+                const long long j = indices[p];
+                const cost_t r = data[p] - __ldcg(v + j);
+                if (r < best) { second = best; best = r; arg = j; }
+                else if (r < second) second = r;
+            }
+            if (arg < 0) { atomicOr(counters + AUC_STATUS, 1ull); bid_col[i] = -1; continue; }
+            const cost_t step = second < (cost_t)COST_INF ? second - best : jump;
+            const long long key = order_key(__ldcg(v + arg) - step - eps);
+            bid_col[i] = arg;
+            bid_key[i] = key;
+            atomicMin(col_key + arg, key);
+            ++mine;
+        }
+        if (mine) atomicAdd(&block_free, mine);
+        __syncthreads();
+        if (threadIdx.x == 0 && block_free) atomicAdd(counters + (round & 1), block_free);
+        grid.sync();
+        const unsigned long long active = __ldcg(counters + (round & 1));
+        const unsigned long long bids = __ldcg(counters + AUC_BIDS);
+        const bool over = bids + active > (unsigned long long)max_bids;
+        if (active < (unsigned long long)min_free || __ldcg(counters + AUC_STATUS) != 0 ||
+            over) {
+            // every thread read the same counters after the barrier: all leave here, with
+            // the columns bid on in this round reset
+            for (long long i = start; i < n1; i += stride) {
+                const long long j = bid_col[i];
+                if (j >= 0) col_key[j] = 0x7fffffffffffffffLL;
+            }
+            if (start == 0 && over && active >= (unsigned long long)min_free)
+                counters[AUC_STATUS] = 2;
+            break;
+        }
+        // claim: the rows whose bid is their column's lowest try to take it
+        for (long long i = start; i < n1; i += stride) {
+            const long long j = bid_col[i];
+            if (j >= 0 && __ldcg(col_key + j) == bid_key[i]) atomicCAS(
+                (unsigned long long*)(winner + j), 0xffffffffffffffffull,
+                (unsigned long long)i);
+        }
+        grid.sync();
+        if (start == 0) {
+            counters[(round + 1) & 1] = 0;
+            counters[AUC_ROUNDS] = round + 1;
+            counters[AUC_BIDS] = bids + active;
+        }
+        // award: each won column takes its new price and owner, its old owner is free, and its
+        // winner resets its bid state (every column bid on has a winner; a loser that reads
+        // the reset winner still sees another row than its own)
+        for (long long i = start; i < n1; i += stride) {
+            const long long j = bid_col[i];
+            if (j < 0 || __ldcg(winner + j) != i) continue;
+            v[j] = key_value(__ldcg(col_key + j));
+            col_key[j] = 0x7fffffffffffffffLL;
+            winner[j] = -1;
+            const long long prev = __ldcg(col_to_row + j);
+            if (prev >= 0) row_to_col[prev] = -1;
+            col_to_row[j] = i;
+            row_to_col[i] = j;
+        }
+        grid.sync();
+    }
+}

@@ -1,0 +1,150 @@
+"""Candidates, then certify on the GPU (``solve(..., backend="gpu", candidates=...)``).
+
+The method's driver (``epslap.candidates``) and the exact sparse pass stay on the host; this
+module gives them the device's parts (``candidates.cu``): the candidate and certificate passes
+over every cost, computed inside the kernel from a cost source's device form (or read from a
+matrix on the device), and the auction phases of the sparse solve, every free row bidding at
+once. Only the candidates, the failing rows' pairs and the auction's prices cross to the host.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..candidates import K_MAX, check_values
+from .api import device_form, device_matrix, negated, oriented_source
+from .device_costs import check_device_range
+from .modules import candidates_module
+from .runtime import cost_args, import_cupy, multiprocessors
+
+#: threads per block of the passes and the auction; blocks per multiprocessor (the auction is
+#: one cooperative launch: every block must be resident)
+BLOCK = 256
+PASS_BLOCKS_PER_SM = 4
+AUCTION_BLOCKS_PER_SM = 2
+#: the device's auction rounds stop when fewer rows than this are free: the host's Gauss–Seidel
+#: auction (``cpu.sparse.auction``) assigns the rest (a device round costs several
+#: microseconds whatever the number of bidders, a host bid a fraction of one)
+AUCTION_HOST_BELOW = 64
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _matrix_cost(m):
+    """A matrix on the device as a cost form: ``cost_fn`` reads its entry."""
+    from costfns import CudaCost
+    ctype = {"f": {4: "float", 8: "double"},
+             "i": {1: "signed char", 2: "short", 4: "int", 8: "long long"},
+             "u": {1: "unsigned char", 2: "unsigned short", 4: "unsigned int"},
+             "b": {1: "unsigned char"}}[m.dtype.kind][m.itemsize]
+    m = m if m.flags.c_contiguous else m.copy(order="C")
+    code = ("__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, "
+            f"long long j) {{\n    return (cost_t)((const {ctype}*)a.p[0])[i * a.n2 + j];\n}}")
+    return CudaCost(code, [m], [], [])
+
+
+class DevicePasses:
+    """The canonical problem (n1 <= n2, minimised) on one GPU, with the two streaming passes
+    and the auction phase of ``epslap.candidates`` (``HostPasses``'s interface)."""
+
+    backend = "gpu"
+    threads = None
+
+    def __init__(self, cost, maximize: bool, device: int):
+        from costfns import CostSource
+        cupy = self.cupy = import_cupy()
+        self.device = device
+        with cupy.cuda.Device(device):
+            if isinstance(cost, CostSource):
+                self.shape = tuple(cost.shape)
+                src, self.transposed = oriented_source(cost)
+                cc = device_form(src)
+                if cc is None:
+                    raise ValueError(f"candidates on backend='gpu' need a matrix or a cost source "
+                                     f"with a device form; {type(cost).__name__} has none "
+                                     f"(backend='cpu' takes it)")
+                self.integral = np.dtype(src.dtype).kind in "iu"
+                n1, n2 = src.shape
+                if self.integral:
+                    check_device_range(cc, n1, n2, device)
+                if maximize:
+                    cc = negated(cc)
+            else:
+                m, self.transposed, self.integral = device_matrix(cupy, cost, maximize)
+                self.shape = m.shape[::-1] if self.transposed else m.shape
+                n1, n2 = m.shape
+                cc = _matrix_cost(m)
+            self.n1, self.n2 = n1, n2
+            self.work = np.dtype(np.int64 if self.integral else np.float64)
+            self.args, self._arrays = cost_args(cupy, cc, n1, n2)
+            self.module = candidates_module(cupy, cc.code, self.integral, K_MAX)
+            self.sms = multiprocessors(cupy)
+        self._csr = None
+        self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids)
+
+    def _scan(self, v, u, own, rows, k: int, rel: float):
+        cupy = self.cupy
+        m = rows.size
+        row_min = cupy.zeros(m, np.float64)
+        out = (cupy.zeros((m, k), np.int64), cupy.zeros((m, k), self.work),
+               cupy.zeros(m, np.int32), cupy.zeros(m, self.work),
+               cupy.zeros(1, np.uint64), cupy.zeros(1, np.int32))
+        if m:
+            grid = (min(PASS_BLOCKS_PER_SM * self.sms, -(-m // BLOCK)),)
+            u_arg = np.uint64(0) if u is None else cupy.asarray(u, self.work)
+            own_arg = np.uint64(0) if own is None else cupy.asarray(own, np.int64)
+            self.module.get_function("scan_rows")(
+                grid, (BLOCK,), (*self.args, cupy.asarray(v, self.work), u_arg,
+                                 np.float64(rel), cupy.asarray(rows, np.int64), own_arg,
+                                 np.int64(m), np.int32(k), row_min, *out))
+        return out + (row_min,)
+
+    def candidates(self, v, k: int, rows, maximize: bool):
+        """``HostPasses.candidates`` on the device."""
+        with self.cupy.cuda.Device(self.device):
+            cols, vals, counts, diag, big, flags, _ = self._scan(v, None, None, rows, k, 0.0)
+            biggest = float(big.get().view(np.float64)[0])
+            check_values(self, int(flags.get()[0]), biggest, maximize)
+            return cols.get(), vals.get(), counts.get().astype(np.int64), diag.get()
+
+    def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
+        """``HostPasses.certify`` on the device: only the failing rows' pairs come back."""
+        cupy = self.cupy
+        with cupy.cuda.Device(self.device):
+            cols, vals, counts, _, _, _, row_min = self._scan(v, u, row_to_col, rows, cap, rel)
+            at = cupy.flatnonzero(counts)
+            return (rows[at.get()], cols[at].get(), vals[at].get(),
+                    counts[at].get().astype(np.int64), row_min.get())
+
+    def auction(self, indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bids,
+                big):
+        """One auction phase (``cpu.sparse.auction``'s arguments and result) on the device:
+        every free row bids at once each round (``candidates.cu``, auction_phase)."""
+        cupy = self.cupy
+        n1, n2 = row_to_col.size, v.size
+        with cupy.cuda.Device(self.device):
+            if self._csr is None or self._csr[0] is not indptr:
+                self._csr = (indptr, cupy.asarray(indptr), cupy.asarray(indices),
+                             cupy.asarray(data, self.work),
+                             cupy.full(n2, _INT64_MAX, np.int64), cupy.full(n2, -1, np.int64),
+                             cupy.empty(n1, np.int64), cupy.empty(n1, np.int64))
+            _, d_ptr, d_idx, d_data, col_key, winner, bid_col, bid_key = self._csr
+            d_v = cupy.asarray(v)
+            d_r2c = cupy.asarray(row_to_col)
+            d_c2r = cupy.asarray(col_to_row)
+            counters = cupy.zeros(5, np.uint64)
+            grid = (AUCTION_BLOCKS_PER_SM * self.sms,)
+            work = self.work.type
+            self.module.get_function("auction_phase")(
+                grid, (BLOCK,), (d_ptr, d_idx, d_data, d_v, d_r2c, d_c2r, col_key, winner,
+                                 bid_col, bid_key, work(eps), work(jump), np.int64(n1),
+                                 np.int64(max_bids), np.int64(AUCTION_HOST_BELOW), counters))
+            _, _, rounds, bids, status = (int(x) for x in counters.get())
+            if status:
+                return -1
+            v[:] = d_v.get()
+            row_to_col[:] = d_r2c.get()
+            col_to_row[:] = d_c2r.get()
+        from ..cpu.sparse import auction as host_auction
+        host = host_auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump,
+                            max_bids - bids, big)
+        self.auction_log.append((float(eps), rounds, bids, host))
+        return -1 if host < 0 else bids + host
