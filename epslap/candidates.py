@@ -61,6 +61,9 @@ CERTIFY_REL = RTOL / 4
 #: candidate pass takes every row's k cheapest columns by reduced cost under the prices of the
 #: first sparse solve (those pairs are added; the rounds go on from there)
 REPRICE_ABOVE = 0.05
+#: the problem goes to the dense method once the certificate passes have added more than this
+#: many times the candidate pairs (the optimum lies far from the rows' cheapest columns)
+ADDED_MAX = 2.0
 #: violating pairs a failing row adds per round (its most violating columns)
 CAP = 12
 
@@ -251,8 +254,10 @@ def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
     while True:
         before = None if row_to_col is None else (v.copy(), u, row_to_col)
         try:
+            # prices in the reported position (max v = 0) from the start: the certificate
+            # passes judge the duals as they will be reported
             row_to_col, v, assigned, st = solve_canonical(
-                sparse, v=v, row_to_col=row_to_col, shift=False, auction=auction)
+                sparse, v=v, row_to_col=row_to_col, shift=True, auction=auction)
         except InfeasibleError:
             if diag_ok:
                 raise  # the candidates hold a complete assignment: the stored pairs decide
@@ -296,6 +301,9 @@ def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
         if rounds >= MAX_ROUNDS:
             return None, f"no certificate after {rounds} rounds"
         added += int(add_counts.sum())
+        if added - repriced > ADDED_MAX * edges0:
+            return None, (f"the certificate passes added {added - repriced} pairs to {edges0} "
+                          f"candidates without a certificate")
         sparse = _merged(sparse, dirty, add_cols, add_vals, add_counts)
     stats = {"backend": prob.backend, "method": "candidates", "candidates_per_row": k,
              "candidate_edges": edges0, "edges_added": added, "edges": int(sparse.data.size),

@@ -117,6 +117,9 @@ def _solve_parser(sub) -> None:
     s.add_argument("--cache", choices=["auto", "lfu", "slru"],
                    help="row cache policy when the rows do not fit --memory (default auto)")
     s.add_argument("--threads", type=_positive_int, help=_threads_help())
+    s.add_argument("--candidates", type=_candidates, default="auto", metavar="auto|off|K",
+                   help="solve on each row's K cheapest columns, then certify against every "
+                        "cost (default auto: where measured to pay; off: the dense method)")
     s.add_argument("--device", type=_devices, metavar="IDS",
                    help="GPU for --backend gpu or hungarian-gpu (default 0); with --backend gpu, "
                         "several ids (0,1) split the problem's passes over those GPUs")
@@ -351,7 +354,8 @@ def _solve(args) -> int:
         kw["checkpoint_every"] = args.checkpoint_every
     try:
         sol = epslap.solve(cost, maximize=args.maximize, epsilon=args.epsilon,
-                           backend=args.backend, progress=args.progress, **kw)
+                           backend=args.backend, progress=args.progress,
+                           candidates=args.candidates, **kw)
     except KeyboardInterrupt:
         saved = args.checkpoint or args.resume
         if saved and os.path.exists(saved):
@@ -360,10 +364,20 @@ def _solve(args) -> int:
     st = sol.stats
     print(f"problem        {label}  ({st['n_rows']} x {st['n_cols']})")
     print(f"optimal cost   {sol.cost!r}")
-    print(f"solve time     {st['time_estimate_s'] + st['time_solve_s']:.3f}s "
-          f"(estimate {st['time_estimate_s']:.3f}s, passes {st['time_solve_s']:.3f}s, "
-          f"compile/load {st['compile_s']:.2f}s)")
-    _print_counts(st)
+    if st.get("method") == "candidates":
+        print(f"solve time     {st['time_estimate_s'] + st['time_solve_s']:.3f}s "
+              f"(candidates {st['time_candidates_s']:.3f}s, sparse solves "
+              f"{st['time_sparse_s']:.3f}s, certificate {st['time_certify_s']:.3f}s)")
+        print(f"candidates     {st['candidates_per_row']} per row, {st['rounds']} certificate "
+              f"rounds, {st['candidate_edges']:,} pairs + {st['edges_added']:,} added, "
+              f"{st['rows_streamed']:,} rows streamed")
+    else:
+        print(f"solve time     {st['time_estimate_s'] + st['time_solve_s']:.3f}s "
+              f"(estimate {st['time_estimate_s']:.3f}s, passes {st['time_solve_s']:.3f}s, "
+              f"compile/load {st['compile_s']:.2f}s)")
+        if st.get("candidates"):
+            print(f"candidates     declined: {st['candidates']}")
+        _print_counts(st)
     if "resumed_from" in st:
         print(f"resumed from   {st['resumed_from']} ({st['rows_evaluated_before_resume']:,} "
               "rows evaluated before)")
@@ -386,6 +400,19 @@ def _solve(args) -> int:
             json.dump(result, fh, indent=1, default=float)
         print(f"wrote {args.json}")
     return 0
+
+
+def _candidates(text: str):
+    """``--candidates``: "auto", "off" (the dense method) or a count of columns per row."""
+    if text in ("auto", "off"):
+        return "auto" if text == "auto" else False
+    try:
+        k = int(text)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"expected auto, off or a count >= 1, got {text!r}")
+    return k
 
 
 def _print_counts(st: dict) -> None:

@@ -56,9 +56,10 @@ def test_cost_sources_against_scipy(name):
     assert_optimal(src.dense(), sol, maximize=True)
 
 
-def test_planted_shortcut_found_by_the_certificate():
+def test_planted_shortcut_found_by_the_certificate(monkeypatch):
     """Row 0's optimal partner is its second cheapest column, outside its one candidate: only
     the certificate pass can find that pair, add it and use it."""
+    monkeypatch.setattr(cand, "ADDED_MAX", 1e9)  # one candidate per row: many pairs added
     rng = np.random.default_rng(7)
     n = 60
     c = 10.0 + rng.random((n, n))
@@ -70,6 +71,10 @@ def test_planted_shortcut_found_by_the_certificate():
     st = sol.stats
     assert st["method"] == "candidates" and st["rounds"] >= 2 and st["edges_added"] >= 1
     assert sol.col_ind[0] == 37  # the planted pair is used
+    monkeypatch.undo()
+    sol = epslap.solve(c, candidates=1)  # the rounds add more than twice the candidates
+    assert_optimal(c, sol)
+    assert "without a certificate" in sol.stats["candidates"]
 
 
 def test_wrong_duals_never_certify():

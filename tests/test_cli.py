@@ -242,3 +242,15 @@ def test_device_reaches_the_gpu_solve(text, device, monkeypatch):
     with pytest.raises(Stop):
         main(["solve", "--problem", "random", "--n", "10", "--backend", "gpu", "--device", text])
     assert seen["device"] == device and seen["backend"] == "gpu"
+
+
+def test_candidates_option(capsys):
+    code, out, _ = run(["solve", "--problem", "geometric", "--n", "300", "--candidates", "6"],
+                       capsys)
+    assert code == 0 and "certificate rounds" in out and "OPTIMAL" in out
+    code, out, _ = run(["solve", "--problem", "geometric", "--n", "300", "--candidates", "off"],
+                       capsys)
+    assert code == 0 and "certificate rounds" not in out and "OPTIMAL" in out
+    code, _, err = run(["solve", "--problem", "geometric", "--n", "30", "--candidates", "0"],
+                       capsys)
+    assert code == 2 and "--candidates" in err and len(err.strip().splitlines()) == 1
