@@ -9,7 +9,7 @@ import numpy as np
 
 from ._validate import check_options
 from .cpu import jv as _jv
-from .candidates import candidates_per_row, solve_candidates
+from .candidates import HostPasses, candidates_per_row, solve_candidates
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 from .sparse import is_sparse
@@ -194,9 +194,13 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         t_start = time.perf_counter()
         if backend == "gpu" and not isinstance(device, int):
             raise ValueError("candidates on backend='gpu' run on one device: pass device=<int>")
-        sol, declined = solve_candidates(cost, maximize=maximize, k=k, threads=threads,
-                                         t_start=t_start, auto=candidates == "auto",
-                                         progress=progress, backend=backend, device=device)
+        if backend == "gpu":
+            from .gpu.candidates import DevicePasses
+            passes = DevicePasses(cost, maximize, device)
+        else:
+            passes = HostPasses(cost, maximize, threads)
+        sol, declined = solve_candidates(passes, maximize=maximize, k=k, t_start=t_start,
+                                         auto=candidates == "auto", progress=progress)
         if sol is not None:
             return sol
         sol = solve(cost, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,

@@ -195,23 +195,17 @@ class HostPasses:
         return rows[at], cols[at], vals[at], counts[at], row_min
 
 
-def solve_candidates(cost, *, maximize: bool, k: int, threads, t_start: float,
-                     auto: bool = False, progress: bool = False, backend: str = "cpu",
-                     device: int = 0):
-    """Solve by candidates, then certify (module docstring): ``(Solution, None)``, or
-    ``(None, why)`` where the method hands the problem to the dense method (the caller solves
-    it then). ``auto``: decline where a sample's candidates do not spread (AUTO_SPREAD_MIN),
-    and hand over as soon as the first certificate pass finds more than ``AUTO_FAIL_MAX`` of
-    the rows failing. ``progress``: a line per round on stderr. ``backend="gpu"``: the passes
-    and the auction on ``device`` (``epslap.gpu.candidates``), the exact pass on the CPU."""
+def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool = False,
+                     progress: bool = False):
+    """Solve by candidates, then certify (module docstring) with the passes ``prob`` (a
+    :class:`HostPasses`, or ``epslap.gpu.candidates.DevicePasses``, whose auction phases then
+    run on the device; the exact pass stays on the CPU): ``(Solution, None)``, or ``(None,
+    why)`` where the method hands the problem to the dense method (the caller solves it then).
+    ``auto``: decline where a sample's candidates do not spread (AUTO_SPREAD_MIN), and hand over
+    as soon as the first certificate pass finds more than ``AUTO_FAIL_MAX`` of the rows failing.
+    ``progress``: a line per round on stderr."""
     from .solution import finish
-    auction = None
-    if backend == "gpu":
-        from .gpu.candidates import DevicePasses
-        prob = DevicePasses(cost, maximize, device)
-        auction = prob.auction
-    else:
-        prob = HostPasses(cost, maximize, threads)
+    auction = getattr(prob, "auction", None)
     n1, n2, work = prob.n1, prob.n2, prob.work
     v = np.zeros(n2, work)
     k = min(k, n2)

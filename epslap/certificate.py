@@ -137,9 +137,8 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         A malformed argument: not a matrix, indices that are not integers or out of range,
         duals of the wrong shape.
     """
-    from .sparse import is_sparse
+    from .sparse_input import is_sparse, stored_pairs
     if is_sparse(cost):
-        from .sparse import stored_pairs
         csr = stored_pairs(cost)
         shape, cdtype = (csr.n1, csr.n2), csr.data.dtype
         block_of = csr
@@ -196,7 +195,7 @@ def _pieces(block_of, n1: int, n2: int, r, k, dtype):
     ``v[cols]`` broadcast against ``block`` (its costs as ``dtype``, or as read when None) and
     ``picked`` are the costs of the pairs ``here`` (a mask over the assignment). ``block_of``:
     a function of a row range giving dense rows, or a sparse problem's stored pairs
-    (:func:`epslap.sparse.stored_pairs`), whose absent assigned pairs cost +inf."""
+    (:func:`epslap.sparse_input.stored_pairs`), whose absent assigned pairs cost +inf."""
     if hasattr(block_of, "indptr"):
         yield from _sparse_pieces(block_of, r, k, dtype)
         return
