@@ -164,8 +164,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if (type(cost) is np.ndarray and cost.ndim == 2 and backend == "cpu" and threads is None
             and (maximize is False or maximize is True) and epsilon is True and memory is None
             and cost_limit is None and init is None and checkpoint is None and resume is None
-            and candidates.__class__ is str and candidates == "auto" and progress is False and launch is None and cache.__class__ is str
-            and cache == "auto" and device.__class__ is int and device == 0):
+            and candidates.__class__ is str and candidates == "auto" and progress is False
+            and launch is None and cache.__class__ is str and cache == "auto"
+            and device.__class__ is int and device == 0):
         # every option at its default, a matrix: what the checks below would let through to
         # the small path, without them (a tiny problem's call is mostly the calls around it)
         n1, n2 = cost.shape
@@ -192,9 +193,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                                           and resume is None))
     if k is not None:
         t_start = time.perf_counter()
-        if backend == "gpu" and not isinstance(device, int):
-            raise ValueError("candidates on backend='gpu' run on one device: pass device=<int>")
         if backend == "gpu":
+            if not isinstance(device, int):
+                raise ValueError("candidates on backend='gpu' run on one device: pass "
+                                 "device=<int>")
             from .gpu.candidates import DevicePasses
             passes = DevicePasses(cost, maximize, device)
         else:

@@ -282,12 +282,9 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
                 sparse = _merged(sparse, every_row, cols, vals, counts)
                 del cols, vals
                 continue
-        if not dirty.size and (check.size < n1 or (v.size and v.max() != 0)):
-            # clean where read: now in the reported position (max v = 0, the canonical
-            # position of the certificate's tolerances), certified over every row; the rows
-            # skipped by the margins are read here, so the answer rests on one full pass
-            v = v - v.max()
-            u = assigned - v[row_to_col]
+        if not dirty.size and check.size < n1:
+            # clean where read: the rows skipped by the margins are read here, so that the
+            # answer rests on one full pass (the prices are at max v = 0 already)
             check = every_row
             dirty, add_cols, add_vals, add_counts = certify(every_row)
         if not dirty.size:
@@ -384,9 +381,10 @@ def _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, integral) -> Spar
 
 
 def _merged(prob: SparseProblem, rows, add_cols, add_vals, add_counts) -> SparseProblem:
-    """``prob`` with row ``rows[t]``'s pairs ``add_cols[t, :add_counts[t]]`` appended (pairs
-    it does not hold: the certificate's violators, the identity pairs not among the
-    candidates)."""
+    """``prob`` with row ``rows[t]``'s pairs ``add_cols[t, :add_counts[t]]`` appended: the
+    certificate's violators and the identity pairs not among the candidates (pairs the row does
+    not hold), or the second candidate pass's (which may repeat a held pair at the same cost:
+    a pair stored twice changes no search)."""
     n1 = prob.n1
     lens = np.diff(prob.indptr)
     extra = np.zeros(n1, np.int64)

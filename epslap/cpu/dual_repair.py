@@ -23,7 +23,6 @@ from ..certificate import exact_excess
 
 #: verify's compensated ``(u + w) - c``, compiled for scalars
 exact_excess_scalar = njit(cache=True, nogil=True, inline="always")(exact_excess)
-_exact_excess = exact_excess_scalar
 
 
 @njit(cache=True, nogil=True)
@@ -66,7 +65,7 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
             cx = np.float64(row[x])
             ui = cx - w[x]
             au = abs(ui + t)
-            slack = -_exact_excess(ui, w[x], cx)
+            slack = -exact_excess_scalar(ui, w[x], cx)
             if abs(slack) > rtol * ((abs(cx) + au) + abs(w[x] - t)):
                 v[:] = w  # the pair's own rounding: no lowering mends it
                 return -1
@@ -74,7 +73,7 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
                 cij = np.float64(row[j])
                 if not cij < np.inf or j == x:
                     continue
-                excess = _exact_excess(ui, w[j], cij)
+                excess = exact_excess_scalar(ui, w[j], cij)
                 if excess > 0.0 and excess > rtol * ((abs(cij) + au) + abs(w[j] - t)):
                     w[j] = cij - ui
                     changed = True

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .dual_repair import exact_excess_scalar as _exact_excess
+from .dual_repair import exact_excess_scalar
 
 #: status of ``augment``: every row assigned
 SPARSE_OK = -1
@@ -325,7 +325,7 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
                     cx = np.float64(data[p])
             ui = cx - w[x]
             au = abs(ui + t)
-            slack = -_exact_excess(ui, w[x], cx)
+            slack = -exact_excess_scalar(ui, w[x], cx)
             if abs(slack) > rtol * ((abs(cx) + au) + abs(w[x] - t)):
                 v[:] = w  # the pair's own rounding: no lowering mends it
                 return -1, lowered
@@ -334,7 +334,7 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
                 if j == x:
                     continue
                 cij = np.float64(data[p])
-                excess = _exact_excess(ui, w[j], cij)
+                excess = exact_excess_scalar(ui, w[j], cij)
                 if excess > 0.0 and excess > rtol * ((abs(cij) + au) + abs(w[j] - t)):
                     w[j] = cij - ui
                     changed = True
