@@ -26,6 +26,60 @@ exact_excess_scalar = njit(cache=True, nogil=True, inline="always")(exact_excess
 
 
 @njit(cache=True, nogil=True)
+def repair_start(v, row_to_col):
+    """The repair's state: the prices in the reported position ``w = v - max(v)``, each
+    column's owner, and an empty ring of rows to read (each row at most once in it)."""
+    n1 = row_to_col.shape[0]
+    owner = np.full(v.shape[0], -1, np.int64)
+    for i in range(n1):
+        owner[row_to_col[i]] = i
+    return v - v.max(), owner, np.empty(n1 + 1, np.int64), np.zeros(n1, np.bool_)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sweep_start(w, queue, queued):
+    """A full sweep: every row queued, at the canonical position ``t = max w``:
+    ``(t, head, size)``."""
+    n1 = queued.shape[0]
+    for i in range(n1):
+        queue[i] = i
+        queued[i] = True
+    return w.max(), 0, n1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def next_row(queue, queued, head, size):
+    """The ring's next row: ``(i, head, size)``."""
+    i = queue[head]
+    queued[i] = False
+    return i, (head + 1) % queue.shape[0], size - 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def own_pair_misses(ui, wx, cx, t, rtol):
+    """Whether row i's own pair (cost ``cx``, price ``wx``) misses the rule by its own
+    rounding (no lowering mends that)."""
+    slack = -exact_excess_scalar(ui, wx, cx)
+    return abs(slack) > rtol * ((abs(cx) + abs(ui + t)) + abs(wx - t))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mend(ui, t, j, cij, w, rtol, owner, queue, queued, head, size):
+    """Pair (i, j) of a row with dual ``ui``: where it violates the rule, lower ``w_j`` to
+    ``c_ij - u_i`` and queue the owner of j. ``(size, lowered)``."""
+    excess = exact_excess_scalar(ui, w[j], cij)
+    if not (excess > 0.0 and excess > rtol * ((abs(cij) + abs(ui + t)) + abs(w[j] - t))):
+        return size, False
+    w[j] = cij - ui
+    k = owner[j]
+    if k >= 0 and not queued[k]:
+        queue[(head + size) % queue.shape[0]] = k
+        queued[k] = True
+        size += 1
+    return size, True
+
+
+@njit(cache=True, nogil=True)
 def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
     """Lower entries of ``v`` until every row meets the rule with the duals reported from it
     (see the module docstring), tolerances taken as ``epslap.verify`` takes them: from the
@@ -33,55 +87,34 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
     rows read, or -1 where the budget ran out (or a stop request came, or an assigned pair's
     own rounding misses the rule) first. ``v`` ends shifted to a maximum of 0 before the
     repair and only lowered by it; the result reports it as it is (``solution.orient`` with
-    ``shift=False``): a shift would round away what the repair set."""
-    n1 = row_to_col.shape[0]
+    ``shift=False``): a shift would round away what the repair set. ``cpu.sparse.repair_duals``
+    is the same over a sparse problem's stored pairs."""
     n2 = v.shape[0]
-    w = v - v.max()
-    owner = np.full(n2, -1, np.int64)
-    for i in range(n1):
-        owner[row_to_col[i]] = i
-    queue = np.empty(n1 + 1, np.int64)  # a ring: each row at most once in it
-    queued = np.zeros(n1, np.bool_)
+    w, owner, queue, queued = repair_start(v, row_to_col)
     reads = 0
     while True:
         # a full sweep at the current canonical position t; then only the rows whose u rose
-        t = w.max()
-        for i in range(n1):
-            queue[i] = i
-            queued[i] = True
-        head, size = 0, n1
+        t, head, size = sweep_start(w, queue, queued)
         changed = False
         while size > 0:
             if reads >= budget or aborted(sync):
                 v[:] = w
                 return -1
-            i = queue[head]
-            head = (head + 1) % (n1 + 1)
-            size -= 1
-            queued[i] = False
+            i, head, size = next_row(queue, queued, head, size)
             row = get_row(src, i, buf)
             reads += 1
             x = row_to_col[i]
             cx = np.float64(row[x])
             ui = cx - w[x]
-            au = abs(ui + t)
-            slack = -exact_excess_scalar(ui, w[x], cx)
-            if abs(slack) > rtol * ((abs(cx) + au) + abs(w[x] - t)):
-                v[:] = w  # the pair's own rounding: no lowering mends it
+            if own_pair_misses(ui, w[x], cx, t, rtol):
+                v[:] = w
                 return -1
             for j in range(n2):
                 cij = np.float64(row[j])
                 if not cij < np.inf or j == x:
                     continue
-                excess = exact_excess_scalar(ui, w[j], cij)
-                if excess > 0.0 and excess > rtol * ((abs(cij) + au) + abs(w[j] - t)):
-                    w[j] = cij - ui
-                    changed = True
-                    k = owner[j]
-                    if k >= 0 and not queued[k]:
-                        queue[(head + size) % (n1 + 1)] = k
-                        size += 1
-                        queued[k] = True
+                size, low = mend(ui, t, j, cij, w, rtol, owner, queue, queued, head, size)
+                changed |= low
         if not changed and w.max() == t:
             break
     v[:] = w

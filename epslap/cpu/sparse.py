@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .dual_repair import exact_excess_scalar
+from .dual_repair import mend, next_row, own_pair_misses, repair_start, sweep_start
 
 #: status of ``augment``: every row assigned
 SPARSE_OK = -1
@@ -292,31 +292,17 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
     c_ij - u_i``; only the owner of j is read again). ``v`` ends as the reported prices (the
     shift to max 0 first, then only lowered). Returns ``(rows read, prices lowered)``, rows
     read -1 where the budget ran out or an assigned pair's own rounding misses the rule."""
-    n1 = row_to_col.shape[0]
-    n2 = v.shape[0]
-    w = v - v.max()
-    owner = np.full(n2, -1, np.int64)
-    for i in range(n1):
-        owner[row_to_col[i]] = i
-    queue = np.empty(n1 + 1, np.int64)
-    queued = np.zeros(n1, np.bool_)
+    w, owner, queue, queued = repair_start(v, row_to_col)
     reads = 0
     lowered = 0
     while True:
-        t = w.max()
-        for i in range(n1):
-            queue[i] = i
-            queued[i] = True
-        head, size = 0, n1
+        t, head, size = sweep_start(w, queue, queued)
         changed = False
         while size > 0:
             if reads >= budget:
                 v[:] = w
                 return -1, lowered
-            i = queue[head]
-            head = (head + 1) % (n1 + 1)
-            size -= 1
-            queued[i] = False
+            i, head, size = next_row(queue, queued, head, size)
             reads += 1
             x = row_to_col[i]
             cx = np.inf
@@ -324,26 +310,17 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
                 if indices[p] == x:
                     cx = np.float64(data[p])
             ui = cx - w[x]
-            au = abs(ui + t)
-            slack = -exact_excess_scalar(ui, w[x], cx)
-            if abs(slack) > rtol * ((abs(cx) + au) + abs(w[x] - t)):
-                v[:] = w  # the pair's own rounding: no lowering mends it
+            if own_pair_misses(ui, w[x], cx, t, rtol):
+                v[:] = w
                 return -1, lowered
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
                 if j == x:
                     continue
-                cij = np.float64(data[p])
-                excess = exact_excess_scalar(ui, w[j], cij)
-                if excess > 0.0 and excess > rtol * ((abs(cij) + au) + abs(w[j] - t)):
-                    w[j] = cij - ui
-                    changed = True
-                    lowered += 1
-                    k = owner[j]
-                    if k >= 0 and not queued[k]:
-                        queue[(head + size) % (n1 + 1)] = k
-                        size += 1
-                        queued[k] = True
+                size, low = mend(ui, t, j, np.float64(data[p]), w, rtol, owner, queue,
+                                 queued, head, size)
+                changed |= low
+                lowered += low
         if not changed and w.max() == t:
             break
     v[:] = w
