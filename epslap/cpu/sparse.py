@@ -170,6 +170,7 @@ def augment(indptr, indices, data, v, row_to_col, col_to_row, assigned, big, cou
         size = 0
         end = -1
         dist = big
+        reach = big  # the least distance of a free column reached: nothing beyond is pushed
         i = f
         base = v.dtype.type(0)
         while True:
@@ -178,10 +179,12 @@ def augment(indptr, indices, data, v, row_to_col, col_to_row, assigned, big, cou
                 if settled[k]:
                     continue
                 nd = base + (data[p] - v[k])
-                if nd < d[k]:
+                if nd < d[k] and nd < reach:
                     if d[k] == big:
                         touched[nt] = k
                         nt += 1
+                    if col_to_row[k] < 0:
+                        reach = nd
                     d[k] = nd
                     pred[k] = i
                     pred_cost[k] = data[p]
