@@ -193,6 +193,26 @@ def test_warm_start_after_new_pairs():
     assert full[np.arange(n), row_to_col2].sum() == pytest.approx(want, rel=1e-12)
 
 
+def test_warm_start_keeps_ties_that_a_price_shift_rounded_apart():
+    """Shifting every price by a constant rounds each c - v anew, so pairs that tied their
+    row's minimum may sit a unit of roundoff above it: a warm start keeps those rows (freeing
+    them cost a search each over the ties around them) and its duals still meet verify."""
+    from benchmarks.sparse import knn_graph
+    m = knn_graph(3000, 20)
+    prob = canonical_sparse(m, False)
+    row_to_col, v, _, _ = solve_canonical(prob)
+    moved = v - 1e-3 * np.abs(v).max()  # every price rounds, at the scale of the prices
+    red = prob.data - moved[prob.indices]
+    rows = np.repeat(np.arange(prob.n1), np.diff(prob.indptr))
+    own = red[prob.indices == row_to_col[rows]]
+    assert (own > np.minimum.reduceat(red, prob.indptr[:-1])).any()  # ties split by rounding
+    row_to_col2, v2, assigned, stats = solve_canonical(prob, v=moved, row_to_col=row_to_col)
+    assert stats["rows_freed"] == 0 and (row_to_col2 == row_to_col).all()
+    u = assigned - v2[row_to_col2]
+    rep = epslap.verify(m, np.arange(prob.n1), row_to_col2, u, v2)
+    assert rep["optimal"], rep["reason"]
+
+
 def test_float_duals_of_a_dense_knn_graph_meet_verify():
     """Prices that the auction left far below 0 and then shifted would round u and v apart at
     tight pairs of tiny costs (a 50-nearest-neighbour graph: thousands of pairs): they move to
