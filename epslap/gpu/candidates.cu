@@ -9,7 +9,7 @@
 //
 // auction_phase: one ε-phase of a Jacobi auction on a CSR problem, every free row bidding at
 // once, in one cooperative launch (grid-wide barriers between the bid, claim and award steps
-// of each round) until no row is free. Bids lower a column's price v (the solver's convention:
+// of each round) until few rows are free; a round reads a list of its bidders. Bids lower a column's price v (the solver's convention:
 // rows take the smallest c - v); the lowest bid wins a column, ties to the first claim.
 #include "cost.cuh"
 
@@ -133,96 +133,161 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
 }
 
 // counters of auction_phase
-#define AUC_FREE0 0   // free rows counted in an even round
-#define AUC_FREE1 1   // ... in an odd round
+#define AUC_FREE0 0   // rows in the free list of an even round
+#define AUC_FREE1 1   // ... of an odd round
 #define AUC_ROUNDS 2
 #define AUC_BIDS 3
 #define AUC_STATUS 4  // 1: a row without a stored pair; 2: max_bids reached
 
+// Append `row` to list[*count] when `want`, one atomic per warp (every lane of the warp calls it).
+__device__ __forceinline__ void list_append(long long* list, unsigned long long* count,
+                                            bool want, long long row) {
+    const unsigned lanes = __ballot_sync(FULL_MASK, want);
+    if (!lanes) return;
+    const int lane = threadIdx.x & 31;
+    const int leader = __ffs(lanes) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(count, (unsigned long long)__popc(lanes));
+    base = __shfl_sync(FULL_MASK, base, leader);
+    if (want) list[base + __popc(lanes & ((1u << lane) - 1))] = row;
+}
+
+// Of two (best, second, column) triples of a row's reduced costs, the merged one (ties of the
+// best to the lower column).
+__device__ __forceinline__ void merge_bids(cost_t& best, cost_t& second, long long& arg,
+                                           cost_t b2, cost_t s2, long long a2) {
+    if (b2 < best || (b2 == best && a2 >= 0 && (arg < 0 || a2 < arg))) {
+        second = best < s2 ? best : s2;
+        best = b2;
+        arg = a2;
+    } else {
+        second = b2 < second ? b2 : second;
+    }
+}
+
 // One ε-phase (the host resets the assignment before it): rounds of bid, claim and award until
 // fewer than min_free rows are free (then the host's Gauss–Seidel auction assigns the rest: a
 // round costs a few microseconds whatever the number of bidders, a host bid a fraction of one).
-// col_key[] must hold LLONG_MAX and winner[] -1 on entry (left so on exit).
+// The free rows of a round are a list (free_list, two halves of n1 each: this round's and the
+// next's), so a round costs its bidders, not n1. A row's pairs are scanned by a group of g
+// lanes (g = 1 while the bidders fill the grid, up to 32 as they thin out: a lone bidder's
+// scan is one memory latency deep, not one per pair). col_key[] must hold LLONG_MAX and
+// winner[] -1 on entry (left so on exit).
 extern "C" __global__ void __launch_bounds__(BLOCK, 2) auction_phase(const long long* __restrict__ indptr,
                                          const long long* __restrict__ indices,
                                          const cost_t* __restrict__ data, cost_t* v,
                                          long long* row_to_col, long long* col_to_row,
                                          unsigned long long* col_key_u, long long* winner,
-                                         long long* bid_col, long long* bid_key, cost_t eps,
+                                         long long* bid_col, long long* bid_key,
+                                         long long* free_list, cost_t eps,
                                          cost_t jump, long long n1, long long max_bids,
                                          long long min_free, unsigned long long* counters) {
     cg::grid_group grid = cg::this_grid();
     long long* col_key = (long long*)col_key_u;
     const long long start = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    __shared__ unsigned long long block_free;
+    const long long threads = (long long)gridDim.x * blockDim.x;  // a multiple of 32
+    // the first list: the rows free on entry (a uniform trip count: list_append is warp-wide)
+    for (long long b = 0; b < n1; b += threads) {
+        const long long i = b + start;
+        list_append(free_list, counters + AUC_FREE0,
+                    i < n1 && __ldcg(row_to_col + i) < 0, i);
+    }
+    grid.sync();
     for (long long round = 0;; ++round) {
-        if (threadIdx.x == 0) block_free = 0;
-        __syncthreads();
-        unsigned long long mine = 0;
-        for (long long i = start; i < n1; i += stride) {
-            if (__ldcg(row_to_col + i) >= 0) { bid_col[i] = -1; continue; }
-            cost_t best = (cost_t)COST_INF, second = (cost_t)COST_INF;
-            long long arg = -1;
-            for (long long p = indptr[i]; p < indptr[i + 1]; ++p) {
-                const long long j = indices[p];
-                const cost_t r = data[p] - __ldcg(v + j);
-                if (r < best) { second = best; best = r; arg = j; }
-                else if (r < second) second = r;
-            }
-            if (arg < 0) { atomicOr(counters + AUC_STATUS, 1ull); bid_col[i] = -1; continue; }
-            const cost_t step = second < (cost_t)COST_INF ? second - best : jump;
-            const long long key = order_key(__ldcg(v + arg) - step - eps);
-            bid_col[i] = arg;
-            bid_key[i] = key;
-            atomicMin(col_key + arg, key);
-            ++mine;
-        }
-        if (mine) atomicAdd(&block_free, mine);
-        __syncthreads();
-        if (threadIdx.x == 0 && block_free) atomicAdd(counters + (round & 1), block_free);
-        grid.sync();
-        const unsigned long long active = __ldcg(counters + (round & 1));
+        const int now = round & 1;
+        const long long* list = free_list + now * n1;
+        long long* next = free_list + (1 - now) * n1;
+        // written before the last barrier only (the count and the bids by thread 0 after the
+        // first barrier of a round): every thread reads the same values and leaves together
+        const long long m = (long long)__ldcg(counters + now);
         const unsigned long long bids = __ldcg(counters + AUC_BIDS);
-        const bool over = bids + active > (unsigned long long)max_bids;
-        if (active < (unsigned long long)min_free || __ldcg(counters + AUC_STATUS) != 0 ||
-            over) {
-            // every thread read the same counters after the barrier: all leave here, with
-            // the columns bid on in this round reset
-            for (long long i = start; i < n1; i += stride) {
-                const long long j = bid_col[i];
-                if (j >= 0) col_key[j] = 0x7fffffffffffffffLL;
-            }
-            if (start == 0 && over && active >= (unsigned long long)min_free)
-                counters[AUC_STATUS] = 2;
+        const bool over = bids + m > (unsigned long long)max_bids;
+        if (m < min_free || over) {
+            if (start == 0 && over && m >= min_free) counters[AUC_STATUS] = 2;
             break;
         }
+        // bid: group size g (a power of two, uniform over the grid) as the bidders allow
+        int g = 1;
+        while (g < 32 && m * (2 * g) <= threads) g *= 2;
+        const long long groups = threads / g;
+        const long long gid = start / g;
+        const int gl = (int)(start % g);
+        for (long long b = 0; b < m; b += groups) {
+            const long long t = b + gid;
+            cost_t best = (cost_t)COST_INF, second = (cost_t)COST_INF;
+            long long arg = -1;
+            long long i = -1;
+            if (t < m) {
+                i = __ldcg(list + t);
+                for (long long p = indptr[i] + gl; p < indptr[i + 1]; p += g) {
+                    const long long j = indices[p];
+                    merge_bids(best, second, arg, data[p] - __ldcg(v + j), (cost_t)COST_INF, j);
+                }
+            }
+            for (int off = g >> 1; off > 0; off >>= 1) {  // the group's triples merged
+                const cost_t b2 = __shfl_xor_sync(FULL_MASK, best, off);
+                const cost_t s2 = __shfl_xor_sync(FULL_MASK, second, off);
+                const long long a2 = __shfl_xor_sync(FULL_MASK, arg, off);
+                merge_bids(best, second, arg, b2, s2, a2);
+            }
+            if (t < m && gl == 0) {
+                if (arg < 0) {
+                    atomicOr(counters + AUC_STATUS, 1ull);
+                    bid_col[t] = -1;
+                } else {
+                    const cost_t step = second < (cost_t)COST_INF ? second - best : jump;
+                    const long long key = order_key(__ldcg(v + arg) - step - eps);
+                    bid_col[t] = arg;
+                    bid_key[t] = key;
+                    atomicMin(col_key + arg, key);
+                }
+            }
+        }
+        if (start == 0) counters[1 - now] = 0;  // the next list's count (read a round ago)
+        grid.sync();
+        if (__ldcg(counters + AUC_STATUS) != 0) {  // a row without a pair: all leave here,
+            for (long long t = start; t < m; t += threads) {  // the columns bid on reset
+                const long long j = __ldcg(bid_col + t);
+                if (j >= 0) col_key[j] = 0x7fffffffffffffffLL;
+            }
+            break;
+        }
+        if (start == 0) {
+            counters[AUC_ROUNDS] = round + 1;
+            counters[AUC_BIDS] = bids + m;
+        }
         // claim: the rows whose bid is their column's lowest try to take it
-        for (long long i = start; i < n1; i += stride) {
-            const long long j = bid_col[i];
-            if (j >= 0 && __ldcg(col_key + j) == bid_key[i]) atomicCAS(
+        for (long long t = start; t < m; t += threads) {
+            const long long j = __ldcg(bid_col + t);
+            if (j >= 0 && __ldcg(col_key + j) == __ldcg(bid_key + t)) atomicCAS(
                 (unsigned long long*)(winner + j), 0xffffffffffffffffull,
-                (unsigned long long)i);
+                (unsigned long long)__ldcg(list + t));
         }
         grid.sync();
-        if (start == 0) {
-            counters[(round + 1) & 1] = 0;
-            counters[AUC_ROUNDS] = round + 1;
-            counters[AUC_BIDS] = bids + active;
-        }
-        // award: each won column takes its new price and owner, its old owner is free, and its
-        // winner resets its bid state (every column bid on has a winner; a loser that reads
-        // the reset winner still sees another row than its own)
-        for (long long i = start; i < n1; i += stride) {
-            const long long j = bid_col[i];
-            if (j < 0 || __ldcg(winner + j) != i) continue;
-            v[j] = key_value(__ldcg(col_key + j));
-            col_key[j] = 0x7fffffffffffffffLL;
-            winner[j] = -1;
-            const long long prev = __ldcg(col_to_row + j);
-            if (prev >= 0) row_to_col[prev] = -1;
-            col_to_row[j] = i;
-            row_to_col[i] = j;
+        // award: each won column takes its new price and owner and its old owner joins the next
+        // list; a row that lost stays free and joins it too (every column bid on has a winner)
+        for (long long b = 0; b < m; b += threads) {
+            const long long t = b + start;
+            bool lost = false;
+            long long prev = -1;
+            long long i = -1;
+            if (t < m) {
+                i = __ldcg(list + t);
+                const long long j = __ldcg(bid_col + t);
+                if (j >= 0 && __ldcg(winner + j) == i) {
+                    v[j] = key_value(__ldcg(col_key + j));
+                    col_key[j] = 0x7fffffffffffffffLL;
+                    winner[j] = -1;
+                    prev = __ldcg(col_to_row + j);
+                    if (prev >= 0) row_to_col[prev] = -1;
+                    col_to_row[j] = i;
+                    row_to_col[i] = j;
+                } else {
+                    lost = true;
+                }
+            }
+            list_append(next, counters + (1 - now), lost, i);
+            list_append(next, counters + (1 - now), prev >= 0, prev);
         }
         grid.sync();
     }

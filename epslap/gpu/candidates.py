@@ -125,8 +125,9 @@ class DevicePasses:
                 self._csr = (indptr, cupy.asarray(indptr), cupy.asarray(indices),
                              cupy.asarray(data, self.work),
                              cupy.full(n2, _INT64_MAX, np.int64), cupy.full(n2, -1, np.int64),
-                             cupy.empty(n1, np.int64), cupy.empty(n1, np.int64))
-            _, d_ptr, d_idx, d_data, col_key, winner, bid_col, bid_key = self._csr
+                             cupy.empty(n1, np.int64), cupy.empty(n1, np.int64),
+                             cupy.empty(2 * n1, np.int64))
+            _, d_ptr, d_idx, d_data, col_key, winner, bid_col, bid_key, free_list = self._csr
             d_v = cupy.asarray(v)
             d_r2c = cupy.asarray(row_to_col)
             d_c2r = cupy.asarray(col_to_row)
@@ -135,7 +136,8 @@ class DevicePasses:
             work = self.work.type
             self.module.get_function("auction_phase")(
                 grid, (BLOCK,), (d_ptr, d_idx, d_data, d_v, d_r2c, d_c2r, col_key, winner,
-                                 bid_col, bid_key, work(eps), work(jump), np.int64(n1),
+                                 bid_col, bid_key, free_list, work(eps), work(jump),
+                                 np.int64(n1),
                                  np.int64(max_bids), np.int64(AUCTION_HOST_BELOW), counters))
             _, _, rounds, bids, status = (int(x) for x in counters.get())
             if status:
