@@ -38,10 +38,11 @@ K_PER_LOG2 = 4
 K_MIN = 8
 K_MAX = 64
 #: ``"auto"`` takes candidates for a cost source (costs on demand) with at least this many rows
-#: and columns on the CPU (measured against the dense method, benchmark page)
-AUTO_MIN_SIDE = 4000
+#: and columns, per backend (measured against the dense method on every class, benchmark page;
+#: on the GPU from 16,000, the smallest size measured there)
+AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: the backends where ``"auto"`` may take candidates
-AUTO_BACKENDS = ("cpu",)
+AUTO_BACKENDS = tuple(AUTO_MIN_SIDE)
 #: ``"auto"`` hands a problem to the dense method when the first certificate pass finds more
 #: than this fraction of the rows failing (a class whose optimum is far from its rows' cheapest
 #: columns: the rounds would cost more than the dense method)
@@ -101,7 +102,7 @@ def candidates_per_row(candidates, cost, *, backend: str, epsilon: bool,
     else:
         shape = np.shape(cost) if isinstance(cost, np.ndarray) else None
     if auto:
-        if not isinstance(cost, CostSource) or min(shape) < AUTO_MIN_SIDE:
+        if not isinstance(cost, CostSource) or min(shape) < AUTO_MIN_SIDE[backend]:
             return None
     if shape is not None and len(shape) == 2 and min(shape) == 0:
         return None  # nothing to choose: the dense path's answer (or error)

@@ -117,7 +117,7 @@ def test_streamed_verify_equals_the_matrix_form():
 
 
 def test_auto_takes_candidates_where_they_spread(monkeypatch):
-    monkeypatch.setattr(cand, "AUTO_MIN_SIDE", 100)
+    monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
     geo = costfns.problem("geometric", 400, seed=1)
     sol = epslap.solve(geo)
     assert sol.stats["method"] == "candidates"
@@ -214,6 +214,20 @@ def test_gpu_passes_equal_the_cpu_passes(blocks, monkeypatch):
         for got, want in zip(dev.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL),
                              host.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)):
             np.testing.assert_array_equal(got, want)
+
+
+@gpu
+@pytest.mark.gpu
+def test_gpu_auto_takes_candidates_where_they_spread(monkeypatch):
+    monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
+    geo = costfns.problem("geometric", 400, seed=1)
+    sol = epslap.solve(geo, backend="gpu")
+    assert sol.stats["method"] == "candidates" and sol.stats["backend"] == "gpu"
+    assert_optimal(geo.dense(), sol)
+    low = costfns.problem("rank1", 400, seed=1)
+    sol = epslap.solve(low, backend="gpu")
+    assert "share their columns" in sol.stats["candidates"]
+    assert_optimal(low.dense(), sol)
 
 
 @gpu
