@@ -200,7 +200,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
             from .gpu.candidates import DevicePasses
             passes = DevicePasses(cost, maximize, device)
         else:
-            passes = HostPasses(cost, maximize, threads)
+            from . import point_passes
+            passes = (point_passes.PointPasses if point_passes.applies(cost, maximize)
+                      else HostPasses)(cost, maximize, threads)
         sol, declined = solve_candidates(passes, maximize=maximize, k=k, t_start=t_start,
                                          auto=candidates == "auto", progress=progress)
         if sol is not None:

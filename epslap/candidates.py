@@ -20,6 +20,9 @@ lies among its few cheapest columns. The method (docs/algorithm.md, "Candidates,
    complete assignment, the caller solves the problem with the dense method instead.
 
 Exactness comes from the certificate pass, not from the candidates.
+
+For squared Euclidean point sets on the CPU both passes are nearest-neighbour queries in a
+lifted space instead of scans of every cost (``epslap.point_passes``): n log n, not n².
 """
 from __future__ import annotations
 
@@ -117,6 +120,8 @@ class HostPasses:
     ``buf_dtype`` of its rows). ``epslap.gpu.candidates.DevicePasses`` is the GPU's."""
 
     backend = "cpu"
+    #: how the passes find a row's least reduced costs (``stats["pass_method"]``)
+    pass_method = "scan"
 
     def __init__(self, cost, maximize: bool, threads):
         from costfns import CostSource
@@ -298,6 +303,7 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
                           f"candidates without a certificate")
         sparse = _merged(sparse, dirty, add_cols, add_vals, add_counts)
     stats = {"backend": prob.backend, "method": "candidates", "candidates_per_row": k,
+             "pass_method": prob.pass_method,
              "candidate_edges": edges0, "edges_added": added, "edges": int(sparse.data.size),
              "rounds": rounds, "rows_streamed": streamed, "first_failing": first_failing,
              "repriced_edges": repriced,

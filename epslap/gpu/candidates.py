@@ -47,6 +47,7 @@ class DevicePasses:
 
     backend = "gpu"
     threads = None
+    pass_method = "scan"
 
     def __init__(self, cost, maximize: bool, device: int):
         from costfns import CostSource

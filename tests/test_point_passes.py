@@ -1,0 +1,104 @@
+"""Nearest lifted neighbours in place of the n² passes for squared Euclidean point sets: the
+same candidates, the same failing rows and pairs as the scanning passes, and the same optimum."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costfns
+import epslap
+import epslap.candidates as cand
+from conftest import assert_optimal
+from epslap.point_passes import PointPasses, applies
+
+
+def _source(n1, n2, d, seed):
+    rng = np.random.default_rng(seed)
+    return costfns.SqEuclidean(rng.random((n1, d)), rng.random((n2, d)))
+
+
+def test_applies_to_squared_euclidean_minimised_only():
+    src = _source(5, 5, 2, 0)
+    assert applies(src, False)
+    assert not applies(src, True)
+    assert not applies(costfns.Euclidean(src.X, src.Y), False)
+    assert not applies(src.dense(), False)
+
+
+@pytest.mark.parametrize("shape", [(400, 400), (250, 400), (400, 250)])
+@pytest.mark.parametrize("d", [2, 3])
+def test_passes_equal_the_scanning_passes(shape, d):
+    src = _source(*shape, d, seed=sum(shape) + d)
+    lifted, scan = PointPasses(src, False, 2), cand.HostPasses(src, False, 1)
+    n1 = min(shape)
+    rows = np.arange(n1, dtype=np.int64)
+    rng = np.random.default_rng(1)
+    v = -rng.random(max(shape)) * 0.05  # prices below 0, all different
+    for got, want in zip(lifted.candidates(v, 7, rows, False), scan.candidates(v, 7, rows, False)):
+        np.testing.assert_array_equal(got, want)
+    sol = epslap.solve(src, candidates=True)
+    r2c = np.asarray(sol.col_ind if shape[0] <= shape[1] else sol.row_ind)
+    u = np.asarray(sol.u if shape[0] <= shape[1] else sol.v, np.float64)
+    v = np.asarray(sol.v if shape[0] <= shape[1] else sol.u, np.float64)
+    order = np.argsort(sol.row_ind if shape[0] <= shape[1] else sol.col_ind)
+    r2c = r2c[order]
+    assert lifted.certify(v, u, r2c, rows, 5, cand.CERTIFY_REL)[0].size == 0
+    bad = v.copy()
+    bad[::7] += 0.01  # columns made cheap: the rows near them lose their certificate
+    got = lifted.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)
+    want = scan.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)
+    np.testing.assert_array_equal(got[0], want[0])  # the same failing rows
+    assert got[0].size
+    np.testing.assert_array_equal(got[3], want[3])  # as many pairs each
+    for t in range(got[0].size):  # the same pairs (their order among equal values may differ)
+        assert set(got[1][t, :got[3][t]]) == set(want[1][t, :want[3][t]])
+    np.testing.assert_allclose(got[4], want[4], rtol=0, atol=0)  # each row's least c - v
+
+
+@pytest.mark.parametrize("shape", [(600, 600), (300, 500), (500, 300)])
+def test_solves_against_scipy_and_uses_the_lifted_passes(shape):
+    src = _source(*shape, 2, seed=shape[0])
+    sol = epslap.solve(src, candidates=8, threads=2)
+    assert sol.stats["method"] == "candidates"
+    assert sol.stats["pass_method"] == "nearest lifted points"
+    assert_optimal(src.dense(), sol)
+
+
+def test_planted_shortcut_found_by_the_certificate():
+    """41 rows and 40 columns in a tight cluster, one column far away: row 0, a little toward
+    it, must take the far column, a pair beyond every list of 3 nearest columns (only row 40's
+    identity pair reaches it at first); the lifted certificate finds it, adds it, and the
+    answer uses it."""
+    rng = np.random.default_rng(5)
+    x = rng.random((41, 2)) * 0.01
+    x[0] = [0.05, 0.05]
+    y = np.vstack([x[1:] + rng.random((40, 2)) * 1e-3, [[10.0, 10.0]]])
+    src = costfns.SqEuclidean(x, y)
+    sol = epslap.solve(src, candidates=3)
+    assert_optimal(src.dense(), sol)
+    st = sol.stats
+    assert st["method"] == "candidates" and st["rounds"] >= 2 and st["edges_added"] >= 1
+    assert st["pass_method"] == "nearest lifted points"
+    assert sol.col_ind[0] == 40  # the far column, by the planted pair
+
+
+def test_wrong_duals_never_certify():
+    src = _source(300, 300, 2, seed=9)
+    sol = epslap.solve(src, candidates=True)
+    passes = PointPasses(src, False, 1)
+    rows = np.arange(300, dtype=np.int64)
+    u, v = np.asarray(sol.u, np.float64), np.asarray(sol.v, np.float64)
+    r2c = np.asarray(sol.col_ind, np.int64)
+    assert passes.certify(v, u, r2c, rows, cand.CAP, cand.CERTIFY_REL)[0].size == 0
+    dense = src.dense()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        i = int(rng.integers(300))
+        j = int((sol.col_ind[i] + 1 + rng.integers(299)) % 300)  # any column, far ones too
+        bad = v.copy()
+        bad[j] += (dense[i, j] - v[j] - u[i]) + 1e-3  # c_ij - v_j now below u_i by 1e-3
+        failing, cols, _, counts, _ = passes.certify(bad, u, r2c, rows, cand.CAP,
+                                                     cand.CERTIFY_REL)
+        assert i in failing
+        at = int(np.flatnonzero(failing == i)[0])
+        assert j in cols[at, :counts[at]]
