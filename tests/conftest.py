@@ -60,6 +60,31 @@ PATHS = ["small", "eps"]
 
 
 @contextmanager
+def assert_certificate_catches_planted_violations(passes, src, sol, trials=5):
+    """``passes.certify`` (``epslap.candidates``) finds the solve's own duals clean, and for
+    prices where one random pair (i, j) is made to violate by 1e-3, names row i failing with
+    column j among its pairs, as ``epslap.verify`` says the duals fail."""
+    from epslap.candidates import CAP, CERTIFY_REL
+    n = src.shape[0]
+    rows = np.arange(n, dtype=np.int64)
+    u, v = np.asarray(sol.u, np.float64), np.asarray(sol.v, np.float64)
+    r2c = np.asarray(sol.col_ind, np.int64)
+    failing, _, _, _, row_min = passes.certify(v, u, r2c, rows, CAP, CERTIFY_REL)
+    assert failing.size == 0 and (row_min - u >= -1e-12).all()
+    dense = src.dense()
+    rng = np.random.default_rng(0)
+    for _ in range(trials):
+        i = int(rng.integers(n))
+        j = int((sol.col_ind[i] + 1 + rng.integers(n - 1)) % n)  # any other column
+        bad = v.copy()
+        bad[j] += (dense[i, j] - v[j] - u[i]) + 1e-3  # c_ij - v_j now below u_i by 1e-3
+        failing, cols, _, counts, _ = passes.certify(bad, u, r2c, rows, CAP, CERTIFY_REL)
+        assert i in failing
+        at = int(np.flatnonzero(failing == i)[0])
+        assert j in cols[at, :counts[at]]
+        assert not epslap.verify(src, sol.row_ind, sol.col_ind, u, bad)["optimal"]
+
+
 def cpu_path(name: str):
     """Solve dense matrices through one path: "small" leaves the automatic choice (the
     Jonker–Volgenant path for small and rectangular problems), "eps" forces the ε-passes."""
