@@ -10,8 +10,10 @@ For each class and size, the paper's class as an on-demand cost source (``costfn
 seed 1): ``epslap.solve(..., candidates=False)`` (the dense ε method), ``candidates=True``
 (the default count per row, or each ``--k``) and ``"auto"`` (what a user gets), one process,
 in that order, every optimum checked against the dense one; above ``--dense-max`` no dense
-solve runs and the candidates' own certificate (a last pass over all n² costs) is the check. ``--pot``: POT's ``ot.emd2_lazy`` on the geometric
-class's points (uniform weights, n times the assignment's mean cost), where installed.
+solve runs and the candidates' own certificate (a last pass over all n² costs) is the check.
+``--matrix``: the same costs as a matrix in memory (``src.dense()``) instead of on demand.
+``--pot``: POT's ``ot.emd2_lazy`` on the geometric class's points (uniform weights, n times the
+assignment's mean cost), where installed.
 Reports seconds, the ratio to the dense method, rounds, candidate pairs, pairs added, rows
 streamed by the certificate passes, and what ``"auto"`` chose.
 """
@@ -37,6 +39,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="candidates per row to time (default: the automatic count)")
     ap.add_argument("--dense-max", type=int, default=None,
                     help="largest n with a dense reference solve (default: every n)")
+    ap.add_argument("--matrix", action="store_true",
+                    help="each class's costs as a matrix in memory instead of on demand")
 
 
 def _timed(fn):
@@ -59,17 +63,18 @@ def run(args: argparse.Namespace, out: Output) -> None:
     for n in args.sizes:
         for name in args.classes:
             src = costfns.problem(name, n, seed=1)
+            cost = src.dense() if args.matrix else src
             dense, t_dense = None, None
             runs = [("candidates", True)] if args.k is None else \
                 [(f"candidates k={k}", k) for k in args.k]
             if args.dense_max is None or n <= args.dense_max:
-                dense, t_dense = _timed(lambda: epslap.solve(src, candidates=False, **opts))
+                dense, t_dense = _timed(lambda: epslap.solve(cost, candidates=False, **opts))
                 runs = [("dense", False)] + runs + [("auto", "auto")]
             for label, option in runs:
                 if label == "dense":
                     sol, t = dense, t_dense
                 else:
-                    sol, t = _timed(lambda: epslap.solve(src, candidates=option, **opts))
+                    sol, t = _timed(lambda: epslap.solve(cost, candidates=option, **opts))
                 st = sol.stats
                 if dense is not None:
                     tol = 1e-9 * max(1.0, abs(dense.cost))
@@ -78,6 +83,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
                 else:
                     assert st.get("method") == "candidates", st.get("candidates")
                 rec = dict(cls=name, n=n, method=label, backend=args.backend,
+                           form="matrix" if args.matrix else "on demand",
                            threads=st.get("threads"), seconds=t,
                            ratio=None if t_dense is None else t / t_dense,
                            chose=st.get("method", "dense"), declined=st.get("candidates"),
