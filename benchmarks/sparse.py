@@ -6,8 +6,11 @@ For each n and k: uniform points X, Y in the unit square (seed 0), each x's k ne
 ``scipy.spatial.cKDTree`` (squared distances) plus the pair (i, i), so that a complete matching
 exists; ``epslap.solve`` on the CSR matrix, and ``scipy.sparse.csgraph.
 min_weight_full_bipartite_matching`` up to ``--scipy-max`` and ``--scipy-k-max`` (it took
-214 s at n = 10^4, k = 10), lapx's ``lapmod`` where installed. Every optimum is checked against the fastest peer's, and epslap's with its duals
+214 s at n = 10^4, k = 10), lapx's ``lapmod`` where installed, up to ``--lapmod-max`` (518 s at
+n = 10^5, k = 50). Every optimum is checked against each peer's, and epslap's with its duals
 (``epslap.verify`` on the stored pairs).
+
+    python -m benchmarks sparse --sizes 1000000 --k 10 50 --scipy-max 0 --lapmod-max 0
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="largest n timed with scipy (its time grows fast)")
     ap.add_argument("--scipy-k-max", type=int, default=10,
                     help="largest k timed with scipy")
+    ap.add_argument("--lapmod-max", type=int, default=None,
+                    help="largest n timed with lapx's lapmod (default: every n)")
 
 
 def knn_graph(n: int, k: int, seed: int = 0):
@@ -67,8 +72,8 @@ def run(args: argparse.Namespace, out: Output) -> None:
             try:
                 from lap import lapmod  # lapx
             except ImportError:
-                pass
-            else:
+                lapmod = None
+            if lapmod is not None and (args.lapmod_max is None or n <= args.lapmod_max):
                 c = m.tocsr()
                 (opt, _, _), peers["lapmod"] = _timed(lambda: lapmod(
                     n, c.data, c.indptr, c.indices))
