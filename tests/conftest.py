@@ -59,7 +59,6 @@ def assert_optimal(cost, sol, maximize=False, rel=1e-9):
 PATHS = ["small", "eps"]
 
 
-@contextmanager
 def assert_certificate_catches_planted_violations(passes, src, sol, trials=5):
     """``passes.certify`` (``epslap.candidates``) finds the solve's own duals clean, and for
     prices where one random pair (i, j) is made to violate by 1e-3, names row i failing with
@@ -85,6 +84,7 @@ def assert_certificate_catches_planted_violations(passes, src, sol, trials=5):
         assert not epslap.verify(src, sol.row_ind, sol.col_ind, u, bad)["optimal"]
 
 
+@contextmanager
 def cpu_path(name: str):
     """Solve dense matrices through one path: "small" leaves the automatic choice (the
     Jonker–Volgenant path for small and rectangular problems), "eps" forces the ε-passes."""
