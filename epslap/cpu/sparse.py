@@ -95,7 +95,7 @@ def prepare(indptr, indices, data, v, row_to_col, col_to_row, assigned, big):
     # the two pairs' |c| + |v| (epslap.verify allows 16); freed, each costs a search over the
     # ties around it (on a million points the re-solves after a certificate pass freed ~4 %
     # of the rows so)
-    tie = 0 if indices.size == 0 or data.dtype.kind in "iu" else 2.0**-52
+    tie = 0.0 if data.dtype.kind in "iu" else 2.0**-52
     freed = 0
     while True:  # a rectangular problem's freed columns go to the top too, which may undercut
         if v.size > n1:  # (more columns than rows): repeat until nothing changes

@@ -9,8 +9,9 @@
 //
 // auction_phase: one ε-phase of a Jacobi auction on a CSR problem, every free row bidding at
 // once, in one cooperative launch (grid-wide barriers between the bid, claim and award steps
-// of each round) until few rows are free; a round reads a list of its bidders. Bids lower a column's price v (the solver's convention:
-// rows take the smallest c - v); the lowest bid wins a column, ties to the first claim.
+// of each round) until few rows are free; a round reads a list of its bidders. Bids lower a
+// column's price v (the solver's convention: rows take the smallest c - v); the lowest bid wins
+// a column, ties to the first claim.
 #include "cost.cuh"
 
 #ifndef K_MAX  // the largest list a row keeps (epslap.candidates.K_MAX)
