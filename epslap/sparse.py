@@ -150,6 +150,7 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
             gave_up = True
             v[:] = 0
             row_to_col[:] = -1
+            col_to_row[:] = -1  # greedy and the searches read it: the auction's pairs are gone
             bids = 0
             epsilons.clear()
     time_auction = time.perf_counter() - t0
@@ -197,7 +198,7 @@ def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilon
         row_to_col[:] = -1
         col_to_row[:] = -1
         b = auction(prob.indptr, prob.indices, prob.data, v, row_to_col, col_to_row,
-                         work(eps), jump, limit, big)
+                    work(eps), jump, limit, big)
         if b < 0:
             return -1
         total += b

@@ -153,6 +153,22 @@ def test_rectangular_duals_and_wide_problem():
         assert epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
 
 
+def test_exact_pass_from_scratch_after_the_auction_gives_up(monkeypatch):
+    # a bid budget of one bid: every auction gives up, and the exact pass must start from an
+    # empty assignment (the auction's last pairs once stayed in col_to_row: a crash or worse)
+    import epslap.sparse as sparse_mod
+    monkeypatch.setattr(sparse_mod, "AUCTION_BIDS_PER_PAIR", 0)
+    rng = np.random.default_rng(8)
+    dense = rng.random((300, 300))
+    dense[rng.random(dense.shape) < 0.9] = np.inf
+    np.fill_diagonal(dense, rng.random(300))
+    m = sp.csr_array((dense[np.isfinite(dense)], np.nonzero(np.isfinite(dense))), shape=dense.shape)
+    sol = epslap.solve(m)
+    assert sol.stats["auction_gave_up"]
+    assert sol.cost == pytest.approx(_reference(dense, False), rel=1e-12)
+    assert epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+
+
 def test_wrong_duals_never_certify():
     rng = np.random.default_rng(5)
     dense = rng.integers(0, 100, (30, 30))
