@@ -193,18 +193,21 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                                           and resume is None))
     if k is not None:
         t_start = time.perf_counter()
+        from .locality import relabeled
+        labeled, order = relabeled(cost)  # a point set in a spatial order (epslap.locality)
         if backend == "gpu":
             if not isinstance(device, int):
                 raise ValueError("candidates on backend='gpu' run on one device: pass "
                                  "device=<int>")
             from .gpu.candidates import DevicePasses
-            passes = DevicePasses(cost, maximize, device)
+            passes = DevicePasses(labeled, maximize, device)
         else:
             from . import point_passes
-            passes = (point_passes.PointPasses if point_passes.applies(cost, maximize)
-                      else HostPasses)(cost, maximize, threads)
+            passes = (point_passes.PointPasses if point_passes.applies(labeled, maximize)
+                      else HostPasses)(labeled, maximize, threads)
         sol, declined = solve_candidates(passes, maximize=maximize, k=k, t_start=t_start,
-                                         auto=candidates == "auto", progress=progress)
+                                         auto=candidates == "auto", progress=progress,
+                                         order=order)
         if sol is not None:
             return sol
         sol = solve(cost, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,

@@ -202,14 +202,15 @@ class HostPasses:
 
 
 def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool = False,
-                     progress: bool = False):
+                     progress: bool = False, order=None):
     """Solve by candidates, then certify (module docstring) with the passes ``prob`` (a
     :class:`HostPasses`, or ``epslap.gpu.candidates.DevicePasses``, whose auction phases then
     run on the device; the exact pass stays on the CPU): ``(Solution, None)``, or ``(None,
     why)`` where the method hands the problem to the dense method (the caller solves it then).
     ``auto``: decline where a sample's candidates do not spread (AUTO_SPREAD_MIN), and hand over
     as soon as the first certificate pass finds more than ``AUTO_FAIL_MAX`` of the rows failing.
-    ``progress``: a line per round on stderr."""
+    ``progress``: a line per round on stderr. ``order``: the passes' problem is a point set
+    relabeled by ``epslap.locality.relabeled``, whose labels the result is mapped back to."""
     from .solution import finish
     auction = getattr(prob, "auction", None)
     n1, n2, work = prob.n1, prob.n2, prob.work
@@ -321,7 +322,12 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
              "time_solve_s": time.perf_counter() - t0 - time_candidates,
              "compile_s": 0.0, "threads": prob.threads}
     if getattr(prob, "auction_log", None):
-        stats["auction_phases"] = prob.auction_log  # (eps, device rounds, device/host bids)
+        stats["auction_phases"] = prob.auction_log  # (eps, device rounds, device/host bids,
+        #                                               device/host seconds)
+    if order is not None:
+        from .locality import restore_labels
+        row_to_col, v, assigned = restore_labels(order, prob.transposed, row_to_col, v,
+                                                 assigned)
     # the prices as certified, in the reported position already
     return finish((n1, n2), prob.transposed, prob.integral, row_to_col, v, assigned, stats,
                   maximize, t_start, shift=False), None

@@ -38,8 +38,9 @@ __device__ __forceinline__ cost_t key_value(long long k) {
 
 __device__ __forceinline__ double magnitude(cost_t x) { return x < 0 ? -(double)x : (double)x; }
 
-// A row's best list: entries below `limit` enter it in ascending order (ties after the
-// entries already there, as cpu/candidates._insert); once it holds k, the limit is its last.
+// A row's best list: entries enter it in ascending order of (value, column), so that ties go
+// to the lower column whatever order the columns are read in (as cpu/candidates._insert, which
+// reads them in order); once it holds k, its last entry is the bar.
 struct BestList {
     cost_t r[K_MAX];
     long long j[K_MAX];
@@ -49,7 +50,7 @@ struct BestList {
 __device__ __forceinline__ void list_insert(BestList& l, int k, cost_t r, long long j) {
     int q;
     if (l.count == k) { q = k - 1; } else { q = l.count; ++l.count; }
-    while (q > 0 && l.r[q - 1] > r) {
+    while (q > 0 && (l.r[q - 1] > r || (l.r[q - 1] == r && l.j[q - 1] > j))) {
         l.r[q] = l.r[q - 1];
         l.j[q] = l.j[q - 1];
         --q;
@@ -66,7 +67,11 @@ __device__ __forceinline__ void list_insert(BestList& l, int k, cost_t r, long l
 // the row's own column own[i], as cpu/candidates.certify_rows. Written at t: out_cols[t * k +
 // q], out_vals (the costs c_ij), out_counts[t].
 // Columns go in groups of SCAN_UNROLL whose costs are computed before any is compared, so that
-// their loads are in flight together; the rare entry into a list is the slow path.
+// their loads are in flight together; the rare entry into a list is the slow path. A warp
+// reads the columns cyclically from the place of its first row in the column order (rows and
+// columns of a point set relabeled in one spatial order, epslap/locality.py: its near columns
+// first, so that the lists fill with near entries and later columns rarely enter; read from
+// column 0, such a row met its columns from far to near and nearly every one entered).
 #define SCAN_UNROLL 4
 extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
         COST_PARAMS, const cost_t* __restrict__ v, const cost_t* __restrict__ u, double rel,
@@ -83,13 +88,20 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
     BestList l;
     for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < m; t += stride) {
         const long long i = rows[t];
+        const long long lead = rows[t - (threadIdx.x & 31)];  // the warp's first row: the
+        // warp reads each column at once (a uniform start), its rows are in one list order
+        long long start = (long long)((double)lead / (double)a.n1 * (double)n2);
+        start = start < n2 ? start - start % SCAN_UNROLL : 0;
         const cost_t ui = certify ? u[i] : (cost_t)0;
         const double aui = magnitude(ui);
         const long long mine = certify ? own[i] : -1;
         double least = INFINITY;
         l.count = 0;
         cost_t limit = certify ? ui : (cost_t)COST_INF;  // what an entry must be below
-        for (long long j0 = 0; j0 < n2; j0 += SCAN_UNROLL) {
+        for (long long s0 = 0; s0 < n2; s0 += SCAN_UNROLL) {
+            // columns j0 .. j0 + SCAN_UNROLL - 1 (start is a multiple of SCAN_UNROLL: a group
+            // never wraps; the last group of the columns may run past n2, those are skipped)
+            const long long j0 = s0 + start < n2 ? s0 + start : s0 + start - (n2 + SCAN_UNROLL - 1) / SCAN_UNROLL * SCAN_UNROLL;
             cost_t c[SCAN_UNROLL], r[SCAN_UNROLL];
 #pragma unroll
             for (int q = 0; q < SCAN_UNROLL; ++q) {
@@ -108,8 +120,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
 #endif
                 if (certify && (double)r[q] < least && j0 + q != mine && j0 + q < n2)
                     least = (double)r[q];
-                if (!(r[q] < limit) || j0 + q >= n2) continue;
+                if (!(r[q] <= limit) || j0 + q >= n2) continue;
                 const long long j = j0 + q;
+                // a tie with the full list's last entry enters when its column is lower (a
+                // pair at u_i itself never violates)
+                if (r[q] == limit && !(l.count == k && r[q] == l.r[k - 1] && j < l.j[k - 1]
+                                       && !(certify && !(r[q] < ui)))) continue;
 #if !COST_INTEGRAL
                 if (c[q] == -INFINITY) { atomicOr(flags, 2); continue; }
 #endif

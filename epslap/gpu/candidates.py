@@ -8,6 +8,8 @@ once. Only the candidates, the failing rows' pairs and the auction's prices cros
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..candidates import K_MAX, check_values
@@ -79,7 +81,8 @@ class DevicePasses:
             self.module = candidates_module(cupy, cc.code, self.integral, K_MAX)
             self.sms = multiprocessors(cupy)
         self._csr = None
-        self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids)
+        self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids,
+        #                               device s, host s)
 
     def _scan(self, v, u, own, rows, k: int, rel: float):
         cupy = self.cupy
@@ -121,6 +124,7 @@ class DevicePasses:
         every free row bids at once each round (``candidates.cu``, auction_phase)."""
         cupy = self.cupy
         n1, n2 = row_to_col.size, v.size
+        t_start = time.perf_counter()
         with cupy.cuda.Device(self.device):
             if self._csr is None or self._csr[0] is not indptr:
                 self._csr = (indptr, cupy.asarray(indptr), cupy.asarray(indices),
@@ -147,7 +151,10 @@ class DevicePasses:
             row_to_col[:] = d_r2c.get()
             col_to_row[:] = d_c2r.get()
         from ..cpu.sparse import auction as host_auction
+        t_host = time.perf_counter()
         host = host_auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump,
                             max_bids - bids, big)
-        self.auction_log.append((float(eps), rounds, bids, host))
+        t_end = time.perf_counter()
+        self.auction_log.append((float(eps), rounds, bids, host, round(t_host - t_start, 3),
+                                 round(t_end - t_host, 3)))
         return -1 if host < 0 else bids + host
