@@ -6,7 +6,7 @@ import pytest
 
 import costfns
 import epslap
-from conftest import assert_optimal
+from conftest import assert_optimal, gpu
 from epslap import locality
 
 
@@ -73,3 +73,15 @@ def test_image_emd_through_candidates_against_scipy():
     sol = epslap.solve(img, candidates=8)
     assert sol.stats["method"] == "candidates"
     assert_optimal(img.dense(), sol)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(260, 340), (340, 260)])
+def test_gpu_relabeled_point_sets_against_scipy(shape):
+    rng = np.random.default_rng(7)
+    for kind in (costfns.SqEuclidean, costfns.Euclidean):
+        src = kind(rng.random((shape[0], 3)), rng.random((shape[1], 3)))
+        for maximize in (False, True):
+            sol = epslap.solve(src, backend="gpu", candidates=5, maximize=maximize)
+            assert_optimal(src.dense(), sol, maximize)
