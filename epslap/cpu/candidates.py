@@ -46,7 +46,12 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     smallest finite ``c_ij - v_j`` (ascending; ties by lower index), their costs in
     ``cand_vals``, ``diag[t] = c_ii`` (the pair of the identity matching, +inf or the forbidden
     marker if not finite), and per thread (``first`` is its index) ``stats[first] = (largest
-    finite |c|,)``, ``flags[first]`` the value flags met."""
+    finite |c|,)``, ``flags[first]`` the value flags met.
+
+    A row is read twice from its buffer: once for the value checks (branch-free, so that the
+    compiler vectorises them; for integer costs NaN and inf do not exist and drop out), once
+    for the selection, where a column is compared with the list's last value in a register
+    and only the rare one below it takes the slow path."""
     n2 = v.size
     work = v.dtype.type
     rv = np.empty(k, v.dtype)
@@ -54,23 +59,32 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     for t in range(first, n1, stride):
         i = rows[t]
         row = get_row(src, i, buf)
-        count = 0
+        nan = False
         for j in range(n2):
             c = row[j]
-            if c != c:
-                flags[first] |= FLAG_NAN
+            nan |= c != c
+            a = abs(np.float64(c))
+            biggest = max(biggest, a if a < np.inf else 0.0)
+        if nan:
+            flags[first] |= FLAG_NAN
+        count = 0
+        cols = cand_cols[t]
+        limit = rv[0]  # the list's last value once it holds k (unread before)
+        for j in range(n2):
+            r = work(row[j]) - v[j]
+            if count == k and not r < limit:
+                continue
+            c = row[j]
+            if c != c or c == np.inf:
                 continue
             if c == -np.inf:
                 flags[first] |= FLAG_NEG_INF
                 continue
-            if c == np.inf:
-                continue
-            a = abs(np.float64(c))
-            if a > biggest:
-                biggest = a
-            count = _insert(rv, cand_cols[t], count, k, work(c) - v[j], j)
+            count = _insert(rv, cols, count, k, r, j)
+            if count == k:
+                limit = rv[k - 1]
         for q in range(count):
-            cand_vals[t, q] = row[cand_cols[t, q]]
+            cand_vals[t, q] = row[cols[q]]
         counts[t] = count
         diag[t] = row[i]
     stats[first, 0] = biggest
