@@ -9,7 +9,7 @@ import numpy as np
 
 from ._validate import check_options
 from .cpu import jv as _jv
-from .candidates import HostPasses, candidates_per_row, solve_candidates
+from .candidates import HostPasses, candidates_per_row, matrix_sample, solve_candidates
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 from .sparse import is_sparse
@@ -191,7 +191,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     k = candidates_per_row(candidates, cost, backend=backend, epsilon=epsilon,
                            continued=not (limit is None and init is None and checkpoint is None
                                           and resume is None))
-    if k is not None:
+    spread = declined = None
+    if k is not None and candidates == "auto" and isinstance(cost, np.ndarray):
+        spread, declined = matrix_sample(cost, maximize, k)
+    if k is not None and declined is None:
         t_start = time.perf_counter()
         from .locality import relabeled
         labeled, order = relabeled(cost)  # a point set in a spatial order (epslap.locality)
@@ -207,9 +210,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                       else HostPasses)(labeled, maximize, threads)
         sol, declined = solve_candidates(passes, maximize=maximize, k=k, t_start=t_start,
                                          auto=candidates == "auto", progress=progress,
-                                         order=order)
+                                         order=order, spread=spread)
         if sol is not None:
             return sol
+    if declined is not None:
         sol = solve(cost, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,
                     cache=cache, threads=threads, progress=progress, device=device,
                     launch=launch, candidates=False)

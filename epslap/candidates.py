@@ -46,6 +46,9 @@ K_MAX = 64
 AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: the backends where ``"auto"`` may take candidates
 AUTO_BACKENDS = tuple(AUTO_MIN_SIDE)
+#: the backends where ``"auto"`` may take candidates for a matrix in memory (NumPy array) as
+#: well (measured on the CPU at 4000 and 16,000, benchmark page; not yet on the GPU)
+AUTO_MATRIX_BACKENDS = ("cpu",)
 #: ``"auto"`` hands a problem to the dense method when the first certificate pass finds more
 #: than this fraction of the rows failing (a class whose optimum is far from its rows' cheapest
 #: columns: the rounds would cost more than the dense method)
@@ -105,7 +108,9 @@ def candidates_per_row(candidates, cost, *, backend: str, epsilon: bool,
     else:
         shape = np.shape(cost) if isinstance(cost, np.ndarray) else None
     if auto:
-        if not isinstance(cost, CostSource) or min(shape) < AUTO_MIN_SIDE[backend]:
+        matrix = (isinstance(cost, np.ndarray) and cost.ndim == 2
+                  and cost.dtype.kind in "biuf" and backend in AUTO_MATRIX_BACKENDS)
+        if not (isinstance(cost, CostSource) or matrix) or min(shape) < AUTO_MIN_SIDE[backend]:
             return None
     if shape is not None and len(shape) == 2 and min(shape) == 0:
         return None  # nothing to choose: the dense path's answer (or error)
@@ -202,7 +207,7 @@ class HostPasses:
 
 
 def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool = False,
-                     progress: bool = False, order=None):
+                     progress: bool = False, order=None, spread: float | None = None):
     """Solve by candidates, then certify (module docstring) with the passes ``prob`` (a
     :class:`HostPasses`, or ``epslap.gpu.candidates.DevicePasses``, whose auction phases then
     run on the device; the exact pass stays on the CPU): ``(Solution, None)``, or ``(None,
@@ -210,21 +215,20 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     ``auto``: decline where a sample's candidates do not spread (AUTO_SPREAD_MIN), and hand over
     as soon as the first certificate pass finds more than ``AUTO_FAIL_MAX`` of the rows failing.
     ``progress``: a line per round on stderr. ``order``: the passes' problem is a point set
-    relabeled by ``epslap.locality.relabeled``, whose labels the result is mapped back to."""
+    relabeled by ``epslap.locality.relabeled``, whose labels the result is mapped back to.
+    ``spread``: ``"auto"``'s sample was judged already (``matrix_sample``), with this spread."""
     from .solution import finish
     auction = getattr(prob, "auction", None)
     n1, n2, work = prob.n1, prob.n2, prob.work
     v = np.zeros(n2, work)
     k = min(k, n2)
     t0 = time.perf_counter()
-    spread = None
-    if auto:
+    if auto and spread is None:
         sample = _sample_rows(n1)
         cols, _, counts, _ = prob.candidates(v, k, sample, maximize)
-        spread = _spread(cols, counts, n2)
-        if spread < AUTO_SPREAD_MIN:
-            return None, (f"the candidates of {sample.size} sampled rows share their columns "
-                          f"(spread {spread:.2f} < {AUTO_SPREAD_MIN})")
+        spread, why = _judged(sample.size, _spread(cols, counts, n2))
+        if why:
+            return None, why
     every_row = np.arange(n1, dtype=np.int64)
     cand_cols, cand_vals, counts, diag = prob.candidates(v, k, every_row, maximize)
     time_candidates = time.perf_counter() - t0
@@ -337,6 +341,36 @@ def _sample_rows(n1: int):
     """The rows ``"auto"`` samples (every AUTO_SAMPLE_EVERY-th, at least AUTO_SAMPLE_MIN)."""
     step = max(1, min(AUTO_SAMPLE_EVERY, n1 // AUTO_SAMPLE_MIN))
     return np.arange(0, n1, step, dtype=np.int64)
+
+
+def matrix_sample(cost: np.ndarray, maximize: bool, k: int):
+    """``"auto"``'s sample of a matrix in memory, read with NumPy before anything else is
+    built (the passes' checks and copies of the whole matrix would cost a declined problem
+    more than its sample): ``(spread, why)``, ``why`` None where candidates may go on."""
+    from .cpu.candidates import candidate_rows
+    c = cost if cost.shape[0] <= cost.shape[1] else cost.T
+    n1, n2 = c.shape
+    k = min(k, n2)
+    sample = _sample_rows(n1)
+    work = np.float64 if c.dtype.kind == "f" else np.int64
+    block = np.ascontiguousarray(c[sample], dtype=work)  # the canonical rows (minimised)
+    if maximize:
+        np.negative(block, out=block)
+    m = sample.size
+    cols = np.zeros((m, k), np.int64)
+    counts = np.zeros(m, np.int64)
+    candidate_rows(block, np.empty(n2, work), np.zeros(n2, work), k,
+                   np.arange(m, dtype=np.int64), 0, 1, m, cols, np.zeros((m, k), work),
+                   counts, np.zeros(m, work), np.zeros((1, 1)), np.zeros(1, np.int64))
+    return _judged(m, _spread(cols, counts, n2))
+
+
+def _judged(sampled: int, spread: float):
+    """``(spread, why)``: why ``"auto"`` declines a sample that spreads this little, or None."""
+    if spread < AUTO_SPREAD_MIN:
+        return spread, (f"the candidates of {sampled} sampled rows share their columns "
+                        f"(spread {spread:.2f} < {AUTO_SPREAD_MIN})")
+    return spread, None
 
 
 def _spread(cols, counts, n2: int) -> float:

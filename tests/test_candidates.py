@@ -105,8 +105,39 @@ def test_auto_takes_candidates_where_they_spread(monkeypatch):
     sol = epslap.solve(low)
     assert "share their columns" in sol.stats["candidates"]
     assert_optimal(low.dense(), sol)
-    m = geo.dense()  # a matrix in memory: the dense method unless asked
-    assert "candidates" not in epslap.solve(m).stats.get("method", "")
+
+
+
+@pytest.mark.parametrize("name", CLASSES)
+@pytest.mark.parametrize("shape", [(400, 400), (300, 420), (420, 300)])
+def test_auto_on_matrices_samples_them_first(name, shape, monkeypatch):
+    """A matrix in memory: ``"auto"`` judges a NumPy sample of its rows before anything else
+    is built, with the same rule as for cost sources (the sample's spread and the message)."""
+    import epslap.cpu.jv as jv
+    monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
+    monkeypatch.setattr(jv, "QUICK_SIDE", 0)  # no shortcut for small matrices in the way
+    c = _matrix(name, *shape, seed=2)
+    for maximize in (False, True):
+        sol = epslap.solve(c, maximize=maximize)
+        assert_optimal(c, sol, maximize)
+        canon = (-c if maximize else c)
+        canon = canon if shape[0] <= shape[1] else canon.T
+        rows = cand._sample_rows(canon.shape[0])
+        k = cand.default_k(max(shape))
+        near = np.sort(canon[rows], axis=1, kind="stable")[:, k - 1:k]  # each row's k-th value
+        picks = [np.flatnonzero(canon[r] < t[0])[:k] for r, t in zip(rows, near)]
+        spread = np.unique(np.concatenate(picks)).size / (canon.shape[1] * -np.expm1(
+            -rows.size * k / canon.shape[1]))
+        if sol.stats.get("method") == "candidates":
+            assert sol.stats["sample_spread"] >= cand.AUTO_SPREAD_MIN
+        elif "share their columns" in sol.stats.get("candidates", ""):
+            assert spread < cand.AUTO_SPREAD_MIN + 0.05  # the rule, up to ties at the k-th
+    if name in ("random", "geometric"):
+        assert epslap.solve(c).stats["method"] == "candidates"
+    if name in ("rank1", "sanity"):
+        assert "share their columns" in epslap.solve(c).stats["candidates"]
+    monkeypatch.setattr(cand, "AUTO_MATRIX_BACKENDS", ())  # matrices off: the dense method
+    assert epslap.solve(c).stats.get("method") != "candidates"
 
 
 def test_forbidden_diagonal_hands_over_or_solves():
