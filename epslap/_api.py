@@ -186,7 +186,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
             raise ValueError("candidates does not apply to a sparse cost: its stored pairs are "
                              "solved directly")
         return _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint,
-                                   resume)
+                                   resume, device)
     limit = check_cost_limit(cost_limit, maximize)
     k = candidates_per_row(candidates, cost, backend=backend, epsilon=epsilon,
                            continued=not (limit is None and init is None and checkpoint is None
@@ -264,17 +264,21 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                          small_tried=small_tried)
 
 
-def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, resume):
-    """A sparse cost (``epslap.sparse``): its own exact solver, on the CPU."""
+def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, resume,
+                        device):
+    """A sparse cost (``epslap.sparse``): its own exact solver, on the CPU, or on the GPU with
+    the exact pass on the host."""
     from .sparse import solve_sparse
-    if backend != "cpu":
-        raise ValueError(f"sparse cost input is solved on backend='cpu' only for now, not "
+    if backend not in ("cpu", "gpu"):
+        raise ValueError(f"sparse cost input is solved on backend='cpu' or 'gpu', not "
                          f"backend={backend!r}")
     for name, value in (("cost_limit", cost_limit), ("init", init), ("checkpoint", checkpoint),
                         ("resume", resume)):
         if value is not None:
             raise ValueError(f"{name} does not apply to a sparse cost")
-    return solve_sparse(cost, maximize)
+    if backend == "gpu" and not isinstance(device, int):
+        raise ValueError("a sparse cost on backend='gpu' runs on one device: pass device=<int>")
+    return solve_sparse(cost, maximize, device=device if backend == "gpu" else None)
 
 
 def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):

@@ -59,13 +59,21 @@ def canonical_sparse(cost, maximize: bool) -> SparseProblem:
                          n2, transposed, integral)
 
 
-def solve_sparse(cost, maximize: bool, t_start: float | None = None):
-    """Solve a sparse problem exactly on the CPU (``epslap.solve`` with a sparse cost)."""
+def solve_sparse(cost, maximize: bool, t_start: float | None = None, device: int | None = None):
+    """Solve a sparse problem exactly (``epslap.solve`` with a sparse cost): on the CPU, or
+    with ``device`` the auction phases on that GPU (``epslap.gpu.candidates``, every free row
+    bidding at once over its stored pairs) and the exact pass on the host."""
     from .solution import finish
     if t_start is None:
         t_start = time.perf_counter()
     prob = canonical_sparse(cost, maximize)
-    row_to_col, v, assigned, stats = solve_canonical(prob)
+    auction = None
+    if device is not None:
+        from .gpu.candidates import device_auction
+        auction = device_auction(prob.integral, device)
+    row_to_col, v, assigned, stats = solve_canonical(prob, auction=auction)
+    if device is not None:
+        stats["backend"] = "gpu"
     shift = True
     if not prob.integral and prob.n1:
         # the safety net for float prices that miss verify's per-entry rule at a tight pair of

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import epslap
+from conftest import gpu
 from epslap.sparse import canonical_sparse, is_sparse, solve_canonical
 
 
@@ -121,8 +122,6 @@ def test_layout_errors_are_named():
         epslap.solve((indptr, indices.astype(float), np.array([1.0, 2.0]), 2))
     with pytest.raises(ValueError, match="n_cols"):
         epslap.solve((indptr, indices, np.array([1.0, 2.0]), -1))
-    with pytest.raises(ValueError, match="backend='cpu'"):
-        epslap.solve(sp.csr_array(np.eye(2)), backend="gpu")
     with pytest.raises(ValueError, match="cost_limit"):
         epslap.solve(sp.csr_array(np.eye(2)), cost_limit=3.0)
 
@@ -258,3 +257,34 @@ def test_repair_mends_prices_rounded_apart():
     assert reads > 0 and lowered > 0
     rep = epslap.verify(m, np.arange(2000), r2c, assigned - bad[r2c], bad)
     assert rep["optimal"], rep["reason"]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("integral", [False, True])
+def test_gpu_sparse_against_scipy(integral):
+    """backend='gpu': the auction phases on the device over the stored pairs, the exact pass
+    on the host; square (the auction runs), rectangular both ways, maximize."""
+    rng = np.random.default_rng(11 + integral)
+    for shape in ((400, 400), (150, 260), (260, 150)):
+        dense = (rng.integers(-50, 500, shape) if integral else rng.random(shape)).astype(
+            np.int64 if integral else np.float64)
+        keep = rng.random(shape) < 0.08
+        np.fill_diagonal(keep, True)
+        rows, cols = np.nonzero(keep)
+        m = sp.csr_array((dense[keep], (rows, cols)), shape=shape)
+        for maximize in (False, True):
+            sol = epslap.solve(m, backend="gpu", maximize=maximize)
+            want = _reference(_dense(*shape, rows, cols, dense[keep], maximize), maximize)
+            assert sol.cost == pytest.approx(want, rel=1e-12)
+            assert sol.stats["backend"] == "gpu"
+            assert epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v,
+                                 maximize=maximize)["optimal"]
+            if shape[0] == shape[1]:
+                assert sol.stats["auction_bids"] > 0
+
+
+def test_sparse_on_other_backends_is_refused():
+    m = sp.csr_array(np.eye(3))
+    with pytest.raises(ValueError, match="backend='cpu' or 'gpu'"):
+        epslap.solve(m, backend="hungarian-gpu")

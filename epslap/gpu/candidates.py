@@ -158,3 +158,11 @@ class DevicePasses:
         self.auction_log.append((float(eps), rounds, bids, host, round(t_host - t_start, 3),
                                  round(t_end - t_host, 3)))
         return -1 if host < 0 else bids + host
+
+
+def device_auction(integral: bool, device: int):
+    """The device's auction phase (``DevicePasses.auction``) for a sparse problem given as its
+    stored pairs: the passes' module built around a placeholder cost (the auction reads the
+    pairs, never ``cost_fn``)."""
+    return DevicePasses(np.zeros((1, 1), np.int64 if integral else np.float64), False,
+                        device).auction
