@@ -276,9 +276,16 @@ def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, r
                         ("resume", resume)):
         if value is not None:
             raise ValueError(f"{name} does not apply to a sparse cost")
-    if backend == "gpu" and not isinstance(device, int):
-        raise ValueError("a sparse cost on backend='gpu' runs on one device: pass device=<int>")
-    return solve_sparse(cost, maximize, device=device if backend == "gpu" else None)
+    auction_of = None
+    if backend == "gpu":
+        if not isinstance(device, int):
+            raise ValueError("a sparse cost on backend='gpu' runs on one device: pass "
+                             "device=<int>")
+        from .gpu.candidates import device_auction
+
+        def auction_of(integral):
+            return device_auction(integral, device)
+    return solve_sparse(cost, maximize, auction_of=auction_of)
 
 
 def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):

@@ -59,20 +59,18 @@ def canonical_sparse(cost, maximize: bool) -> SparseProblem:
                          n2, transposed, integral)
 
 
-def solve_sparse(cost, maximize: bool, t_start: float | None = None, device: int | None = None):
-    """Solve a sparse problem exactly (``epslap.solve`` with a sparse cost): on the CPU, or
-    with ``device`` the auction phases on that GPU (``epslap.gpu.candidates``, every free row
-    bidding at once over its stored pairs) and the exact pass on the host."""
+def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=None):
+    """Solve a sparse problem exactly (``epslap.solve`` with a sparse cost) on the CPU, or
+    with ``auction_of``, a function of ``(integral)`` giving a device's auction phase
+    (``epslap.gpu.candidates.device_auction``: every free row bidding at once over its stored
+    pairs), the auction on that GPU and the exact pass on the host."""
     from .solution import finish
     if t_start is None:
         t_start = time.perf_counter()
     prob = canonical_sparse(cost, maximize)
-    auction = None
-    if device is not None:
-        from .gpu.candidates import device_auction
-        auction = device_auction(prob.integral, device)
+    auction = None if auction_of is None else auction_of(prob.integral)
     row_to_col, v, assigned, stats = solve_canonical(prob, auction=auction)
-    if device is not None:
+    if auction is not None:
         stats["backend"] = "gpu"
     shift = True
     if not prob.integral and prob.n1:
