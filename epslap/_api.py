@@ -281,10 +281,10 @@ def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, r
         if not isinstance(device, int):
             raise ValueError("a sparse cost on backend='gpu' runs on one device: pass "
                              "device=<int>")
-        from .gpu.candidates import device_auction
+        from functools import partial
 
-        def auction_of(integral):
-            return device_auction(integral, device)
+        from .gpu.candidates import device_auction
+        auction_of = partial(device_auction, device=device)
     return solve_sparse(cost, maximize, auction_of=auction_of)
 
 
