@@ -86,6 +86,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
     double big = 0.0;
     bool nan_seen = false;
     BestList l;
+    const long long padded = (n2 + SCAN_UNROLL - 1) / SCAN_UNROLL * SCAN_UNROLL;
     for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < m; t += stride) {
         const long long i = rows[t];
         const long long lead = rows[t - (threadIdx.x & 31)];  // the warp's first row: the
@@ -100,8 +101,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
         cost_t limit = certify ? ui : (cost_t)COST_INF;  // what an entry must be below
         for (long long s0 = 0; s0 < n2; s0 += SCAN_UNROLL) {
             // columns j0 .. j0 + SCAN_UNROLL - 1 (start is a multiple of SCAN_UNROLL: a group
-            // never wraps; the last group of the columns may run past n2, those are skipped)
-            const long long j0 = s0 + start < n2 ? s0 + start : s0 + start - (n2 + SCAN_UNROLL - 1) / SCAN_UNROLL * SCAN_UNROLL;
+            // never wraps; the last group may run past n2, those are skipped; `padded` is the
+            // columns rounded up to whole groups, so each group is read once)
+            const long long j0 = s0 + start < n2 ? s0 + start : s0 + start - padded;
             cost_t c[SCAN_UNROLL], r[SCAN_UNROLL];
 #pragma unroll
             for (int q = 0; q < SCAN_UNROLL; ++q) {
