@@ -63,3 +63,21 @@ def test_gpu_tables_refuse_in_one_line_without_cupy(table):
     assert res.returncode != 0
     err = res.stderr.strip().splitlines()
     assert len(err) == 1 and "CuPy" in err[0] and "Traceback" not in res.stderr, res.stderr
+
+
+def test_the_benchmark_pages_name_only_files_that_exist():
+    """Every repository file the benchmark pages link or name (results, scripts, studies,
+    docs) exists: a page never points at a script that was removed. Paths outside the
+    repository (a command's output on a GPU machine, ``/root/out/…``) are not references."""
+    root = ROOT
+    bench = root / "benchmarks"
+    pattern = re.compile(r"[\w./-]+\.(?:py|json|csv|cu|cuh|md|npy|png|jpg)\b")
+    for page in (bench / "README.md", bench / "studies" / "README.md"):
+        missing = []
+        for ref in set(pattern.findall(page.read_text())):
+            if ref.startswith("/") or "://" in ref:
+                continue
+            here = [root / ref, bench / ref, page.parent / ref]
+            if not any(p.exists() for p in here):
+                missing.append(ref)
+        assert not missing, f"{page.relative_to(root)} names files that do not exist: {missing}"
