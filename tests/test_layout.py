@@ -101,3 +101,18 @@ def test_packaging_metadata():
     assert (root / "epslap" / "py.typed").exists() and (root / "costfns" / "py.typed").exists()
     assert "MIT License" in (root / "LICENSE").read_text()
     assert 'license = "MIT"' in (root / "pyproject.toml").read_text()
+
+
+def test_code_speaks_of_the_project_not_of_its_tracker():
+    """No "issue N" tags in code, tests or benchmark scripts: a comment says what the code is
+    for, not which work item asked for it."""
+    import re
+    tag = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+    found = []
+    for folder in ("epslap", "costfns", "tests", "benchmarks"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".cu", ".cuh") and path.name != "test_layout.py":
+                for n, line in enumerate(path.read_text().splitlines(), 1):
+                    if tag.search(line):
+                        found.append(f"{path.relative_to(ROOT)}:{n}")
+    assert not found, found

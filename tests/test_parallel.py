@@ -1,4 +1,4 @@
-"""The column-partitioned parallel CPU kernel (issue 8): with 2 (or 3) threads it must give exactly
+"""The column-partitioned parallel CPU kernel: with 2 (or 3) threads it must give exactly
 the serial kernel's result — the same assignment, duals, cost, rows evaluated and cache hits —
 because the cross-thread merge applies the serial tie rule. No timings here."""
 import threading

@@ -1,4 +1,5 @@
-"""Memory-bandwidth ceiling of this machine for 1 and 2 threads (context for issue 8's speed-ups).
+"""Memory-bandwidth ceiling of this machine for 1 and 2 threads (context for the parallel CPU
+kernel's speed-ups).
 
     python benchmarks/studies/bandwidth.py --gib 2 --repeats 5
 

@@ -1,4 +1,5 @@
-// What the pass kernel's per-step exchange costs, piece by piece (issue 5 diagnostics).
+// What the pass kernel's per-step exchange costs, piece by piece (a diagnostic of the GPU
+// step latency).
 //
 // The exchange as it was before commit 0e95092 (warp reductions by five rounds of shuffles and
 // comparisons; eps_ssp.cu's warp_best now uses redux.sync): this is what measured those rounds.

@@ -1,4 +1,4 @@
-// Helpers shared by the standalone CUDA microbenchmarks of issue 5 (gpu_step_floor.cu,
+// Helpers shared by the standalone CUDA microbenchmarks of the GPU step latency (gpu_step_floor.cu,
 // gpu_placement.cu): error checks, strong accesses to global memory, the warp minimum of
 // (value, key) as eps_ssp.cu's warp_best computes it, and one block's (value, key) slot.
 #pragma once

@@ -1,4 +1,5 @@
-// Does where the blocks and the slots sit on the chip change what an exchange costs? (issue 5)
+// Does where the blocks and the slots sit on the chip change what an exchange costs? (GPU step
+// latency)
 //
 // An H100/H200 splits its L2 in two partitions; a strong (volatile) access goes to the line's home
 // partition, so a multiprocessor far from it waits longer (gpu_step_floor.cu: a ping-pong round

@@ -1,4 +1,4 @@
-// What a Dijkstra step cannot go below on this GPU (issue 5 diagnostics).
+// What a Dijkstra step cannot go below on this GPU (a diagnostic of the GPU step latency).
 //
 // A step of the pass kernel is: read the winner's row (for a dense matrix: from HBM, at an index
 // known only once the previous step's exchange ended), reduce, agree grid-wide on the argmin.

@@ -1,6 +1,6 @@
 """Could several augmentations of a pass run at once on the GPU, with the same result?
 
-A design study for issue 5 (GPU step latency), not part of the solver. Every Dijkstra step of the
+A design study of the GPU step latency, not part of the solver. Every Dijkstra step of the
 GPU pass kernel needs one grid-wide agreement (about 1.5 µs of a 3.2 µs step at n = 32000), and
 at n = 32000 the kernel uses 32 of the 132 multiprocessors. Suppose the grid were split into m
 groups, each searching its own augmentation (rows k, k + m, ... of the pass) on a snapshot of the

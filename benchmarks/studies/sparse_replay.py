@@ -1,6 +1,6 @@
 """How many Dijkstra steps could run on candidate lists, certified, with the same decisions.
 
-A design study for issue 5 (GPU step latency), not part of the solver. Every step of the GPU
+A design study of the GPU step latency, not part of the solver. Every step of the GPU
 pass kernel scans one whole row and needs one grid-wide agreement (about 3.2 µs). Suppose that at
 the start of each pass every row r kept its candidate list
 
