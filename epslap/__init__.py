@@ -10,7 +10,7 @@ from ._api import linear_sum_assignment, solve
 from .batch import BatchSolution, linear_sum_assignment_batch, solve_batch
 from .certificate import verify
 from .emd import EMDResult, emd, emd_matrix
-from .errors import GPUUnavailableError, InfeasibleError
+from .errors import CheckpointError, GPUUnavailableError, InfeasibleError
 from .many import ManyResult, Source, solve_many
 from .points import emd2
 from .solution import Solution
@@ -25,7 +25,7 @@ except _NotInstalled:  # a source tree on sys.path without an install
 __all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignment_batch",
            "BatchSolution", "verify", "Solution", "InfeasibleError", "emd",
            "emd_matrix", "EMDResult", "emd2", "solve_many", "Source", "ManyResult",
-           "GPUUnavailableError", "precompile", "__version__"]
+           "GPUUnavailableError", "CheckpointError", "precompile", "__version__"]
 
 
 def precompile(functions: bool = True, sources: bool = True) -> float:

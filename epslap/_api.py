@@ -138,7 +138,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         and backend; any thread count and memory budget) where it stopped: the same optimum,
         certified as usual, ``stats["resumed_from"]`` and
         ``stats["rows_evaluated_before_resume"]`` set. A checkpoint of another problem, a
-        damaged or truncated file or a newer format raises ``epslap.checkpoint.CheckpointError``
+        damaged or truncated file or a newer format raises ``epslap.CheckpointError``
         (a ValueError) saying which. New checkpoints go to ``checkpoint``, else to this file.
     launch : epslap.gpu.LaunchConfig, optional
         How the GPU backends launch their kernels (threads, blocks, shared-memory column state,

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import CheckpointError
+
 FORMAT = "epslap-checkpoint"
 VERSION = 1
 FINGERPRINT_ROWS = 16
@@ -34,10 +36,6 @@ FINGERPRINT_ROWS = 16
 _UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
 
 
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be resumed from: another problem, a damaged or truncated file,
-    contents that no solve writes (:func:`check_contents`), or a format newer than this epslap
-    reads."""
 
 
 def parse_interval(every: float | str) -> float:

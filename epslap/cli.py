@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns its exit code (see the module docstring)."""
     from costfns.images import ImageReadError
 
-    from .checkpoint import CheckpointError
+    from .errors import CheckpointError
     from .errors import GPUUnavailableError, InfeasibleError
     t0 = time.perf_counter()
     words = sys.argv[1:] if argv is None else list(argv)

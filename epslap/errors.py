@@ -7,3 +7,9 @@ class InfeasibleError(ValueError):
 
 class GPUUnavailableError(RuntimeError):
     """The GPU backend was asked for but CuPy or a CUDA device is missing."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from: another problem, a damaged or truncated file,
+    contents that no solve writes (``epslap.checkpoint.check_contents``), or a format newer
+    than this epslap reads."""

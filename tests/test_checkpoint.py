@@ -166,7 +166,8 @@ def saved(tmp_path):
 
 def test_a_checkpoint_of_another_problem_is_refused(saved):
     c, path = saved
-    with pytest.raises(CheckpointError, match="another problem"):
+    assert CheckpointError is epslap.CheckpointError and issubclass(CheckpointError, ValueError)
+    with pytest.raises(epslap.CheckpointError, match="another problem"):
         epslap.solve(costfns.generate("random", 600, seed=11), resume=path)
     with pytest.raises(CheckpointError, match=r"of a \(600, 600\) problem"):
         epslap.solve(c[:500, :500].copy(), resume=path)
