@@ -4,6 +4,7 @@ served from a stale disk cache."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -422,3 +423,40 @@ def test_transposed_function_sources():
         epslap.solve(costfns.from_function(raises, (6, 3)), memory=2 * 6 * 8)
     with pytest.raises(ValueError, match="dtype float64 for column 0; expected int64"):
         epslap.solve(costfns.from_function(lambda i, j: i + 0.5, (6, 3), dtype=np.int64))
+
+
+_USER_DEVICE_COST = """__device__ __forceinline__ double my_cost_fn(double x) { return x * 2.0; }
+__device__ __forceinline__ cost_t cost_fn (const CostArgs& a, long long i, long long j) {
+    return (cost_t)my_cost_fn((double)(i + j));  /* cost_fn( in a comment */
+}"""
+
+
+def test_a_negated_device_cost_renames_the_token_only():
+    """``maximize`` on the GPU wraps the user's ``cost_fn``: the preprocessor renames the token
+    (spaces before the parenthesis, helpers whose names end in cost_fn and comments are left as
+    written)."""
+    from costfns import CudaCost
+    from epslap.gpu.api import negated
+    code = negated(CudaCost(_USER_DEVICE_COST, [], [], [])).code
+    head, rest = code.split("\n", 1)
+    assert head == "#define cost_fn cost_fn_inner"
+    assert rest.startswith(_USER_DEVICE_COST)
+    assert "#undef cost_fn" in rest and "return -cost_fn_inner(a, i, j);" in rest
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_a_negated_device_cost_compiles_with_every_kernel_module(tmp_path):
+    from costfns import CudaCost
+    from epslap.gpu.api import negated
+    from epslap.gpu.modules import status_header
+    for name, text in status_header().items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "epslap_cost.cuh").write_text(negated(CudaCost(_USER_DEVICE_COST, [], [], [])).code
+                                             + "\n")
+    gpu_dir = Path(epslap.__file__).parent / "gpu"
+    for integral in (0, 1):
+        done = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", f"-I{gpu_dir}",
+                               f"-I{tmp_path}", f"-DCOST_INTEGRAL={integral}", "-DK_MAX=64",
+                               str(gpu_dir / "candidates.cu"), "-o", str(tmp_path / "x.o")],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr

@@ -13,9 +13,12 @@ from .state import search_bytes
 
 
 def negated(cuda_cost):
-    """The same source with every cost negated (for ``maximize``)."""
+    """The same source with every cost negated (for ``maximize``): the user's ``cost_fn`` is
+    renamed by the preprocessor, token by token (a helper such as ``my_cost_fn`` keeps its
+    name), and a ``cost_fn`` returning its negation takes its place."""
     from costfns import CudaCost
-    code = cuda_cost.code.replace("cost_fn(", "cost_fn_inner(") + """
+    code = "#define cost_fn cost_fn_inner\n" + cuda_cost.code + """
+#undef cost_fn
 __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long long j) {
     return -cost_fn_inner(a, i, j);
 }"""
