@@ -39,6 +39,14 @@ STATUS_ITERATION_LIMIT = int(Status.ITERATION_LIMIT)
 STATUS_PAUSED = int(Status.PAUSED)
 
 
+#: a stop request, as the host writes it into a CPU solve's control word (``ctl[0]``) and the
+#: passes read it: none; now (Ctrl-C, a hand-over to one thread: the kernel ends before the next
+#: row changes anything); after the augmentation under way (a checkpoint: no work is lost)
+STOP_NONE = 0
+STOP_NOW = 1
+STOP_AFTER_AUGMENTATION = 2
+
+
 def cuda_defines() -> str:
     """``#define STATUS_<NAME> <value>`` for every status, for the CUDA sources' headers."""
     return "".join(f"#define STATUS_{s.name} {s.value}\n" for s in Status)

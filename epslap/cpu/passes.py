@@ -20,8 +20,8 @@ by barrier parity, so a fast thread never overwrites a slot that a slow one stil
 
 Shapes: rows ``0 … n1-1`` are real, rows ``n1 … n2-1`` virtual (cost 0, never read); ``v`` (n2,)
 work dtype, each thread writes only ``v[lo:hi]``; ``row_to_col`` (n1,) int64 out; ``ctl`` (8,)
-int64 shared with the host: ctl[0] stop request (host → kernel: 1 now, 2 after the current
-augmentation), ctl[1] pass index, ctl[2] rows
+int64 shared with the host: ctl[0] stop request (host → kernel: ``_status.STOP_*``), ctl[1]
+pass index, ctl[2] rows
 augmented in the pass, ctl[3] rows evaluated so far; ``eps_log`` (MAX_PASSES,) float64 out;
 ``sync`` (_sync.SYNC_SIZE,) int64 barrier state; ``slots`` (2·T·SLOT,) int64 and ``slots_w``
 the same memory viewed in the work dtype; ``result`` (3,) float64 out.
@@ -37,7 +37,7 @@ from costfns.rows import cost_at, get_row, get_row_part, random_access
 
 from .._schedule import next_eps
 from .._status import (STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, STATUS_OK,
-                       STATUS_PAUSED)
+                       STATUS_PAUSED, STOP_AFTER_AUGMENTATION, STOP_NOW)
 from .._sync import SYNC_SIZE, aborted, barrier, load_acquire
 from ..certificate import row_duals_hold
 
@@ -393,9 +393,9 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
         if not barrier(sync, nthreads, gen[0]):
             return STATUS_ABORTED
         stop = slots[base + _F_STOP]
-        if stop == 1:  # Ctrl-C or a hand-over: now, before this row changes anything
+        if stop == STOP_NOW:  # Ctrl-C or a hand-over: before this row changes anything
             return STATUS_INTERRUPTED
-        if stop == 2:  # a checkpoint: once this row is augmented
+        if stop == STOP_AFTER_AUGMENTATION:  # a checkpoint: once this row is augmented
             paused = True
         w = _winner(slots, base, nthreads)
         if w < 0:

@@ -20,7 +20,7 @@ from .. import _sync as sync_mod
 from .._progress import SolveProgress
 from .._schedule import rectangular_from_zero
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
-                       raise_for_status)
+                       STOP_AFTER_AUGMENTATION, STOP_NONE, STOP_NOW, raise_for_status)
 from .. import checkpoint as ckpt
 from .._validate import check_float_range
 from ..certificate import prices_need_polish
@@ -89,7 +89,7 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
             if not done.wait(POLL_S) and on_tick is not None:
                 on_tick()
         except KeyboardInterrupt:
-            ctl[0] = 1
+            ctl[0] = STOP_NOW
             if sync is not None:
                 sync_mod.request_abort(sync)
             interrupted = True
@@ -380,10 +380,10 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                         and watch.stalled():
                     team["degraded_at"] = time.perf_counter() - t0
                     stop_for.append("degrade")
-                    ctl[0] = 1  # the stop request: every thread ends at the same augmentation
+                    ctl[0] = STOP_NOW  # every thread ends at the same augmentation
                 elif not stop_for and keep and checkpoint is not None and checkpoint.due():
                     stop_for.append("checkpoint")
-                    ctl[0] = 2  # once the row under way is augmented: no work is lost
+                    ctl[0] = STOP_AFTER_AUGMENTATION  # no work is lost
                 if on_tick is not None:
                     on_tick()
             try:
@@ -394,7 +394,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                         and resume[ker._R_ACTIVE] == 1.0:
                     save("interrupted")
                 raise
-            ctl[0] = 0
+            ctl[0] = STOP_NONE
             if result[0] != STATUS_INTERRUPTED or not stop_for:
                 if stop_for and stop_for[0] == "degrade":  # they finished before the stop
                     team["degraded_at"] = None
