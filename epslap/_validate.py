@@ -22,7 +22,7 @@ class CanonicalDense:
     integral: bool
 
 
-def _float_kind(dtype: np.dtype) -> np.dtype | None:
+def float_kind(dtype: np.dtype) -> np.dtype | None:
     if dtype == np.float64 or dtype == np.float32:
         return dtype
     if dtype == np.float16:
@@ -36,7 +36,7 @@ def as_matrix(cost) -> np.ndarray:
         raise TypeError("a GPU array was given to the CPU backend: pass backend='gpu' or "
                         "copy it to the host first (cupy.asnumpy)")
     arr = np.asarray(cost)
-    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and _float_kind(arr.dtype) is None):
+    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and float_kind(arr.dtype) is None):
         raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "
                         "according to the rule 'safe'")
     if arr.ndim != 2:
@@ -57,7 +57,7 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
     if integral:
         arr = _integer_matrix(arr, maximize, threads)
     else:
-        arr = arr.astype(_float_kind(arr.dtype), copy=False)
+        arr = arr.astype(float_kind(arr.dtype), copy=False)
         if maximize:
             arr = -arr
         if check_values and arr.size and (np.isnan(arr).any() or np.isneginf(arr).any()):
@@ -200,7 +200,7 @@ def _flag(name: str, value) -> None:
         raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
-def _is_count(value, minimum: int) -> bool:
+def is_count(value, minimum: int) -> bool:
     """An integer (not a bool) of at least ``minimum``."""
     return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
             and value >= minimum)
@@ -230,9 +230,9 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
     if memory is not None:
         from .cache import parse_memory
         parse_memory(memory)
-    if threads is not None and not _is_count(threads, 1):
+    if threads is not None and not is_count(threads, 1):
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
-    if not _is_count(device, 0):
+    if not is_count(device, 0):
         if backend == "gpu" and isinstance(device, (list, tuple)):
             device_ids(device)  # several GPUs: one problem split over them
         else:
@@ -243,9 +243,9 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
 def device_ids(device) -> tuple[int, ...]:
     """``device`` as a tuple of device ids (an int: one device; a list: one problem split over
     them, ``epslap.gpu.split``), with a clear error otherwise."""
-    if _is_count(device, 0):
+    if is_count(device, 0):
         return (int(device),)
-    if isinstance(device, (list, tuple)) and device and all(_is_count(d, 0) for d in device):
+    if isinstance(device, (list, tuple)) and device and all(is_count(d, 0) for d in device):
         return tuple(int(d) for d in device)
     raise ValueError(f"device must be an integer >= 0 or a non-empty list of them, got "
                      f"{device!r}")

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from ._status import STATUS_OK, raise_for_status
-from ._validate import _float_kind, check_float_range, check_int_range, check_options
+from ._validate import check_float_range, check_int_range, check_options, float_kind
 from .limit import check_cost_limit, solve_batch_with_limit
 from .cpu import jv
 from .solution import Solution, orient_duals
@@ -172,7 +172,7 @@ def _as_stack(a: np.ndarray, first: int) -> np.ndarray:
         raise TypeError("a GPU array was given to the CPU batch: copy it to the host first")
     if a.ndim != 3:
         raise ValueError(f"costs must be a 3-D array (B, n1, n2), got {a.ndim} dimensions")
-    if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and _float_kind(a.dtype) is None):
+    if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and float_kind(a.dtype) is None):
         raise TypeError(f"problem {first}: cannot cast array data from {a.dtype!r} to "
                         "dtype('float64') according to the rule 'safe'")
     return a
@@ -194,7 +194,7 @@ def _canonical(stack: np.ndarray, maximize: bool, index):
                 raise
         stack = stack.astype(np.int64)
     else:
-        stack = stack.astype(_float_kind(stack.dtype), copy=False)
+        stack = stack.astype(float_kind(stack.dtype), copy=False)
     if maximize:
         stack = -stack
     transposed = stack.shape[1] > stack.shape[2]

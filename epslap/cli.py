@@ -190,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_size_words(argv: list[str], name: str) -> None:
     """``--memory 1 GiB`` (two words) would make ``GiB`` the matrix or an image: say so."""
-    from .cache import _UNITS
+    from .cache import MEMORY_UNITS
     number = re.compile(r"[0-9]*\.?[0-9]+")
     for k, word in enumerate(argv):
         value, rest = None, argv[k + 1:]
@@ -198,7 +198,8 @@ def _check_size_words(argv: list[str], name: str) -> None:
             value, rest = rest[0], rest[1:]
         elif word.startswith("--memory="):
             value = word.split("=", 1)[1]
-        if value is not None and number.fullmatch(value) and rest and rest[0].lower() in _UNITS:
+        if value is not None and number.fullmatch(value) and rest \
+                and rest[0].lower() in MEMORY_UNITS:
             raise UsageError(f"{name}: --memory takes one word: write --memory {value}{rest[0]}"
                              f" (or --memory '{value} {rest[0]}'), not --memory {value} "
                              f"{rest[0]}")

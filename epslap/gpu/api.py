@@ -25,7 +25,7 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
     return CudaCost(code, cuda_cost.arrays, cuda_cost.ints, cuda_cost.floats)
 
 
-def _canonical_cupy(cupy, cost, maximize):
+def canonical_cupy(cupy, cost, maximize):
     """Validate and orient a CuPy matrix on the device (never copied to the host)."""
     if cost.ndim != 2:
         raise ValueError(f"expected a matrix (2-D array), got a {cost.ndim} array")
@@ -58,7 +58,7 @@ def device_matrix(cupy, cost, maximize, backend="gpu"):
     goes through :func:`~epslap._validate.canonical_dense` on the host and is then copied over.
     """
     if isinstance(cost, cupy.ndarray):
-        return _canonical_cupy(cupy, cost, maximize)
+        return canonical_cupy(cupy, cost, maximize)
     canon = canonical_dense(cost, maximize)
     m = canon.matrix
     try:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._status import STATUS_OK, raise_for_status
-from .._validate import _float_kind, check_int_range
+from .._validate import check_int_range, float_kind
 from ..certificate import RTOL
 from ..solution import orient_duals
 from .modules import EPS_OPTIONS, GPU_DIR, build_module, status_header
@@ -113,7 +113,7 @@ def solve_batch_gpu(costs: Any, *, maximize: bool, device: int) -> tuple:
 
 
 def _check_dtype(dtype, k: int) -> None:
-    if dtype.kind not in "biuf" or (dtype.kind == "f" and _float_kind(dtype) is None):
+    if dtype.kind not in "biuf" or (dtype.kind == "f" and float_kind(dtype) is None):
         raise TypeError(f"problem {k}: cannot cast array data from {dtype!r} to "
                         "dtype('float64') according to the rule 'safe'")
 
@@ -166,7 +166,7 @@ def _device_stack(cupy, stack, maximize: bool):
             small = stack.dtype.itemsize < 4 or stack.dtype.kind == "b"
             stack = stack.astype(np.int32 if small else np.int64)
     elif stack.dtype.name not in ("float32", "float64"):
-        stack = stack.astype(_float_kind(stack.dtype))
+        stack = stack.astype(float_kind(stack.dtype))
     if not isinstance(stack, cupy.ndarray):
         try:
             stack = cupy.asarray(np.ascontiguousarray(stack))

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validate import _is_count
+from .._validate import is_count
 from .runtime import multiprocessors, smem_optin
 
 THREADS = 512
@@ -66,13 +66,13 @@ class LaunchConfig:
     hungarian_blocks: int | None = None
 
     def __post_init__(self):
-        if self.threads is not None and not (_is_count(self.threads, 32)
+        if self.threads is not None and not (is_count(self.threads, 32)
                                              and self.threads <= 1024 and self.threads % 32 == 0):
             raise ValueError("LaunchConfig.threads must be None or a multiple of 32 from 32 to "
                              f"1024, got {self.threads!r}")
         for name in ("blocks", "hungarian_blocks"):
             value = getattr(self, name)
-            if value is not None and not _is_count(value, 1):
+            if value is not None and not is_count(value, 1):
                 raise ValueError(f"LaunchConfig.{name} must be None or a positive integer, "
                                  f"got {value!r}")
         if self.smem_state not in SMEM_STATE_MODES:

@@ -57,13 +57,13 @@ def solve_hungarian(cost, *, maximize: bool, device: int, t_start: float,
     from costfns import CostSource
 
     from ...solution import empty_solve, finish
-    from ..api import _canonical_cupy, device_matrix
+    from ..api import canonical_cupy, device_matrix
     launch = launch or LaunchConfig()
     cupy = import_cupy()
     with cupy.cuda.Device(device):
         if isinstance(cost, CostSource):
             from ..device_costs import materialise
-            m, transposed, integral = _canonical_cupy(cupy, materialise(cost, device), maximize)
+            m, transposed, integral = canonical_cupy(cupy, materialise(cost, device), maximize)
         else:
             m, transposed, integral = device_matrix(cupy, cost, maximize, "hungarian-gpu")
         n1, n2 = m.shape
