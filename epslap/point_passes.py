@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from costfns.rows import cost_at
+
 from .candidates import HostPasses, check_values
 
 #: neighbours read per row beyond the ones a pass keeps: the own pair, and ties that rounding
@@ -38,20 +40,13 @@ def applies(cost, maximize: bool) -> bool:
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _pair_costs(x, y, rows, cols, out):
-    """``out[t, q] = |x[rows[t]] - y[cols[t, q]]|²``, summed over dimensions in order as the
-    source's own formula (``costfns.sources._sqeuclidean_at``), so the values are bit-identical
-    to the costs the other passes read."""
-    d = x.shape[1]
+def _pair_costs(src, rows, cols, out):
+    """``out[t, q] = c[rows[t], cols[t, q]]`` by the source's own entry form (``cost_at``), so
+    the values are bit-identical to the costs the other passes read."""
     for t in prange(rows.size):
         i = rows[t]
         for q in range(cols.shape[1]):
-            j = cols[t, q]
-            acc = 0.0
-            for s in range(d):
-                u = x[i, s] - y[j, s]
-                acc = acc + u * u
-            out[t, q] = acc
+            out[t, q] = cost_at(src, i, cols[t, q])
 
 
 class PointPasses(HostPasses):
@@ -63,6 +58,9 @@ class PointPasses(HostPasses):
     def __init__(self, cost, maximize: bool, threads):
         super().__init__(cost, maximize, threads)
         self.x, self.y = self.source.X, self.source.Y  # rows and columns, canonical orientation
+        # the source's compiled entry form, over its columns' points as given (a row of Y
+        # each: a pair at a random column reads one cache line, not one per dimension)
+        self.entries = self.source.specialized_state()._replace(yt=self.y.T)
         lo = np.minimum(self.x.min(axis=0), self.y.min(axis=0))
         hi = np.maximum(self.x.max(axis=0), self.y.max(axis=0))
         self.biggest = float(((hi - lo) ** 2).sum())  # no pair costs more
@@ -77,7 +75,7 @@ class PointPasses(HostPasses):
         _, cols = tree.query(queries, k=k, workers=self.threads)
         cols = np.asarray(cols, np.int64).reshape(rows.size, k)
         vals = np.empty(cols.shape)
-        _pair_costs(self.x, self.y, rows, cols, vals)
+        _pair_costs(self.entries, rows, cols, vals)
         return cols, vals
 
     def candidates(self, v, k: int, rows, maximize: bool):
@@ -89,7 +87,7 @@ class PointPasses(HostPasses):
         cols = np.take_along_axis(cols, order, axis=1)
         vals = np.take_along_axis(vals, order, axis=1)
         diag = np.empty((rows.size, 1))
-        _pair_costs(self.x, self.y, rows, rows[:, None], diag)
+        _pair_costs(self.entries, rows, rows[:, None], diag)
         return cols, vals, np.full(rows.size, k, np.int64), diag[:, 0]
 
     def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
