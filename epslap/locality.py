@@ -13,6 +13,7 @@ solve several times faster at 10^5-10^6 points).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 #: bits of the Morton code (one unsigned 64-bit word, shared by the dimensions)
 CODE_BITS = 63
@@ -35,11 +36,25 @@ def morton_order(points: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
     span = np.where(hi > lo, hi - lo, 1.0)
     cells = np.float64(2**bits)
     q = np.minimum((points - lo) / span * cells, cells - 1).astype(np.uint64)
-    code = np.zeros(n, np.uint64)
-    for b in range(bits - 1, -1, -1):  # most significant bit first
-        for s in range(d):
-            code = (code << np.uint64(1)) | ((q[:, s] >> np.uint64(b)) & np.uint64(1))
-    return np.argsort(code, kind="stable")
+    return np.argsort(_interleaved(q, bits), kind="stable")
+
+
+@njit(cache=True, nogil=True)
+def _interleaved(q, bits):
+    """Each row's cells ``q[p, :]`` (uint64, ``bits`` each) with their bits interleaved, the
+    most significant first: one pass over the points (a NumPy pass per bit and dimension
+    took 1.5 s for a million 2-D points)."""
+    n, d = q.shape
+    one = np.uint64(1)
+    out = np.zeros(n, np.uint64)
+    for p in range(n):
+        code = np.uint64(0)
+        for b in range(bits - 1, -1, -1):
+            shift = np.uint64(b)
+            for s in range(d):
+                code = (code << one) | ((q[p, s] >> shift) & one)
+        out[p] = code
+    return out
 
 
 def relabeled(cost):
