@@ -107,7 +107,6 @@ def test_auto_takes_candidates_where_they_spread(monkeypatch):
     assert_optimal(low.dense(), sol)
 
 
-
 @pytest.mark.parametrize("name", CLASSES)
 @pytest.mark.parametrize("shape", [(400, 400), (300, 420), (420, 300)])
 def test_auto_on_matrices_samples_them_first(name, shape, monkeypatch):
