@@ -220,9 +220,55 @@ def test_gpu_passes_equal_the_cpu_passes(blocks, monkeypatch):
         r2c = np.asarray(sol.col_ind, np.int64)
         bad = np.asarray(sol.v, host.work).copy()
         bad[::7] += 1 if name == "integer" else 0.01  # rows that lose their certificate
-        for got, want in zip(dev.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL),
-                             host.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)):
+        got = dev.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)
+        want = host.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)
+        for g, w in zip(got[:4], want[:4]):
+            np.testing.assert_array_equal(g, w)
+        # each row's least reduced cost beside its pair: exact, or a lower bound of it where
+        # the device skipped tiles by their box bound (a point set)
+        if dev.boxes is None:
+            np.testing.assert_array_equal(got[4], want[4])
+        else:
+            assert (got[4] <= want[4]).all()
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["sq2", "sq3", "euclid2", "unordered"])
+def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind, monkeypatch):
+    """The passes of a point set with tiles skipped by their box bound return what the full
+    scan returns (candidates under zero and under solved prices; the certificate's failing rows
+    and pairs under prices that break it); the rows of a relabeled set skip most tiles."""
+    import epslap.gpu.candidates as gc
+    from epslap.locality import relabeled
+    n, d = 2000, 3 if kind == "sq3" else 2
+    rng = np.random.default_rng(7)
+    x, y = rng.random((n, d)), rng.random((n, d))
+    src = (costfns.Euclidean if kind == "euclid2" else costfns.SqEuclidean)(x, y)
+    if kind != "unordered":
+        src, _ = relabeled(src)
+    boxed = gc.DevicePasses(src, False, 0)
+    assert boxed.boxes is not None
+    full = gc.DevicePasses(src, False, 0)
+    full.boxes = None
+    monkeypatch.setattr(full, "module", gc.candidates_module(
+        full.cupy, src.cuda_source().code, False, cand.K_MAX))
+    rows = np.arange(n, dtype=np.int64)
+    sol = epslap.solve(src, candidates=True)
+    v = np.asarray(sol.v, np.float64)
+    for prices in (np.zeros(n), v):
+        for got, want in zip(boxed.candidates(prices, 12, rows, False),
+                             full.candidates(prices, 12, rows, False)):
             np.testing.assert_array_equal(got, want)
+    u = np.asarray(sol.u, np.float64)
+    r2c = np.asarray(sol.col_ind, np.int64)
+    for prices in (v, v + np.where(np.arange(n) % 5 == 0, 0.01, 0.0)):
+        got = boxed.certify(prices, u, r2c, rows, 5, cand.CERTIFY_REL)
+        want = full.certify(prices, u, r2c, rows, 5, cand.CERTIFY_REL)
+        for g, w in zip(got[:4], want[:4]):
+            np.testing.assert_array_equal(g, w)
+        assert (got[4] <= want[4]).all()
+    assert sol.cost == epslap.solve(src, backend="gpu", candidates=True).cost
 
 
 @gpu

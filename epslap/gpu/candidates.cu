@@ -64,80 +64,135 @@ __device__ __forceinline__ void list_insert(BestList& l, int k, cost_t r, long l
 // *flags (1, 2, as cpu/candidates.py), the largest finite |c| goes to *biggest (its bits).
 // With u: the (at most k) columns most below u_i, counting only pairs beyond rel * (|c| + |u_i|
 // + |v_j|) below it (0 for integer costs: exact), and row_min[t] the least c_ij - v_j beside
-// the row's own column own[i], as cpu/candidates.certify_rows. Written at t: out_cols[t * k +
-// q], out_vals (the costs c_ij), out_counts[t].
-// Columns go in groups of SCAN_UNROLL whose costs are computed before any is compared, so that
-// their loads are in flight together; the rare entry into a list is the slow path. A warp
-// reads the columns cyclically from the place of its first row in the column order (rows and
-// columns of a point set relabeled in one spatial order, epslap/locality.py: its near columns
-// first, so that the lists fill with near entries and later columns rarely enter; read from
-// column 0, such a row met its columns from far to near and nearly every one entered).
+// the row's own column own[i] (a lower bound of it where tiles were skipped, below), as
+// cpu/candidates.certify_rows. Written at t: out_cols[t * k + q], out_vals (the costs c_ij),
+// out_counts[t].
+// Columns go in tiles of TILE, and inside a tile in groups of SCAN_UNROLL whose costs are
+// computed before any is compared, so that their loads are in flight together; the rare entry
+// into a list is the slow path. A warp reads the tiles cyclically from the place of its first
+// row in the column order (rows and columns of a point set relabeled in one spatial order,
+// epslap/locality.py: its near columns first, so that the lists fill with near entries and
+// later columns rarely enter; read from column 0, such a row met its columns from far to near
+// and nearly every one entered).
+// Box bound (POINT_DIM > 0 and tile_box given: a squared Euclidean or Euclidean point set, the
+// row points in row_points (n1, POINT_DIM)): tile_box[tile] holds the least and the largest
+// coordinate of the tile's column points (POINT_DIM each), tile_vmax[tile] its largest price.
+// Then every c_ij - v_j of the tile is at least dist(x_i, box) - vmax (the distance summed in
+// the cost's own order; rounding is monotone, and BOX_SLACK covers a fused multiply-add), and
+// a warp skips a tile when that bound is above every lane's current limit: no entry of the
+// tile could enter a list. A point set in a spatial order then reads the few tiles around its
+// rows instead of all n2 columns (the pass's cost drops from n1 n2 to about n1 times a few
+// tiles, plus one bound per tile).
+#ifndef POINT_DIM
+#define POINT_DIM 0
+#endif
+#ifndef POINT_ROOT  // 1: the cost is the distance (Euclidean), 0: its square
+#define POINT_ROOT 0
+#endif
+#define TILE 128
 #define SCAN_UNROLL 4
+#define BOX_SLACK 1e-12
 extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(
         COST_PARAMS, const cost_t* __restrict__ v, const cost_t* __restrict__ u, double rel,
         const long long* __restrict__ rows, const long long* __restrict__ own, long long m,
-        int k, double* __restrict__ row_min, long long* __restrict__ out_cols, cost_t* __restrict__ out_vals,
+        int k, const double* __restrict__ row_points, const double* __restrict__ tile_box,
+        const double* __restrict__ tile_vmax, double* __restrict__ row_min,
+        long long* __restrict__ out_cols, cost_t* __restrict__ out_vals,
         int* __restrict__ out_counts, cost_t* __restrict__ diag,
         unsigned long long* __restrict__ biggest, int* __restrict__ flags) {
     COST_BUILD
     const long long n2 = a.n2;
-    const long long stride = (long long)gridDim.x * blockDim.x;
+    const long long tiles = (n2 + TILE - 1) / TILE;
+    const long long stride = (long long)gridDim.x * blockDim.x;  // a multiple of 32
+    const int lane = threadIdx.x & 31;
     const bool certify = u != nullptr;
     double big = 0.0;
     bool nan_seen = false;
     BestList l;
-    const long long padded = (n2 + SCAN_UNROLL - 1) / SCAN_UNROLL * SCAN_UNROLL;
-    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < m; t += stride) {
-        const long long i = rows[t];
-        const long long lead = rows[t - (threadIdx.x & 31)];  // the warp's first row: the
-        // warp reads each column at once (a uniform start), its rows are in one list order
-        long long start = (long long)((double)lead / (double)a.n1 * (double)n2);
-        start = start < n2 ? start - start % SCAN_UNROLL : 0;
+    // a warp's lanes take consecutive entries of rows and go round together (a uniform trip
+    // count: the tile vote is warp-wide); lanes past m repeat the last row and write nothing
+    for (long long base = blockIdx.x * (long long)blockDim.x + (threadIdx.x - lane); base < m;
+         base += stride) {
+        const long long t = base + lane;
+        const bool live = t < m;
+        const long long i = rows[live ? t : m - 1];
+        const long long lead = rows[base];  // the warp's first row
+        long long first = (long long)((double)lead / (double)a.n1 * (double)tiles);
+        first = first < tiles ? first : 0;
         const cost_t ui = certify ? u[i] : (cost_t)0;
         const double aui = magnitude(ui);
         const long long mine = certify ? own[i] : -1;
         double least = INFINITY;
         l.count = 0;
         cost_t limit = certify ? ui : (cost_t)COST_INF;  // what an entry must be below
-        for (long long s0 = 0; s0 < n2; s0 += SCAN_UNROLL) {
-            // columns j0 .. j0 + SCAN_UNROLL - 1 (start is a multiple of SCAN_UNROLL: a group
-            // never wraps; the last group may run past n2, those are skipped; `padded` is the
-            // columns rounded up to whole groups, so each group is read once)
-            const long long j0 = s0 + start < n2 ? s0 + start : s0 + start - padded;
-            cost_t c[SCAN_UNROLL], r[SCAN_UNROLL];
+#if POINT_DIM > 0
+        const bool boxed = tile_box != nullptr;
+        double xi[POINT_DIM];
 #pragma unroll
-            for (int q = 0; q < SCAN_UNROLL; ++q) {
-                const long long j = j0 + q < n2 ? j0 + q : n2 - 1;
-                c[q] = cost_fn(a, i, j);
-                r[q] = c[q] - __ldg(v + j);
-            }
+        for (int d = 0; d < POINT_DIM; ++d) xi[d] = boxed ? row_points[i * POINT_DIM + d] : 0.0;
+#endif
+        for (long long s = 0; s < tiles; ++s) {
+            const long long tile = first + s < tiles ? first + s : first + s - tiles;
+#if POINT_DIM > 0
+            if (boxed) {
+                const double* box = tile_box + tile * (2 * POINT_DIM);
+                double d2 = 0.0;
 #pragma unroll
-            for (int q = 0; q < SCAN_UNROLL; ++q) {
-#if !COST_INTEGRAL
-                if (!certify) {
-                    nan_seen |= c[q] != c[q];
-                    const double ac = magnitude(c[q]);
-                    big = ac < INFINITY && ac > big ? ac : big;
+                for (int d = 0; d < POINT_DIM; ++d) {
+                    const double below = __ldg(box + d) - xi[d];
+                    const double above = xi[d] - __ldg(box + POINT_DIM + d);
+                    double e = below > above ? below : above;
+                    e = e > 0.0 ? e : 0.0;
+                    d2 += e * e;
                 }
+                const double bound = (POINT_ROOT ? sqrt(d2) : d2) * (1.0 - BOX_SLACK)
+                                     - __ldg(tile_vmax + tile);
+                const bool over = bound > (double)limit;
+                if (__all_sync(FULL_MASK, over)) {
+                    least = bound < least ? bound : least;
+                    continue;
+                }
+            }
 #endif
-                if (certify && (double)r[q] < least && j0 + q != mine && j0 + q < n2)
-                    least = (double)r[q];
-                if (!(r[q] <= limit) || j0 + q >= n2) continue;
-                const long long j = j0 + q;
-                // a tie with the full list's last entry enters when its column is lower (a
-                // pair at u_i itself never violates)
-                if (r[q] == limit && !(l.count == k && r[q] == l.r[k - 1] && j < l.j[k - 1]
-                                       && !(certify && !(r[q] < ui)))) continue;
+            for (long long j0 = tile * TILE; j0 < tile * TILE + TILE && j0 < n2;
+                 j0 += SCAN_UNROLL) {
+                // columns j0 .. j0 + SCAN_UNROLL - 1; past n2 (the last tile) skipped
+                cost_t c[SCAN_UNROLL], r[SCAN_UNROLL];
+#pragma unroll
+                for (int q = 0; q < SCAN_UNROLL; ++q) {
+                    const long long j = j0 + q < n2 ? j0 + q : n2 - 1;
+                    c[q] = cost_fn(a, i, j);
+                    r[q] = c[q] - __ldg(v + j);
+                }
+#pragma unroll
+                for (int q = 0; q < SCAN_UNROLL; ++q) {
 #if !COST_INTEGRAL
-                if (c[q] == -INFINITY) { atomicOr(flags, 2); continue; }
+                    if (!certify) {
+                        nan_seen |= c[q] != c[q];
+                        const double ac = magnitude(c[q]);
+                        big = ac < INFINITY && ac > big ? ac : big;
+                    }
 #endif
-                if (certify && rel != 0.0 &&
-                    !((double)(ui - r[q]) > rel * (magnitude(c[q]) + aui
-                                                    + magnitude(__ldg(v + j))))) continue;
-                list_insert(l, k, r[q], j);
-                if (l.count == k) limit = certify && ui < l.r[k - 1] ? ui : l.r[k - 1];
+                    if (certify && (double)r[q] < least && j0 + q != mine && j0 + q < n2)
+                        least = (double)r[q];
+                    if (!(r[q] <= limit) || j0 + q >= n2) continue;
+                    const long long j = j0 + q;
+                    // a tie with the full list's last entry enters when its column is lower
+                    // (a pair at u_i itself never violates)
+                    if (r[q] == limit && !(l.count == k && r[q] == l.r[k - 1] && j < l.j[k - 1]
+                                           && !(certify && !(r[q] < ui)))) continue;
+#if !COST_INTEGRAL
+                    if (c[q] == -INFINITY) { atomicOr(flags, 2); continue; }
+#endif
+                    if (certify && rel != 0.0 &&
+                        !((double)(ui - r[q]) > rel * (magnitude(c[q]) + aui
+                                                        + magnitude(__ldg(v + j))))) continue;
+                    list_insert(l, k, r[q], j);
+                    if (l.count == k) limit = certify && ui < l.r[k - 1] ? ui : l.r[k - 1];
+                }
             }
         }
+        if (!live) continue;
         for (int q = 0; q < l.count; ++q) {
             out_cols[t * k + q] = l.j[q];
             out_vals[t * k + q] = cost_fn(a, i, l.j[q]);

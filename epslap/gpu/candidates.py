@@ -27,6 +27,10 @@ AUCTION_BLOCKS_PER_SM = 2
 #: auction (``cpu.sparse.auction``) assigns the rest (a device round costs several
 #: microseconds whatever the number of bidders, a host bid a fraction of one)
 AUCTION_HOST_BELOW = 64
+#: columns per tile of the passes' box bound (candidates.cu, TILE) and the largest point
+#: dimension it is compiled for (a box bound in more dimensions rarely skips a tile)
+TILE = 128
+BOX_DIM_MAX = 8
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -70,7 +74,9 @@ class DevicePasses:
                     check_device_range(cc, n1, n2, device)
                 if maximize:
                     cc = negated(cc)
+                points = None if maximize else _box_points(src)
             else:
+                points = None
                 m, self.transposed, self.integral = device_matrix(cupy, cost, maximize)
                 self.shape = m.shape[::-1] if self.transposed else m.shape
                 n1, n2 = m.shape
@@ -78,7 +84,11 @@ class DevicePasses:
             self.n1, self.n2 = n1, n2
             self.work = np.dtype(np.int64 if self.integral else np.float64)
             self.args, self._arrays = cost_args(cupy, cc, n1, n2)
-            self.module = candidates_module(cupy, cc.code, self.integral, K_MAX)
+            self.boxes = None if points is None else TileBoxes(cupy, *points)
+            self.module = candidates_module(
+                cupy, cc.code, self.integral, K_MAX,
+                0 if self.boxes is None else self.boxes.dim,
+                self.boxes is not None and self.boxes.root)
             self.sms = multiprocessors(cupy)
         self._csr = None
         self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids,
@@ -93,12 +103,14 @@ class DevicePasses:
                cupy.zeros(1, np.uint64), cupy.zeros(1, np.int32))
         if m:
             grid = (min(PASS_BLOCKS_PER_SM * self.sms, -(-m // BLOCK)),)
-            u_arg = np.uint64(0) if u is None else cupy.asarray(u, self.work)
-            own_arg = np.uint64(0) if own is None else cupy.asarray(own, np.int64)
+            null = np.uint64(0)
+            u_arg = null if u is None else cupy.asarray(u, self.work)
+            own_arg = null if own is None else cupy.asarray(own, np.int64)
+            box = (null,) * 3 if self.boxes is None else self.boxes.args(v)
             self.module.get_function("scan_rows")(
                 grid, (BLOCK,), (*self.args, cupy.asarray(v, self.work), u_arg,
                                  np.float64(rel), cupy.asarray(rows, np.int64), own_arg,
-                                 np.int64(m), np.int32(k), row_min, *out))
+                                 np.int64(m), np.int32(k), *box, row_min, *out))
         return out + (row_min,)
 
     def candidates(self, v, k: int, rows, maximize: bool):
@@ -158,6 +170,49 @@ class DevicePasses:
         self.auction_log.append((float(eps), rounds, bids, host, round(t_host - t_start, 3),
                                  round(t_end - t_host, 3)))
         return -1 if host < 0 else bids + host
+
+
+def _box_points(src):
+    """``(X, Y, root)`` of a squared Euclidean (``root`` False) or Euclidean point set whose
+    passes may skip tiles by their box bound, else None: the dimension at most BOX_DIM_MAX,
+    and every cost within the float range (the skipped tiles' costs are not read, so the
+    value check relies on the bound of the points' common box)."""
+    from costfns import Euclidean, SqEuclidean
+
+    from .._validate import float_cost_limit
+    if type(src) not in (SqEuclidean, Euclidean):
+        return None
+    x, y = src.X, src.Y
+    if not 0 < x.shape[1] <= BOX_DIM_MAX or not (x.size and y.size):
+        return None
+    span = np.maximum(x.max(axis=0), y.max(axis=0)) - np.minimum(x.min(axis=0), y.min(axis=0))
+    largest = float(np.sqrt((span ** 2).sum()) if type(src) is Euclidean else (span ** 2).sum())
+    if not largest * 1.01 <= float_cost_limit(src.shape):
+        return None
+    return x, y, type(src) is Euclidean
+
+
+class TileBoxes:
+    """The passes' box bound (``candidates.cu``, scan_rows): the row points, each tile of TILE
+    columns' bounding box (least coordinates, then largest), and per pass its largest price."""
+
+    def __init__(self, cupy, x, y, root: bool):
+        self.cupy = cupy
+        self.dim, self.root = x.shape[1], root
+        n2 = y.shape[0]
+        self.tiles = -(-n2 // TILE)
+        pad = self.tiles * TILE - n2
+        yp = np.concatenate([y, np.repeat(y[-1:], pad, axis=0)]).reshape(self.tiles, TILE, -1)
+        box = np.concatenate([yp.min(axis=1), yp.max(axis=1)], axis=1)
+        self.box = cupy.asarray(np.ascontiguousarray(box))
+        self.rows = cupy.asarray(np.ascontiguousarray(x))
+
+    def args(self, v):
+        """The kernel's ``row_points, tile_box, tile_vmax`` under the prices ``v``."""
+        pad = self.tiles * TILE - v.size
+        vp = np.concatenate([v, np.repeat(v[-1:], pad)]).astype(np.float64)
+        vmax = vp.reshape(self.tiles, TILE).max(axis=1)
+        return self.rows, self.box, self.cupy.asarray(vmax)
 
 
 def device_auction(integral: bool, device: int):

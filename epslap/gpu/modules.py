@@ -88,10 +88,14 @@ def estimate_module(cupy, code: str, integral: bool, threads: int = THREADS):
     return build_module(cupy, ESTIMATE, cost_headers(code), defines, EPS_OPTIONS)
 
 
-def candidates_module(cupy, code: str, integral: bool, k_max: int):
+def candidates_module(cupy, code: str, integral: bool, k_max: int, point_dim: int = 0,
+                      point_root: bool = False):
     """``candidates.cu`` for a cost code: the candidate and certificate pass (scan_rows) and
-    the sparse auction's phase (auction_phase)."""
-    defines = {"COST_INTEGRAL": int(integral), "K_MAX": k_max}
+    the sparse auction's phase (auction_phase). ``point_dim`` > 0: the cost is a point set's
+    squared distance (or, ``point_root``, its distance) in that dimension, and the pass may skip
+    tiles of columns by their box bound."""
+    defines = {"COST_INTEGRAL": int(integral), "K_MAX": k_max, "POINT_DIM": point_dim,
+               "POINT_ROOT": int(point_root)}
     return build_module(cupy, CANDIDATES, cost_headers(code), defines, EPS_OPTIONS)
 
 
