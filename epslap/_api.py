@@ -312,10 +312,15 @@ def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):
 
 
 def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Drop-in for :func:`scipy.optimize.linear_sum_assignment`: same results and errors.
+    """Drop-in for :func:`scipy.optimize.linear_sum_assignment`: the same arguments, the same
+    error types (each message says at least what scipy's says), and an optimal assignment of
+    the same cost.
 
     Returns ``(row_ind, col_ind)`` as int64 arrays, ``row_ind`` sorted; the optimal assignment
-    is ``cost_matrix[row_ind, col_ind]``.
+    is ``cost_matrix[row_ind, col_ind]``. Where several assignments are optimal (ties, e.g. a
+    matrix of zeros) the one returned may differ from scipy's: both are optimal, and the total
+    ``cost_matrix[row_ind, col_ind].sum()`` is the same (exactly for integer costs, within
+    float rounding for float costs).
     """
     maximize = bool(maximize)
     if type(cost_matrix) is np.ndarray:  # the small path's assignment alone, if it takes it

@@ -38,9 +38,10 @@ def as_matrix(cost) -> np.ndarray:
     arr = np.asarray(cost)
     if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and float_kind(arr.dtype) is None):
         raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "
-                        "according to the rule 'safe'")
+                        "according to the rule 'safe': the cost must be a numeric array "
+                        "(bool, integer or float)")
     if arr.ndim != 2:
-        raise ValueError(f"expected a matrix (2-D array), got a {arr.ndim} array")
+        raise ValueError(f"expected a matrix (2-D array), got a {arr.ndim}-D array")
     return arr
 
 

@@ -460,7 +460,7 @@ def parse_memory(memory) -> int:
     if isinstance(memory, (int, np.integer)) and not isinstance(memory, bool):
         value = int(memory)
     else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(memory))
+        m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(memory))
         if not m or m.group(2).lower() not in MEMORY_UNITS:
             raise ValueError(f"memory must be a number of bytes or a string like '2GiB' or "
                              f"'500MB', got {memory!r}")

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CheckpointError
+from .errors import CheckpointError, unreadable
 
 FORMAT = "epslap-checkpoint"
 VERSION = 1
 FINGERPRINT_ROWS = 16
 
-_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}
+_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
 
 
 
@@ -45,6 +45,9 @@ def parse_interval(every: float | str) -> float:
         seconds = float(every)
     elif isinstance(every, str):
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", every.lower())
+        if m is not None and m.group(2) == "m":
+            raise ValueError(f"checkpoint_every: {every!r} is ambiguous (in sizes 'm' means "
+                             f"10**6): write '{m.group(1)}min' for minutes")
         if m is None or m.group(2) not in _UNITS:
             raise ValueError(f"checkpoint_every: {every!r} is not a duration (e.g. 300, '90s', "
                              "'5min', '1h')")
@@ -111,7 +114,8 @@ def load(path: str) -> dict:
         header = json.loads(out.pop("header").tobytes().decode())
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, UnicodeDecodeError,
             json.JSONDecodeError) as exc:
-        raise CheckpointError(f"checkpoint {path!r} is damaged or truncated ({exc})") from None
+        raise CheckpointError(f"checkpoint {path!r} is damaged or truncated "
+                              f"({unreadable(exc)})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise CheckpointError(f"{path!r} is not an epslap checkpoint")
     version = header.get("version")

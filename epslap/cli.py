@@ -205,12 +205,12 @@ def _check_size_words(argv: list[str], name: str) -> None:
                              f"{rest[0]}")
 
 
-def _check_output(path: str | None, flag: str) -> None:
+def _check_output(path: str | None, flag: str, name: str) -> None:
     """Fail before the work, not after it, when an output file's folder does not exist."""
     if path is not None:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
-            raise Failure(f"{flag} {path}: folder {folder} does not exist")
+            raise Failure(f"{name}: {flag} {path}: folder {folder} does not exist")
 
 
 def _emd(args) -> int:
@@ -220,7 +220,7 @@ def _emd(args) -> int:
     if len(args.images) < 2:
         raise UsageError("epslap emd: give at least two images")
     for flag in ("out", "plot", "assignment"):
-        _check_output(getattr(args, flag), f"--{flag}")
+        _check_output(getattr(args, flag), f"--{flag}", "epslap emd")
     if args.scheduler is None:  # every image readable before the first of k(k-1)/2 solves
         for path in args.images:
             load_image(path)
@@ -330,7 +330,8 @@ def _load_cost(args):
         try:
             return np.load(args.matrix, mmap_mode="r"), args.matrix
         except (OSError, ValueError) as exc:
-            raise Failure(f"epslap solve: cannot read {args.matrix!r} as a .npy file: {exc}")
+            from .errors import unreadable
+            raise Failure(f"epslap solve: cannot read {args.matrix!r}: {unreadable(exc)}")
     n = 1000 if args.n is None else args.n
     seed = 0 if args.seed is None else args.seed
     cost = costfns.problem(args.problem, n, seed)
@@ -344,7 +345,7 @@ def _load_cost(args):
 def _solve(args) -> int:
     import epslap
     _check_solve_options(args)
-    _check_output(args.json, "--json")
+    _check_output(args.json, "--json", "epslap solve")
     cost, label = _load_cost(args)
     kw = {k: v for k, v in (("memory", args.memory), ("cache", args.cache),
                             ("threads", args.threads), ("device", args.device)) if v is not None}
@@ -437,9 +438,37 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _joined_negatives(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--memory -1GiB`` as ``--memory=-1GiB``: argparse takes a value that starts with '-'
+    and is not a plain number for an option and says "expected one argument"; joined, the
+    value reaches its own check, which names what is wrong with it."""
+    takes_value = set()
+    for action in [parser._actions] + [s._actions for s in _subparsers(parser)]:
+        for a in action:
+            if a.option_strings and a.nargs != 0:
+                takes_value.update(a.option_strings)
+    out: list[str] = []
+    k = 0
+    while k < len(argv):
+        word = argv[k]
+        if word in takes_value and k + 1 < len(argv) and re.match(r"-[0-9.]", argv[k + 1]):
+            out.append(f"{word}={argv[k + 1]}")
+            k += 2
+        else:
+            out.append(word)
+            k += 1
+    return out
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list:
+    return [p for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for p in a.choices.values()]
+
+
 def _run(argv: list[str], name: str) -> int:
     _check_size_words(argv, name)
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(_joined_negatives(parser, argv))
     return _solve(args) if args.command == "solve" else _emd(args)
 
 
@@ -452,8 +481,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     words = sys.argv[1:] if argv is None else list(argv)
     name = f"epslap {words[0]}" if words and words[0] in ("solve", "emd") else "epslap"
+    def one_line_warning(message, category, filename, lineno, file=None, line=None):
+        print(f"{name}: {message}", file=sys.stderr)  # as every other message: no source line
     try:
-        return _run(words, name)
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line_warning
+            return _run(words, name)
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
     except KeyboardInterrupt as exc:
@@ -467,7 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     except Failure as exc:
         message, code = _one_line(exc), FAILURE
     except InfeasibleError as exc:
-        message, code = f"{name}: infeasible: {_one_line(exc)}", FAILURE
+        text = _one_line(exc)
+        message = f"{name}: {text}" if "infeasible" in text else f"{name}: infeasible: {text}"
+        code = FAILURE
     except (GPUUnavailableError, ImageReadError) as exc:
         message, code = f"{name}: {_one_line(exc)}", FAILURE
     except ImportError as exc:

@@ -13,3 +13,12 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed from: another problem, a damaged or truncated file,
     contents that no solve writes (``epslap.checkpoint.check_contents``), or a format newer
     than this epslap reads."""
+
+
+def unreadable(exc: Exception) -> str:
+    """Why ``np.load`` refused a file, in one phrase: NumPy's advice to load pickled data
+    (what it says of any file that is neither .npy nor .npz) becomes what the file is not."""
+    text = str(exc)
+    if "pickled" in text or "allow_pickle" in text:
+        return "not a NumPy .npy or .npz file (files holding Python objects are not read)"
+    return text

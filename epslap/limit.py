@@ -176,7 +176,7 @@ def extended(cost, limit):
     else:
         c = cost
         if c.ndim != 2:
-            raise ValueError(f"expected a matrix (2-D array), got a {c.ndim} array")
+            raise ValueError(f"expected a matrix (2-D array), got a {c.ndim}-D array")
         if c.dtype.kind not in "biuf":
             raise TypeError(f"Cannot cast array data from {c.dtype!r} to dtype('float64') "
                             "according to the rule 'safe'")

@@ -121,6 +121,9 @@ USAGE_ERRORS = [  # argv (NPY: a valid matrix file), a phrase of the message
     (["emd", "a.png", "b.png", "--size", "0"], "--size: must be a positive integer"),
     (["emd", "a.png", "b.png", "--position-weight", "-1"], "--position-weight: must be"),
     (["emd", "a.png", "b.png", "--metric", "cosine"], "invalid choice: 'cosine'"),
+    (["solve", "--problem", "random", "--memory", "-1GiB"], "memory must be positive, got '-1GiB'"),
+    (["solve", "--problem", "random", "--checkpoint", "c.ckpt", "--checkpoint-every", "5m"],
+     "write '5min' for minutes"),
 ]
 
 
@@ -137,6 +140,27 @@ def test_bad_values_in_a_matrix_exit_2(tmp_path, capsys):
     np.save(nan, np.array([[np.nan, 1.0], [1.0, 1.0]]))
     code, _, err = run(["solve", str(nan)], capsys)
     assert code == 2 and "invalid numeric entries" in one_line(err)
+    cube = tmp_path / "cube.npy"
+    np.save(cube, np.zeros((2, 2, 2)))
+    code, _, err = run(["solve", str(cube)], capsys)
+    assert code == 2 and "got a 3-D array" in one_line(err)
+    words = tmp_path / "words.npy"
+    np.save(words, np.array([["a", "b"], ["c", "d"]]))
+    code, _, err = run(["solve", str(words)], capsys)
+    assert code == 2 and "the cost must be a numeric array" in one_line(err)
+
+
+def test_warnings_are_one_line_each(monkeypatch, capsys):
+    import warnings
+
+    def warn_once(*args, **kw):
+        warnings.warn("threads=64 is more than the cores", RuntimeWarning)
+        raise ValueError("stop here")
+    monkeypatch.setattr(epslap, "solve", warn_once)
+    code, _, err = run(["solve", "--problem", "random", "--n", "5"], capsys)
+    assert code == 2
+    assert err.splitlines() == ["epslap solve: threads=64 is more than the cores",
+                                "epslap solve: stop here"]
 
 
 def test_failures_exit_1_with_one_line(tmp_path, capsys):
@@ -145,14 +169,22 @@ def test_failures_exit_1_with_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.npy"
     bad.write_text("not numpy")
     code, _, err = run(["solve", str(bad)], capsys)
-    assert code == 1 and "cannot read" in one_line(err)
+    line = one_line(err)
+    assert code == 1 and "cannot read" in line and "not a NumPy .npy or .npz file" in line
+    assert "allow_pickle" not in line
     infeasible = tmp_path / "inf.npy"
     np.save(infeasible, np.array([[np.inf, np.inf], [1.0, 1.0]]))
     code, _, err = run(["solve", str(infeasible)], capsys)
-    assert code == 1 and "infeasible" in one_line(err)
+    line = one_line(err)
+    assert code == 1 and line.startswith("epslap solve: cost matrix is infeasible")
+    assert line.count("infeasible") == 1
     code, _, err = run(["solve", "--problem", "random", "--n", "5", "--json",
                         str(tmp_path / "no" / "such" / "r.json")], capsys)
-    assert code == 1 and "does not exist" in one_line(err)
+    line = one_line(err)
+    assert code == 1 and line.startswith("epslap solve: --json") and "does not exist" in line
+    code, _, err = run(["solve", "--problem", "random", "--n", "5", "--resume", str(bad)], capsys)
+    line = one_line(err)
+    assert code == 1 and "damaged or truncated" in line and "allow_pickle" not in line
     code, _, err = run(["emd", str(tmp_path / "missing.png"), str(bad)], capsys)
     assert code == 1 and "image file not found" in one_line(err)
 

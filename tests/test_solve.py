@@ -147,8 +147,8 @@ def test_inf_forbidden_pairs_and_infeasible():
 @pytest.mark.parametrize("bad, exc, match", [
     (np.array([[np.nan, 1.0], [1.0, 2.0]]), ValueError, "matrix contains invalid numeric entries"),
     (np.array([[-np.inf, 1.0], [1.0, 2.0]]), ValueError, "matrix contains invalid numeric entries"),
-    (np.zeros(3), ValueError, r"expected a matrix \(2-D array\), got a 1 array"),
-    (np.zeros((2, 2, 2)), ValueError, r"expected a matrix \(2-D array\), got a 3 array"),
+    (np.zeros(3), ValueError, r"expected a matrix \(2-D array\), got a 1-D array"),
+    (np.zeros((2, 2, 2)), ValueError, r"expected a matrix \(2-D array\), got a 3-D array"),
     (np.array([["a", "b"]]), TypeError, "Cannot cast array data from dtype"),
     (np.array([[1 + 1j]]), TypeError, "Cannot cast array data from dtype"),
     (np.array([[object()]]), TypeError, "Cannot cast array data from dtype"),

@@ -28,7 +28,7 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
 def canonical_cupy(cupy, cost, maximize):
     """Validate and orient a CuPy matrix on the device (never copied to the host)."""
     if cost.ndim != 2:
-        raise ValueError(f"expected a matrix (2-D array), got a {cost.ndim} array")
+        raise ValueError(f"expected a matrix (2-D array), got a {cost.ndim}-D array")
     kind = cost.dtype.kind
     if kind not in "biuf":
         raise TypeError(f"Cannot cast array data from {cost.dtype!r} to dtype('float64') "
