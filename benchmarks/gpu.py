@@ -21,7 +21,7 @@ NEEDS_GPU = True
 
 #: Solver seconds of Guthe & Thuerck's published CUDA implementation on an NVIDIA H200, float64,
 #: seed-independent classes as this runner labels them: the reference table the GPU backend was
-#: first measured against (2026-11-23, recorded in docs/journal.md, "H200 vs the issue's table").
+#: first measured against (2026-11-23, recorded in docs/design-notes.md).
 #: Geometric on demand at 32000 ran with a 2 GB cache; at 128000 the published code took longer
 #: than 150 s (a lower bound, ``LOWER_BOUNDS``).
 PUBLISHED_CUDA_H200 = {

@@ -30,7 +30,7 @@ __device__ __forceinline__ unsigned long long ordered(double x) {
 
 // The lexicographic minimum of (value, key) over the warp, in every lane (as eps_ssp.cu's
 // warp_best). With -DFAST_MIN, a shortcut tried for warp_best (faster here, not in solves, so not
-// taken: docs/journal.md, 2026-11-24, "what one Dijkstra step of this design cannot go below"):
+// taken: docs/design-notes.md, 2026-11-24):
 // the low word, then the key, are reduced only while more than one lane is still at the minimum
 // (a ballot says so).
 __device__ __forceinline__ void warp_min(double& v, unsigned& k) {

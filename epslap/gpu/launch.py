@@ -23,7 +23,7 @@ THREADS = 512
 # beyond it every multiprocessor gets a block. Measured on an H100, geometric on demand, µs per
 # step, 32 x 512 against 132 x 256: 3.08 / 3.15 (random, n = 32000), 4.18 / 3.76 (n = 48000),
 # 4.74 / 4.03 (n = 64000); at n = 128000 32 x 512 took 7.84 µs against 5.73 before the
-# large-grid exchange polled only the slots' heads (docs/journal.md).
+# large-grid exchange polled only the slots' heads (docs/design-notes.md).
 SHORT_PATH_MAX_N2 = 32768
 
 # 32-bit words of one exchange slot (exchange.cuh, Slot)
