@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ._status import STATUS_INFEASIBLE, STATUS_INVALID, raise_for_status
+
 #: Largest |cost| times (4·n + 8) that keeps every potential and path length inside int64.
 _INT_LIMIT = 2**62
 
@@ -69,6 +71,25 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
     if transposed:
         arr = arr.T
     return CanonicalDense(np.ascontiguousarray(arr), transposed, integral)
+
+
+def check_before_compile(m: np.ndarray, maximize: bool) -> None:
+    """The input errors a first call would otherwise report only after its kernels' compile
+    (seconds to a minute in a fresh environment): NaN, -inf (+inf when maximising), costs
+    beyond the range rules, and a line of the shorter side with no finite cost (infeasible).
+    One NumPy sweep, made where the kernels for the matrix's dtype are not compiled yet; they
+    check everything again."""
+    if m.dtype.kind == "f":
+        if np.isnan(m).any() or (np.isposinf(m) if maximize else np.isneginf(m)).any():
+            raise_for_status(STATUS_INVALID, "cpu")
+        finite = np.isfinite(m)
+        if m.size:
+            check_float_range(np.abs(m[finite]).max(initial=0.0), m.shape)
+        if not finite.any(axis=1 if m.shape[0] <= m.shape[1] else 0).all():
+            raise_for_status(STATUS_INFEASIBLE, "cpu")
+    elif m.size:
+        lo, hi = int(m.min()), int(m.max())
+        check_int_range(-hi if maximize else lo, -lo if maximize else hi, m.shape)
 
 
 def int_cost_limit(shape) -> int:

@@ -1,6 +1,9 @@
 """The CPU solver against scipy (optimal value) and its own dual certificate."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -231,3 +234,53 @@ def test_integer_matrix_checked_and_narrowed_in_one_sweep(threads, dtype, maximi
         np.testing.assert_array_equal(got.matrix.astype(np.int64), ref)
     with pytest.raises(ValueError, match="could overflow int64"):
         canonical_dense(np.array([[2**61, 0], [0, 1]], dtype=np.int64), maximize, threads=threads)
+
+
+_NO_COMPILE_PROBE = r"""
+import sys
+import numpy as np
+import numba.core.registry as reg
+import epslap
+from epslap.errors import InfeasibleError
+
+def compiled():
+    return {(m, n) for m, mod in list(sys.modules.items()) if m.startswith(("epslap", "costfns"))
+            for n, f in vars(mod).items()
+            if isinstance(f, reg.CPUDispatcher) and f.overloads}
+
+before = compiled()
+small_nan = np.array([[np.nan, 1.0], [1.0, 1.0]])
+small_inf_row = np.array([[np.inf, np.inf], [1.0, 2.0]])
+big = np.random.default_rng(0).random((1100, 1100))
+big_nan, big_neg_inf = big.copy(), big.copy()
+big_nan[5, 7] = np.nan
+big_neg_inf[3, 3] = -np.inf
+big_pos_inf_max = big.copy()
+big_pos_inf_max[4, 4] = np.inf
+for m, kw, exc, text in [(small_nan, {}, ValueError, "invalid numeric entries"),
+                         (small_inf_row, {}, InfeasibleError, "infeasible"),
+                         (big_nan, {}, ValueError, "invalid numeric entries"),
+                         (big_neg_inf, {}, ValueError, "invalid numeric entries"),
+                         (big_pos_inf_max, {"maximize": True}, ValueError, "invalid numeric"),
+                         (np.full((1100, 1100), 1e306), {}, ValueError, "overflow")]:
+    for call in (epslap.linear_sum_assignment, epslap.solve):
+        try:
+            call(m, **kw)
+        except exc as e:
+            assert text in str(e), (text, str(e))
+        else:
+            raise AssertionError(f"no {exc.__name__} for {text}")
+print(sorted(compiled() - before))
+"""
+
+
+def test_input_errors_come_before_any_compile(tmp_path):
+    """A fresh process with an empty Numba cache reports NaN, -inf, +inf when maximising, costs
+    beyond the range rule and a line without a finite cost, on the small path and on the
+    ε-passes, without compiling a kernel of epslap or costfns first."""
+    import os
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    out = subprocess.run([sys.executable, "-c", _NO_COMPILE_PROBE], env=env, text=True,
+                         capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout

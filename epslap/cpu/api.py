@@ -11,7 +11,7 @@ from costfns.rows import ErasedState, has_part_form
 
 from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, raise_out_of_range,
                         raise_pending)
-from .._validate import as_matrix, canonical_dense, int_cost_limit
+from .._validate import as_matrix, canonical_dense, check_before_compile, int_cost_limit
 from ..cache import join_caches, make_cache, parse_memory, serve_rows
 from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
@@ -21,6 +21,9 @@ from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve
                      rows_served, solve_rows)
 
 _ROW_DTYPES = (np.float64, np.float32, np.int64, np.int32)
+#: the float dtypes whose ε-passes this process has run (compiled): a matrix of another is
+#: checked in NumPy first (``check_before_compile``)
+_SOLVED_DTYPES: set = set()
 
 
 def _hit_rate_text(state):
@@ -69,6 +72,8 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
     canon = canonical_dense(arr, maximize, check_values=False, threads=nthreads)
     m = canon.matrix
     n1, n2 = m.shape
+    if m.dtype.kind == "f" and m.dtype not in _SOLVED_DTYPES:
+        check_before_compile(m, False)  # the passes' first compile waits on no input error
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
     else:
@@ -79,6 +84,7 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
                                           epsilon=epsilon, progress=progress, threads=nthreads,
                                           checkpoint=checkpoint, init_v=init_v,
                                           hand_over=threads is None)
+        _SOLVED_DTYPES.add(m.dtype)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)

@@ -45,7 +45,8 @@ from numba.extending import intrinsic, overload
 
 from .._schedule import rectangular_from_zero
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, raise_for_status
-from .._validate import FLOAT_BIG, as_matrix, check_float_range, check_int_range
+from .._validate import (FLOAT_BIG, as_matrix, check_before_compile, check_float_range,
+                         check_int_range)
 from ..certificate import RTOL, row_duals_hold
 from ..solution import Solution, assemble
 
@@ -940,8 +941,10 @@ def _prepare(arr: np.ndarray, maximize: bool):
         entry = _ENTRIES[m.dtype]
     if entry is not None:
         return m, entry, 0.0
+    check_before_compile(m, maximize)
     entry, compile_s = _entry(m)
     return m, entry, compile_s
+
 
 
 #: the stats of every small-path solve, copied and completed per call (cheaper than a literal)
