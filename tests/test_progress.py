@@ -22,7 +22,7 @@ print(sol.stats["passes"], sol.stats["rows_evaluated"])
 """
 
 
-def test_phases_rows_and_no_eta():
+def test_phases_rows_and_time_left():
     out = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
                          timeout=600, check=True)
     err = out.stdout, out.stderr.replace("\r", "\n")
@@ -31,7 +31,7 @@ def test_phases_rows_and_no_eta():
     assert "estimate [" in text
     assert "exact:" in text and "rows evaluated" in text and "cache hits" in text
     assert "solved in" in text and f"{passes} passes, {rows:,} rows evaluated" in text
-    assert "ETA" not in text and "rows/s" not in text and "<" not in text  # no rate, no ETA
+    assert "<" in text and "/200 rows" in text  # elapsed<left, and the rows augmented
 
 
 def test_compile_phase_names_its_reason_and_time():
@@ -41,6 +41,28 @@ def test_compile_phase_names_its_reason_and_time():
         time.sleep(1.05)
     text = stream.getvalue()
     assert "compiling the passes (first use in this process" in text and "done in 1." in text
+
+
+def test_the_pass_bar_measures_work_not_rows():
+    """Rows whose searches lengthen as the pass goes (row r evaluates 1 + r/10 rows): at half
+    the rows augmented (a quarter of the work done) the bar is below half, and it tracks the
+    work done more closely than the row count as the pass goes on."""
+    stream = io.StringIO()
+    ctl = np.zeros(8, np.int64)
+    prog = SolveProgress(1000, ctl, np.array([0.5, 0.0]), stream=stream)
+    prog.passes()
+    total = sum(1 + r / 10 for r in range(1000))
+    for k in range(0, 1001, 50):
+        done = int(sum(1 + r / 10 for r in range(k)))
+        ctl[1:4] = (0, k, done)
+        prog.tick()
+        shown = prog.bar.n / prog.bar.total
+        if 0 < k < 1000:
+            assert done / total <= shown + 1e-9 and shown <= k / 1000 + 1e-9
+        if k == 500:
+            assert shown < 0.4
+    assert prog.bar.n == prog.bar.total
+    prog.close({"passes": 1, "rows_evaluated": int(total)})
 
 
 def test_pass_labels_from_the_kernel_counters():
