@@ -52,6 +52,8 @@ def test_solve_generated_problem_maximize_and_progress(capsys):
     captured = capsys.readouterr()
     assert "OPTIMAL" in captured.out
     assert "Traceback" not in captured.err  # the bar's content: epslap/_progress.py's tests
+    assert "certificate: checking the duals against all 60 x 60 costs" in captured.err
+    assert "certificate: done in" in captured.err
 
 
 def test_version_and_python_dash_m(capsys):
