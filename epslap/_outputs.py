@@ -82,6 +82,39 @@ def open_output(path) -> _Output:
     raise ValueError(f"out={path!r}: give a .csv, .npz or .parquet file")
 
 
+class ResumableCsv:
+    """A CSV file that a long run appends one line to per finished item and that a rerun
+    resumes from (``solve_many``'s ``.csv`` and ``emd_matrix``'s ``out``): ``rows``, the lines
+    already there under the header ``check_header`` accepted (which raises otherwise), and
+    ``append``, which writes a line and flushes it (and fsyncs it, ``durable``). A new or empty
+    file gets ``header``."""
+
+    def __init__(self, path: str, header: list[str], check_header, durable: bool):
+        self.durable = durable
+        self.header, self.rows = header, []
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            with open(path, newline="") as fh:
+                reader = csv.reader(fh)
+                found = next(reader, None)
+                check_header(found)
+                self.header, self.rows = found, list(reader)
+            self.fh = open(path, "a", newline="")  # noqa: SIM115 - closed by close()
+            self.writer = csv.writer(self.fh)
+        else:
+            self.fh = open(path, "w", newline="")  # noqa: SIM115
+            self.writer = csv.writer(self.fh)
+            self.append(header)
+
+    def append(self, row: list) -> None:
+        self.writer.writerow(row)
+        self.fh.flush()
+        if self.durable:
+            os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
 class _Output:
     def __init__(self, path: str):
         self.path = path
@@ -117,24 +150,17 @@ def _cost_value(text: str) -> float | int | None:
 class _Csv(_Output):
     def __init__(self, path: str):
         super().__init__(path)
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            with open(path, newline="") as fh:
-                reader = csv.reader(fh)
-                header = next(reader, None)
-                if header == _OLD_FIELDS:
-                    raise _older(path)
-                if header != _FIELDS:
-                    raise ValueError(f"{path} is not a solve_many result file (its first line "
-                                     f"is not {','.join(_FIELDS)}); use another file")
-                for row in reader:
-                    if len(row) == len(_FIELDS) and row[-1] == "yes":  # else: a torn line
-                        self.records[row[0]] = self._parse(row)
-            self.fh = open(path, "a", newline="")  # noqa: SIM115 - closed by close()
-        else:
-            self.fh = open(path, "w", newline="")  # noqa: SIM115
-            csv.writer(self.fh).writerow(_FIELDS)
-        self.writer = csv.writer(self.fh)
-        self._sync()
+
+        def check_header(header) -> None:
+            if header == _OLD_FIELDS:
+                raise _older(path)
+            if header != _FIELDS:
+                raise ValueError(f"{path} is not a solve_many result file (its first line "
+                                 f"is not {','.join(_FIELDS)}); use another file")
+        self.file = ResumableCsv(path, _FIELDS, check_header, durable=True)
+        for row in self.file.rows:
+            if len(row) == len(_FIELDS) and row[-1] == "yes":  # else: a torn line
+                self.records[row[0]] = self._parse(row)
 
     @staticmethod
     def _parse(row: list[str]) -> ManyResult:
@@ -150,18 +176,13 @@ class _Csv(_Output):
 
         def text(a):
             return "" if a is None else " ".join(map(str, np.asarray(a).tolist()))
-        self.writer.writerow([rec.key, rec.settings or "", rec.status, _cost_text(rec.cost),
-                              f"{rec.seconds:.6f}",
-                              "" if rec.rows_evaluated is None else rec.rows_evaluated,
-                              rec.error or "", text(rec.row_ind), text(rec.col_ind), "yes"])
-        self._sync()
-
-    def _sync(self) -> None:
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
+        self.file.append([rec.key, rec.settings or "", rec.status, _cost_text(rec.cost),
+                          f"{rec.seconds:.6f}",
+                          "" if rec.rows_evaluated is None else rec.rows_evaluated,
+                          rec.error or "", text(rec.row_ind), text(rec.col_ind), "yes"])
 
     def close(self) -> None:
-        self.fh.close()
+        self.file.close()
 
 
 class _Rewritten(_Output):

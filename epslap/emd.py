@@ -10,7 +10,6 @@ features and uniform weights) or its square (W2², the paper's cost).
 """
 from __future__ import annotations
 
-import csv
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._outputs import ResumableCsv
 from ._runner import run_tasks
 
 _CSV_HEADER = ["a", "b", "settings", "distance", "seconds", "error"]
@@ -90,37 +90,24 @@ def _settings(size, metric, unmatched, position_weight, colour) -> str:
             f"position_weight={float(position_weight)!r};colour={colour}")
 
 
-def _read_done(path, settings: str) -> dict:
-    """Finished pairs of a CSV written with ``settings`` (a pair that failed is not finished);
-    refuses a file of another layout."""
-    done = {}
-    if path and os.path.exists(path) and os.path.getsize(path) > 0:
-        with open(path, newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if header not in (_CSV_HEADER, _CSV_HEADER[:-1]):  # (files without the error column)
-                raise ValueError(f"{path} has columns {','.join(header or [])!r}, not "
-                                 f"{','.join(_CSV_HEADER)!r} (written by an older epslap?); "
-                                 "use another output file")
-            for rec in reader:
-                failed = len(rec) > 5 and rec[5] != ""
-                if len(rec) == len(header) and rec[2] == settings and not failed:
-                    done[(rec[0], rec[1])] = float(rec[3])
-    return done
-
-
 def _open_csv(out: str | None, settings: str):
-    """(finished pairs, file handle, writer) for ``out``; the header goes into a new file."""
+    """(finished pairs, the file) for ``out``: the pairs a CSV written with ``settings`` holds
+    (a pair that failed is not finished); a file of another layout is refused."""
     if out is None:
-        return {}, None, None
-    done = _read_done(out, settings)
-    new_file = not os.path.exists(out) or os.path.getsize(out) == 0
-    fh = open(out, "a", newline="")  # noqa: SIM115 - open for the whole loop, closed by it
-    writer = csv.writer(fh)
-    if new_file:
-        writer.writerow(_CSV_HEADER)
-        fh.flush()
-    return done, fh, writer
+        return {}, None
+
+    def check_header(header) -> None:
+        if header not in (_CSV_HEADER, _CSV_HEADER[:-1]):  # (files without the error column)
+            raise ValueError(f"{out} has columns {','.join(header or [])!r}, not "
+                             f"{','.join(_CSV_HEADER)!r} (written by an older epslap?); "
+                             "use another output file")
+    file = ResumableCsv(out, _CSV_HEADER, check_header, durable=False)
+    done = {}
+    for rec in file.rows:
+        failed = len(rec) > 5 and rec[5] != ""
+        if len(rec) == len(file.header) and rec[2] == settings and not failed:
+            done[(rec[0], rec[1])] = float(rec[3])
+    return done, file
 
 
 def _emd_pair(a: str, b: str, kw: dict) -> EMDResult:
@@ -152,7 +139,7 @@ def emd_matrix(images: Sequence, *, out: str | None = None, progress: bool = Tru
           "memory": memory, "threads": threads}
     k = len(names)
     dist = np.zeros((k, k))
-    done, fh, writer = _open_csv(out, settings)
+    done, file = _open_csv(out, settings)
     tasks = []
     for i in range(k):
         for j in range(i + 1, k):
@@ -170,17 +157,16 @@ def emd_matrix(images: Sequence, *, out: str | None = None, progress: bool = Tru
         dist[i, j] = dist[j, i] = d
         if outcome.error is not None:
             failed.append(f"{names[i]} vs {names[j]}: {outcome.error}")
-        if writer:
-            writer.writerow([names[i], names[j], settings, repr(d), f"{outcome.seconds:.3f}",
-                             outcome.error or ""])
-            fh.flush()
+        if file:
+            file.append([names[i], names[j], settings, repr(d), f"{outcome.seconds:.3f}",
+                         outcome.error or ""])
         if on_pair is not None and res is not None:
             on_pair(i, j, res)
     try:
         run_tasks(tasks, finished, client=client, progress=progress, desc="pairs")
     finally:
-        if fh:
-            fh.close()
+        if file:
+            file.close()
     if failed:
         warnings.warn(f"{len(failed)} of {len(tasks)} pairs failed (NaN in the matrix): "
                       + "; ".join(failed), RuntimeWarning, stacklevel=2)
