@@ -308,8 +308,10 @@ def _canonical_member(cupy, m, k: int, maximize: bool, integral: bool) -> np.nda
 
 def _solve_on_host(cupy, m, k, maximize, integral, x, u, v, total, rows) -> None:
     """Member ``k``, whose duals missed the rule on the device, by the CPU path (certified)."""
-    from .._api import solve
-    sol = solve(_canonical_member(cupy, m, k, maximize, integral))
+    from ..cpu.api import solve_cpu
+    sol = solve_cpu(_canonical_member(cupy, m, k, maximize, integral), maximize=False,
+                    epsilon=True, memory=None, cache="auto", threads=None, progress=False,
+                    t_start=time.perf_counter())
     x[k] = cupy.asarray(sol.col_ind)
     u[k] = cupy.asarray(sol.u)
     v[k] = cupy.asarray(sol.v)
@@ -319,9 +321,10 @@ def _solve_on_host(cupy, m, k, maximize, integral, x, u, v, total, rows) -> None
 
 def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
     """Member ``k`` of a stack too wide for a team, by the single-problem GPU backend."""
-    from .._api import solve
+    from .api import solve_gpu
     try:
-        sol = solve(-m[k] if maximize else m[k], backend="gpu", device=cupy.cuda.Device().id)
+        sol = solve_gpu(-m[k] if maximize else m[k], maximize=False, epsilon=True,
+                        device=cupy.cuda.Device().id, t_start=time.perf_counter())
     except (ValueError, ArithmeticError) as exc:
         raise type(exc)(f"problem {int(index[k])}: {exc}") from None
     x[k] = cupy.asarray(sol.col_ind)
