@@ -155,6 +155,28 @@ def test_cupy_input_stays_on_the_device():
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("maximize", [False, True])
+def test_a_member_the_device_cannot_certify_is_solved_on_the_cpu(maximize, monkeypatch):
+    """A member whose duals missed the rule on the device (forced here) goes to the CPU path:
+    the same optimum, and a certificate in the caller's orientation and sign."""
+    import epslap.gpu.batch as gb
+    launch = gb._launch
+
+    def one_uncertified(*args):
+        status = launch(*args)
+        status[1] = gb.UNCERTIFIED
+        return status
+    monkeypatch.setattr(gb, "_launch", one_uncertified)
+    for shape in ((3, 20, 20), (3, 12, 30), (3, 30, 12)):
+        c = np.random.default_rng(sum(shape)).random(shape)
+        sol = epslap.solve_batch(c, maximize=maximize, backend="gpu")
+        assert sol.stats["cpu_fallbacks"] == 1
+        np.testing.assert_allclose(sol.cost, _scipy_costs(c, maximize), rtol=1e-12)
+        _certified(c, sol, maximize)
+
+
+@gpu
+@pytest.mark.gpu
 def test_empty_and_wide_members():
     sol = epslap.solve_batch(np.zeros((0, 3, 3)), backend="gpu")
     assert len(sol) == 0
