@@ -328,19 +328,19 @@ class _Contents:
         if (self.state["eps_log"] < 0).any():
             raise self.bad("eps_log holds a negative ε")
         rec = self.floats("resume", (ker.RESUME_SIZE,), np.inf)
-        if rec[ker._R_ACTIVE] not in (0.0, 1.0):
-            raise self.bad(f"resume: active flag {float(rec[ker._R_ACTIVE])!r} is not 0 or 1")
-        if rec[ker._R_ACTIVE] == 0.0:  # the passes start afresh: nothing else of it is read
+        if rec[ker.R_ACTIVE] not in (0.0, 1.0):
+            raise self.bad(f"resume: active flag {float(rec[ker.R_ACTIVE])!r} is not 0 or 1")
+        if rec[ker.R_ACTIVE] == 0.0:  # the passes start afresh: nothing else of it is read
             return
         n_aug = self.n1 if mode == "rectangular" else self.n2
-        fields = {"k": (ker._R_K, 0, n_aug), "pass": (ker._R_PASS, 0, ker.MAX_PASSES - 1),
-                  "rows evaluated": (ker._R_ROWS, 0, np.inf), "reverse": (ker._R_REVERSE, 0, 1)}
+        fields = {"k": (ker.R_K, 0, n_aug), "pass": (ker.R_PASS, 0, ker.MAX_PASSES - 1),
+                  "rows evaluated": (ker.R_ROWS, 0, np.inf), "reverse": (ker.R_REVERSE, 0, 1)}
         for what, (i, low, high) in fields.items():
             x = float(rec[i])
             if x != np.floor(x) or not low <= x <= high:
                 raise self.bad(f"resume: {what} = {x!r} is not an integer in [{low:g}, "
                                f"{high:g}]")
-        eps = float(rec[ker._R_EPS])
+        eps = float(rec[ker.R_EPS])
         if eps != -1.0 and not 0.0 <= eps <= eps_upper:
             raise self.bad(f"resume: the pass's ε = {eps!r} is neither -1 (the exact pass) nor "
                            f"within [0, eps_upper = {eps_upper!r}]")
@@ -350,8 +350,8 @@ class _Contents:
         if (count > 1).any():
             raise self.bad(f"resume_row_col gives column {int(np.flatnonzero(count > 1)[0])} "
                            "to more than one row")
-        self.pass_rows("resume_row_col", paired, perm, int(rec[ker._R_K]),
-                       rec[ker._R_REVERSE] == 1.0)
+        self.pass_rows("resume_row_col", paired, perm, int(rec[ker.R_K]),
+                       rec[ker.R_REVERSE] == 1.0)
 
     def gpu(self, mode: str) -> None:
         """What ``gpu.solver._Checkpoints.save`` writes; inside a pass also its assignment,

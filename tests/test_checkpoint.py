@@ -251,7 +251,7 @@ def inside(tmp_path_factory):
         rc = arrays["resume_row_col"]
         # inside a pass, with rows paired and rows still free (the members the tests alter;
         # a checkpoint after a pass's last augmentation, taken on a busy machine, has none free)
-        if (arrays["resume"][ker._R_ACTIVE] == 1.0 and (rc >= 0).any() and (rc < 0).any()
+        if (arrays["resume"][ker.R_ACTIVE] == 1.0 and (rc >= 0).any() and (rc < 0).any()
                 and not kept.exists()):
             shutil.copy(p, kept)
     ckpt.write, cpu_solver.POLL_S = keep_first_inside, 0.0005
@@ -348,15 +348,15 @@ ALTERED = {
     "resume_row_col column twice": (_column_twice, "resume_row_col gives column"),
     "resume_row_col pair dropped": (_pair_dropped, "resume_row_col does not pair"),
     "resume_row_col pair added": (_pair_added, "resume_row_col does not pair"),
-    "resume k past the rows": (_set("resume", ker._R_K, 401), "resume: k = 401"),
-    "resume k negative": (_set("resume", ker._R_K, -1), "resume: k = -1"),
-    "resume k fraction": (_set("resume", ker._R_K, 2.5), "resume: k = 2.5"),
-    "resume active 0.5": (_set("resume", ker._R_ACTIVE, 0.5), "resume: active flag"),
-    "resume pass": (_set("resume", ker._R_PASS, ker.MAX_PASSES), "resume: pass = 64"),
-    "resume rows": (_set("resume", ker._R_ROWS, -3), "resume: rows evaluated = -3"),
-    "resume reverse": (_set("resume", ker._R_REVERSE, 2), "resume: reverse = 2"),
-    "resume eps NaN": (_set("resume", ker._R_EPS, np.nan), "resume holds NaN"),
-    "resume eps too big": (_set("resume", ker._R_EPS, 1e6), "resume: the pass's ε = 1000000"),
+    "resume k past the rows": (_set("resume", ker.R_K, 401), "resume: k = 401"),
+    "resume k negative": (_set("resume", ker.R_K, -1), "resume: k = -1"),
+    "resume k fraction": (_set("resume", ker.R_K, 2.5), "resume: k = 2.5"),
+    "resume active 0.5": (_set("resume", ker.R_ACTIVE, 0.5), "resume: active flag"),
+    "resume pass": (_set("resume", ker.R_PASS, ker.MAX_PASSES), "resume: pass = 64"),
+    "resume rows": (_set("resume", ker.R_ROWS, -3), "resume: rows evaluated = -3"),
+    "resume reverse": (_set("resume", ker.R_REVERSE, 2), "resume: reverse = 2"),
+    "resume eps NaN": (_set("resume", ker.R_EPS, np.nan), "resume holds NaN"),
+    "resume eps too big": (_set("resume", ker.R_EPS, 1e6), "resume: the pass's ε = 1000000"),
     "resume short": (_replace("resume", lambda r: r[:4]), r"resume has shape \(4,\)"),
     "eps_log inf": (_set("eps_log", 2, np.inf), "eps_log holds NaN or inf"),
     "eps_log negative": (_set("eps_log", 2, -0.5), "eps_log holds a negative"),
@@ -389,7 +389,7 @@ def test_a_checkpoint_altered_with_valid_checksums_is_refused_by_member(case, in
 
 def test_an_unaltered_checkpoint_written_again_still_resumes(inside, tmp_path):
     c, path, plain = inside
-    assert load(str(path))["resume"][ker._R_K] > 0  # inside a pass, some rows paired
+    assert load(str(path))["resume"][ker.R_K] > 0  # inside a pass, some rows paired
     again = _rewritten(path, tmp_path)
     resumed = epslap.solve(c, threads=1, resume=again)
     _same(plain, resumed)
@@ -423,14 +423,14 @@ def _gpu_inside(c, state):
     cmatch[owner >= 0] = 0.0
     cmatch[real] = c[owner[real], np.flatnonzero(real)]
     record = np.zeros(RESUME, np.int64)
-    record[[0, R_NEED, 2]] = 1, -1, int(rec[ker._R_K])
-    record[11:13] = np.array([rec[ker._R_ROWS], rec[ker._R_SUM_EPS]]).view(np.int64)
-    passes = int(rec[ker._R_PASS])
+    record[[0, R_NEED, 2]] = 1, -1, int(rec[ker.R_K])
+    record[11:13] = np.array([rec[ker.R_ROWS], rec[ker._R_SUM_EPS]]).view(np.int64)
+    passes = int(rec[ker.R_PASS])
     h = dict(h, mode="gpu-eps", passes=passes, epsilons=state["eps_log"][:passes].tolist(),
              rows_evaluated_passes=0,
              sched=dict(eps=h["eps_upper"], first=passes == 0, second=passes == 1,
-                        reverse=bool(rec[ker._R_REVERSE]), total_d=0.0, total_eps=0.0,
-                        in_pass=float(rec[ker._R_EPS])))
+                        reverse=bool(rec[ker.R_REVERSE]), total_d=0.0, total_eps=0.0,
+                        in_pass=float(rec[ker.R_EPS])))
     return {"header": h, "v": state["v"], "perm": state["perm"], "owner": owner,
             "cmatch": cmatch, "record": record, "susp_d": np.zeros(7)}
 

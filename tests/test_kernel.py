@@ -1,6 +1,6 @@
 """The pass kernel's argmin against a direct reading of the tie rule (docs/algorithm.md §4):
 smallest d over open columns; among equals an unassigned column; then the lowest index. Closed columns
-carry a sentinel distance instead of a flag (a quiet NaN; _KEY_MIN for integers)."""
+carry a sentinel distance instead of a flag (a quiet NaN; KEY_MIN for integers)."""
 import numpy as np
 import pytest
 from numba import njit
@@ -14,8 +14,8 @@ def _argmin(d, free_mask, integral):
     by a plain loop over the keys, not by the kernel's scan)."""
     dkey = d.view(np.int64)
     n_blocks = (d.shape[0] + K.BLOCK - 1) // K.BLOCK
-    block_min = np.full(n_blocks, K._KEY_MAX, np.int64)
-    block_free = np.full(n_blocks, K._KEY_MAX, np.int64)
+    block_min = np.full(n_blocks, K.KEY_MAX, np.int64)
+    block_free = np.full(n_blocks, K.KEY_MAX, np.int64)
     for j in range(d.shape[0]):
         b = j // K.BLOCK
         k = K.key_of(dkey[j], integral)
@@ -50,6 +50,6 @@ def test_argmin_tie_rule_with_closed_sentinels(integral):
         free = rng.random(m) < 0.5
         ref = _reference(d, closed, free)
         dk = d.copy()
-        dk.view(np.int64)[closed] = K._KEY_MIN if integral else K._CLOSED_BITS
-        free_mask = np.where(free, K._KEY_MIN, K._KEY_MAX).astype(np.int64)
+        dk.view(np.int64)[closed] = K.KEY_MIN if integral else K._CLOSED_BITS
+        free_mask = np.where(free, K.KEY_MIN, K.KEY_MAX).astype(np.int64)
         assert _argmin(dk, free_mask, integral) == ref

@@ -51,11 +51,11 @@ _F_D, _F_C, _F_V = 8, 9, 10  # work-dtype fields, written through ``slots_w`` (s
 
 
 BLOCK = 256  # columns per block of the argmin: block minima narrow the index search
-_KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
-_KEY_MIN = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
+KEY_MIN = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
 _CLOSED_BITS = np.int64(0x7FF8000000000000)  # a quiet NaN: the distance of a closed column
 # Column mask (int64 so that every step below is a vectorisable integer max/min):
-# free_mask[j] = _KEY_MIN while column j is unassigned, _KEY_MAX once assigned.
+# free_mask[j] = KEY_MIN while column j is unassigned, KEY_MAX once assigned.
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -63,27 +63,27 @@ def _sort_key(k, integral):
     """Order-preserving int64 key of a float's bits (identity for integers)."""
     if integral:
         return k
-    return k ^ ((k >> 63) & _KEY_MAX)
+    return k ^ ((k >> 63) & KEY_MAX)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def key_of(k, integral):
     """Sort key of a distance's int64 bits: order-preserving for floats (a closed column's quiet
-    NaN maps above +inf), the integer itself otherwise (a closed column's _KEY_MIN maps to
-    _KEY_MAX)."""
+    NaN maps above +inf), the integer itself otherwise (a closed column's KEY_MIN maps to
+    KEY_MAX)."""
     if integral:
-        return _KEY_MAX if k == _KEY_MIN else k
+        return KEY_MAX if k == KEY_MIN else k
     return _sort_key(k, False)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _closed_key(integral):
     """The sort key of a closed column's distance: nothing open is at or above it."""
-    return _KEY_MAX if integral else _CLOSED_BITS
+    return KEY_MAX if integral else _CLOSED_BITS
 
 
 @intrinsic
-def _bits(typingctx, x):
+def bits(typingctx, x):
     """The IEEE bits of a float64 as an int64 (a register bitcast, no memory round trip); an
     int64 as itself."""
     if x not in (types.float64, types.int64):
@@ -109,8 +109,8 @@ def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, f
     than the compare-and-select form). The float loop keeps compare-and-select: with ``min``
     it no longer vectorised inside the solve (2.7× slower, measured).
     """
-    m = _KEY_MAX
-    mf = _KEY_MAX
+    m = KEY_MAX
+    mf = KEY_MAX
     for j in range(d.shape[0]):
         if first:
             nd = (row[j] - v[j]) + zero
@@ -127,7 +127,7 @@ def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, f
                 pcost[j] = (row[j] + zero) if upd else pcost[j]
         d[j] = nd
         if not integral:
-            k = _sort_key(_bits(nd), False)
+            k = _sort_key(bits(nd), False)
             m = k if k < m else m
             fm = free_mask[j]
             kf = k if k > fm else fm
@@ -137,7 +137,7 @@ def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, f
         for j in range(d.shape[0]):
             k = key_of(dk[j], True)
             m = min(m, k)
-            mf = min(mf, k if free_mask[j] < 0 else _KEY_MAX)
+            mf = min(mf, k if free_mask[j] < 0 else KEY_MAX)
     return m, mf
 
 
@@ -150,7 +150,7 @@ def _scan_row(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, fre
 
     ``first`` (the augmentation's first row): d = c[i] - v. Otherwise d[j] = min(d[j], reduced
     cost through row i) in the difference form ((c[i][j] - c[i][jmin]) - (v[j] - v[jmin])) + mn.
-    A closed column's d is a sentinel no candidate is below (a quiet NaN; _KEY_MIN for
+    A closed column's d is a sentinel no candidate is below (a quiet NaN; KEY_MIN for
     integers), so the update reads no open flag. ``+ zero`` turns -0.0 into +0.0 so that equal
     values have equal sort keys. With ``track`` (sources without random access) the cost of the
     improving edge is kept in ``pcost``. Fusing the block minima into the scan saves a second
@@ -177,8 +177,8 @@ def argmin_open(dkey, free_mask, block_min, block_free, integral):
     need no flag: their sentinel's key is above every open column's.
     """
     n = dkey.shape[0]
-    best = _KEY_MAX
-    best_free = _KEY_MAX
+    best = KEY_MAX
+    best_free = KEY_MAX
     for b in range(block_min.shape[0]):
         m = block_min[b]
         mf = block_free[b]
@@ -207,14 +207,14 @@ def col_range(n2, nthreads, tid):
     return lo, max(lo, hi)
 
 
-_col_range = njit(cache=True, nogil=True, inline="always")(col_range)
+col_range_jit = njit(cache=True, nogil=True, inline="always")(col_range)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _publish(slots, slots_w, off, lo, jl, d, dkey, free_mask, owner, pred, acost, vl, integral):
     """Write this thread's candidate column ``jl`` (local index, -1: none) into its slot."""
     if jl < 0:
-        slots[off + _F_KEY] = _KEY_MAX
+        slots[off + _F_KEY] = KEY_MAX
         slots[off + _F_COL] = -1
         return
     slots[off + _F_KEY] = _sort_key(dkey[jl], integral)
@@ -235,7 +235,7 @@ def _winner(slots, base, nthreads):
     slices are ordered by column, so the first such thread).
     """
     best = -1
-    bkey = _KEY_MAX
+    bkey = KEY_MAX
     bfree = False
     for t in range(nthreads):
         off = base + t * SLOT
@@ -259,7 +259,7 @@ class Columns(NamedTuple):
     pred: np.ndarray        # the row through which d was last lowered
     pcost: np.ndarray       # cost of that edge (kept only for sources without random access)
     acost: np.ndarray       # cost of the owner's edge
-    free_mask: np.ndarray   # _KEY_MIN while the column is unassigned, _KEY_MAX once assigned
+    free_mask: np.ndarray   # KEY_MIN while the column is unassigned, KEY_MAX once assigned
     owner: np.ndarray       # the row assigned to the column, -1: none
     closed_loc: np.ndarray  # this thread's columns closed in the current augmentation ...
     closed_dl: np.ndarray   # ... and their d
@@ -317,7 +317,7 @@ class PassIO(NamedTuple):
 # between two augmentations that is not in v, the pass's assignment (``resume_row_col``) or the
 # thread's own column state (rebuilt from the assignment, see ``_restore_columns``).
 RESUME_SIZE = 8
-_R_ACTIVE, _R_K, _R_PASS, _R_EPS, _R_SUM_D, _R_SUM_EPS, _R_ROWS, _R_REVERSE = range(8)
+R_ACTIVE, R_K, R_PASS, R_EPS, _R_SUM_D, _R_SUM_EPS, R_ROWS, R_REVERSE = range(8)
 
 
 def fresh_io(v, perm, row_to_col, eps_log, result, rows_per_pass=-1) -> PassIO:
@@ -340,7 +340,7 @@ def _restore_columns(src, n1, lo, row_col, cols, zero):
         if lo <= j < hi:
             jj = j - lo
             owner[jj] = i
-            free_mask[jj] = _KEY_MAX
+            free_mask[jj] = KEY_MAX
             if i >= n1:
                 acost[jj] = zero
             elif random_access(src):
@@ -410,7 +410,7 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
         cpred[jmin] = slots[w + _F_PRED]
         nc += 1
         if lo <= jmin < hi:
-            dkey[jmin - lo] = _KEY_MIN if integral else _CLOSED_BITS
+            dkey[jmin - lo] = KEY_MIN if integral else _CLOSED_BITS
             closed_loc[n_loc] = jmin - lo
             closed_dl[n_loc] = dmin
             n_loc += 1
@@ -438,7 +438,7 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
         if lo <= j < hi:
             jj = j - lo
             owner[jj] = i
-            free_mask[jj] = _KEY_MAX
+            free_mask[jj] = KEY_MAX
             if track:
                 acost[jj] = pcost[jj]
             elif i < n1:
@@ -466,7 +466,7 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
     v, perm, row_to_col, eps_log, result, resume, resume_row_col, rows_per_pass = io
     n_aug = n2 if rows_per_pass < 0 else rows_per_pass
     sync, slots, slots_w, ctl = meet
-    lo, hi = _col_range(n2, nthreads, tid)
+    lo, hi = col_range_jit(n2, nthreads, tid)
     m = hi - lo
     vl = v[lo:hi]
     cols = new_columns(buf, v, m)
@@ -486,20 +486,20 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
     reverse = eps == 0.0
     n_pass = 0
     status = STATUS_OK
-    resuming = resume[_R_ACTIVE] == 1.0
+    resuming = resume[R_ACTIVE] == 1.0
     if resuming:  # go on inside the pass a stop request ended (same ε, same statistics)
-        n_pass = np.int64(resume[_R_PASS])
-        eps = resume[_R_EPS]
-        rows_evaluated = resume[_R_ROWS]
-        reverse = resume[_R_REVERSE] != 0.0
+        n_pass = np.int64(resume[R_PASS])
+        eps = resume[R_EPS]
+        rows_evaluated = resume[R_ROWS]
+        reverse = resume[R_REVERSE] != 0.0
         first = n_pass == 0
         second = n_pass == 1
     while eps >= 0.0 or resuming:  # eps = -1 in the exact pass (the last), resumed too
         k0 = 0
         owner[:] = -1
-        free_mask[:] = _KEY_MIN
+        free_mask[:] = KEY_MIN
         if resuming:
-            k0 = np.int64(resume[_R_K])
+            k0 = np.int64(resume[R_K])
             row_col[:] = resume_row_col
             _restore_columns(src, n1, lo, row_col, cols, zero_v)
             acc[0] = 0.0
@@ -529,14 +529,14 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
                     # where to go on from: after row k when paused; before it when interrupted
                     # (v, the assignment and the statistics are as they were before it started)
                     resume_row_col[:] = row_col
-                    resume[_R_ACTIVE] = 1.0
-                    resume[_R_K] = k + 1 if status == STATUS_PAUSED else k
-                    resume[_R_PASS] = n_pass
-                    resume[_R_EPS] = eps
+                    resume[R_ACTIVE] = 1.0
+                    resume[R_K] = k + 1 if status == STATUS_PAUSED else k
+                    resume[R_PASS] = n_pass
+                    resume[R_EPS] = eps
                     resume[_R_SUM_D] = acc[1]
                     resume[_R_SUM_EPS] = acc[2]
-                    resume[_R_ROWS] = rows_evaluated + acc[0]
-                    resume[_R_REVERSE] = 1.0 if reverse else 0.0
+                    resume[R_ROWS] = rows_evaluated + acc[0]
+                    resume[R_REVERSE] = 1.0 if reverse else 0.0
                 status = STATUS_INTERRUPTED
                 break
             if status != STATUS_OK:
@@ -600,7 +600,7 @@ def augment_rows(src, n1, n2, v, row_to_col, col_row, rows, integral):
         row_col[i] = row_to_col[i]
     for j in range(n2):
         owner[j] = col_row[j]
-        free_mask[j] = _KEY_MIN if col_row[j] < 0 else _KEY_MAX
+        free_mask[j] = KEY_MIN if col_row[j] < 0 else KEY_MAX
         if col_row[j] >= 0:
             acost[j] = cost_at(src, col_row[j], j)
     path = Path(row_col, np.empty(n2, np.int64), np.empty(n2, v.dtype), np.zeros(3),

@@ -324,7 +324,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     start_absmax = float(np.abs(v).max()) if n2 else 0.0
     if state is not None:
         start_absmax = float(state["header"]["start_absmax"])
-    rows_before = int(resume[ker._R_ROWS]) if resume[ker._R_ACTIVE] == 1.0 else 0
+    rows_before = int(resume[ker.R_ROWS]) if resume[ker.R_ACTIVE] == 1.0 else 0
 
     def save(reason: str) -> None:
         """Write the checkpoint of the pass loop's state now (``resume`` as the kernel left it
@@ -333,7 +333,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
             "fingerprint": print_, "shape": [n1, n2], "dtype": np.dtype(row_dtype).str,
             "mode": mode, "eps_upper": eps_upper, "eps_lower": eps_lower,
             "start_absmax": start_absmax, "reason": reason,
-            "rows_evaluated": int(resume[ker._R_ROWS]),
+            "rows_evaluated": int(resume[ker.R_ROWS]),
         }, {"v": v, "perm": perm, "resume": resume, "resume_row_col": resume_row_col,
             "eps_log": eps_log})
         checkpoint.written += 1
@@ -367,7 +367,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         core: ``LoadWatch``). Either way it takes the steps it would have taken without the
         stop. Ctrl-C writes a last checkpoint and raises KeyboardInterrupt."""
         if not keep:
-            resume[ker._R_ACTIVE] = 0.0
+            resume[ker.R_ACTIVE] = 0.0
         while True:
             sync = sync_mod.new_sync()
             t = team["n"]
@@ -391,7 +391,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                                                                 sync), ctl, tick)
             except KeyboardInterrupt:
                 if keep and checkpoint is not None and checkpoint.path is not None \
-                        and resume[ker._R_ACTIVE] == 1.0:
+                        and resume[ker.R_ACTIVE] == 1.0:
                     save("interrupted")
                 raise
             ctl[0] = STOP_NONE

@@ -113,7 +113,7 @@ class DeviceStages:
             st.perm[:] = self.cupy.arange(self.n1)
 
 
-def _estimate_device(cupy, mod, block, args, st, n1, n2, integral, epsilon):
+def estimate_device(cupy, mod, block, args, st, n1, n2, integral, epsilon):
     """Stages A–E of docs/algorithm.md §2 through the driver shared with the CPU. Returns
     (ε_upper, ε_lower); ``epsilon=False``: v = 0, natural row order, bounds 0."""
     result = drive(DeviceStages(cupy, mod, block, args, st, n1, integral), n1, n2, integral)

@@ -20,7 +20,7 @@ from .._status import STATUS_INTERRUPTED, STATUS_SUSPENDED, raise_for_status
 from ..certificate import prices_need_polish
 from .certificate import certified
 from .device_costs import check_device_range, materialise
-from .device_estimate import _estimate_device
+from .device_estimate import estimate_device
 from .launch import (LaunchConfig, PassGeometry, exchange_slots, grid_geometry,
                      launches_serialised, pass_geometry, unroll_for)
 from .modules import estimate_module, pass_module
@@ -375,8 +375,8 @@ def _initial_prices(run: _Run, start_v, host, epsilon: bool) -> tuple:
         state.v[:] = cupy.asarray(v0)
         state.perm[:] = cupy.asarray(perm0)
         return eps_upper, eps_lower, pick if optimal else None, c_s
-    eps_upper, eps_lower = _estimate_device(cupy, run.est_mod, (run.geo.threads,), run.src_args,
-                                            state, run.n1, run.n2, run.integral, epsilon)
+    eps_upper, eps_lower = estimate_device(cupy, run.est_mod, (run.geo.threads,), run.src_args,
+                                           state, run.n1, run.n2, run.integral, epsilon)
     return eps_upper, eps_lower, None, 0.0
 
 

@@ -35,7 +35,7 @@ from ..._estimate_driver import BoundsCDE, GapsAB, drive
 from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_OK
 from ..._sync import aborted, new_sync, reset_sync, run_workers
 from ..._validate import check_float_range
-from .keys import _EXACT_INT as EXACT_INT
+from .keys import EXACT_INT
 from .slots import STAGE_SLOT
 from .stage_ab import ab_result, ab_worker
 from .stage_cde import blend, cde_worker, regret_order

@@ -25,9 +25,9 @@ from costfns.rows import get_row
 from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
 from ..._sync import aborted, new_sync, reset_sync, run_workers
 from ..._validate import float_cost_limit
-from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits
-from .keys import (_KEY_NEG_INF, _KEY_POS_INF, _from_key, _greedy_pick, _key, _load_keys,
-                   _load_reduced_keys, _update_two_smallest, _v_from_two_smallest)
+from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits
+from .keys import (KEY_NEG_INF, KEY_POS_INF, from_key, greedy_pick, key, load_keys,
+                   load_reduced_keys, update_two_smallest, v_from_two_smallest)
 from .validate import largest_finite_in_row
 
 #: rows of the sample that gives the speculative v
@@ -48,27 +48,27 @@ def _sample_v(src, buf, n1, n2, vf):
     """vf from the first CERT_SAMPLE rows. Returns STATUS_OK, STATUS_INVALID or ABORT."""
     best1 = np.full(n2, np.inf)
     best2 = np.full(n2, np.inf)
-    free = np.full(n2, _KEY_MIN)
+    free = np.full(n2, KEY_MIN)
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
     for i in range(min(n1, CERT_SAMPLE)):
         row = get_row(src, i, buf)
-        mk, xk, _ = _load_keys(row, free, bkey, bmask)
-        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+        mk, xk, _ = load_keys(row, free, bkey, bmask)
+        if mk <= KEY_NEG_INF or xk > KEY_POS_INF:
             return STATUS_INVALID
-        if mk >= _KEY_POS_INF:
+        if mk >= KEY_POS_INF:
             return ABORT  # a row without a finite cost: stage A reports it
-        _update_two_smallest(row, _from_key(mk, scratch), best1, best2)
-    _v_from_two_smallest(best1, best2, vf)
+        update_two_smallest(row, from_key(mk, scratch), best1, best2)
+    v_from_two_smallest(best1, best2, vf)
     return STATUS_OK
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _reduced_key(row, vf, j):
     """The sort key of (float64(c[i][j]) - v[j]) + 0.0 (as ``_load_reduced_min_max`` takes it)."""
-    return _key(_bits((np.float64(row[j]) - vf[j]) + 0.0))
+    return key(bits((np.float64(row[j]) - vf[j]) + 0.0))
 
 
 @njit(cache=True, nogil=True)
@@ -83,25 +83,25 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     clear = limit - np.abs(vf).max() if n2 else limit
-    key_hi = _key(_bits(clear))  # the keys of ±clear (keys keep the order of the values);
-    key_lo = _key(_bits(-clear))  # +inf's key is above key_hi
+    key_hi = key(bits(clear))  # the keys of ±clear (keys keep the order of the values);
+    key_lo = key(bits(-clear))  # +inf's key is above key_hi
     for i in range(hi - 1 - first, lo - 1, -stride):
         if aborted(sync):
             return
         row = get_row(src, i, buf)
-        mk = _KEY_MAX
-        xk = _KEY_MIN
+        mk = KEY_MAX
+        xk = KEY_MIN
         for b in range(n_blocks):
             rb = row[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
             vb = vf[b * BLOCK:min(b * BLOCK + BLOCK, n2)]
-            m = _KEY_MAX
+            m = KEY_MAX
             for j in range(rb.shape[0]):
                 k = _reduced_key(rb, vb, j)
                 m = k if k < m else m
                 xk = k if k > xk else xk
             bkey[b] = m
             mk = m if m < mk else mk
-        if mk <= _KEY_NEG_INF or xk > _KEY_POS_INF:
+        if mk <= KEY_NEG_INF or xk > KEY_POS_INF:
             code[i] = _ROW_INVALID
             continue
         # |c| <= |c - v| + |v|: the row's reduced extremes bound its costs; only a row they
@@ -109,7 +109,7 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
         if (xk > key_hi or mk < key_lo) and largest_finite_in_row(row) > limit:
             code[i] = _ROW_TOO_BIG
             continue
-        if mk >= _KEY_POS_INF:
+        if mk >= KEY_POS_INF:
             code[i] = _ROW_NO_FINITE
             continue
         count = 0
@@ -140,7 +140,7 @@ def _pick_rows(src, buf, vf, lo, hi, code, mins, taken, pick):
             return ABORT
         q = -1
         for t in range(min(c, _KEEP)):
-            if taken[mins[i, t]] == _KEY_MIN:
+            if taken[mins[i, t]] == KEY_MIN:
                 q = mins[i, t]
                 break
         if q < 0:
@@ -150,11 +150,11 @@ def _pick_rows(src, buf, vf, lo, hi, code, mins, taken, pick):
                 tmp = np.empty(n2)
                 bkey = np.empty((n2 + BLOCK - 1) // BLOCK, np.int64)
                 bmask = np.empty_like(bkey)
-            mk = _load_reduced_keys(get_row(src, i, buf), vf, tmp, bkey)
-            q, _ = _greedy_pick(tmp.view(np.int64), bkey, mk, taken, bmask)
-            if _key(tmp.view(np.int64)[q]) != mk:
+            mk = load_reduced_keys(get_row(src, i, buf), vf, tmp, bkey)
+            q, _ = greedy_pick(tmp.view(np.int64), bkey, mk, taken, bmask)
+            if key(tmp.view(np.int64)[q]) != mk:
                 return ABORT
-        taken[q] = _KEY_MAX
+        taken[q] = KEY_MAX
         pick[i] = q
     return STATUS_OK
 
@@ -182,7 +182,7 @@ def certify_sweep(src, bufs, n1: int, n2: int, vf: np.ndarray, pick: np.ndarray,
         return status
     code = np.empty(n1, np.int64)
     mins = np.empty((n1, _KEEP), np.int64)
-    taken = np.full(n2, _KEY_MIN)
+    taken = np.full(n2, KEY_MIN)
     hi, size = n1, _FIRST_CHUNK
     limit = float_cost_limit((n1, n2))
     while hi > 0:

@@ -7,25 +7,25 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits
+from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits
 
-#: keys of -inf and +inf (see ``_key``): a row holds NaN or -inf iff its smallest key is at most
-_KEY_NEG_INF = np.int64(-0x7FF0000000000001)
-_KEY_POS_INF = np.int64(0x7FF0000000000000)
+#: keys of -inf and +inf (see ``key``): a row holds NaN or -inf iff its smallest key is at most
+KEY_NEG_INF = np.int64(-0x7FF0000000000001)
+KEY_POS_INF = np.int64(0x7FF0000000000000)
 #: integral costs whose magnitude stays below this are exact in float64 sums of three terms
-_EXACT_INT = 2.0**50
+EXACT_INT = 2.0**50
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _key(b):
+def key(b):
     """Order-preserving int64 key of a float64's bits; the map is its own inverse."""
-    return b ^ ((b >> 63) & _KEY_MAX)
+    return b ^ ((b >> 63) & KEY_MAX)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _from_key(k, scratch):
+def from_key(k, scratch):
     """The float64 whose key is ``k`` (``scratch``: int64[1] viewed as float64)."""
-    scratch[0] = _key(k)
+    scratch[0] = key(k)
     return scratch.view(np.float64)[0]
 
 
@@ -42,7 +42,7 @@ def _shift_to_max_zero(vf):
 
 
 @njit(cache=True, nogil=True)
-def _v_before_shift(best1, best2, vf):
+def v_before_shift(best1, best2, vf):
     """Stage A's v before its shift: per column the second-smallest row-reduced cost (the
     smallest when there is no second, 0 when neither is finite)."""
     for j in range(vf.shape[0]):
@@ -55,31 +55,31 @@ def _v_before_shift(best1, best2, vf):
 
 
 @njit(cache=True, nogil=True)
-def _v_from_two_smallest(best1, best2, vf):
-    """Stage A's v (``_v_before_shift``), shifted so that max v = 0."""
-    _v_before_shift(best1, best2, vf)
+def v_from_two_smallest(best1, best2, vf):
+    """Stage A's v (``v_before_shift``), shifted so that max v = 0."""
+    v_before_shift(best1, best2, vf)
     _shift_to_max_zero(vf)
 
 
 # ---- fused per-row loops ------------------------------------------------------------------------
-# ``taken`` masks columns out of the greedy pick: _KEY_MIN = free, _KEY_MAX = taken. A masked key
+# ``taken`` masks columns out of the greedy pick: KEY_MIN = free, KEY_MAX = taken. A masked key
 # is max(key, taken[j]); the pick is the lowest index holding the smallest masked key.
 
 @njit(cache=True, nogil=True)
-def _load_keys(row, taken, bkey, bmask):
+def load_keys(row, taken, bkey, bmask):
     """Stage A's read of a row: per block b, bkey[b] = min key of float64(row[j]) + 0.0 and
     bmask[b] = min masked key. Returns (min key, max key, min masked key). One vectorised pass."""
     n = row.shape[0]
-    mk = _KEY_MAX
-    xk = _KEY_MIN
-    mm = _KEY_MAX
+    mk = KEY_MAX
+    xk = KEY_MIN
+    mm = KEY_MAX
     for b in range(bkey.shape[0]):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
-        m = _KEY_MAX
-        mb = _KEY_MAX
+        m = KEY_MAX
+        mb = KEY_MAX
         for j in range(lo, hi):
-            k = _key(_bits(np.float64(row[j]) + 0.0))
+            k = key(bits(np.float64(row[j]) + 0.0))
             m = k if k < m else m
             xk = k if k > xk else xk
             t = taken[j]
@@ -93,7 +93,7 @@ def _load_keys(row, taken, bkey, bmask):
 
 
 @njit(cache=True, nogil=True)
-def _first_in_row(row, taken, bmask, k0):
+def first_in_row(row, taken, bmask, k0):
     """Lowest j with max(key(float64(row[j]) + 0.0), taken[j]) == k0; -1 if none."""
     n = row.shape[0]
     for b in range(bmask.shape[0]):
@@ -102,7 +102,7 @@ def _first_in_row(row, taken, bmask, k0):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
         for j in range(lo, hi):
-            k = _key(_bits(np.float64(row[j]) + 0.0))
+            k = key(bits(np.float64(row[j]) + 0.0))
             t = taken[j]
             if (k if k > t else t) == k0:
                 return j
@@ -114,16 +114,16 @@ def _load_reduced_min_max(row, vf, tmp, bkey):
     """tmp[j] = (float64(row[j]) - vf[j]) + 0.0; bkey[b] = min key of block b; returns the min and
     the max key (NaN or -inf in the row show in the max). One read of the row, vectorised."""
     n = tmp.shape[0]
-    mk = _KEY_MAX
-    xk = _KEY_MIN
+    mk = KEY_MAX
+    xk = KEY_MIN
     for b in range(bkey.shape[0]):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
-        m = _KEY_MAX
+        m = KEY_MAX
         for j in range(lo, hi):
             x = (np.float64(row[j]) - vf[j]) + 0.0
             tmp[j] = x
-            k = _key(_bits(x))
+            k = key(bits(x))
             m = k if k < m else m
             xk = k if k > xk else xk
         bkey[b] = m
@@ -132,11 +132,11 @@ def _load_reduced_min_max(row, vf, tmp, bkey):
 
 
 @njit(cache=True, nogil=True)
-def _load_reduced_keys(row, vf, tmp, bkey):
+def load_reduced_keys(row, vf, tmp, bkey):
     """``_load_reduced_min_max`` without the max (inlined here: the compiler drops its
     computation).
 
-    No mask here: the greedy pick usually is the row's first minimiser (``_greedy_pick`` falls
+    No mask here: the greedy pick usually is the row's first minimiser (``greedy_pick`` falls
     back to a masked pass over tmp when it is not).
     """
     mk, _ = _load_reduced_min_max(row, vf, tmp, bkey)
@@ -147,13 +147,13 @@ def _load_reduced_keys(row, vf, tmp, bkey):
 def _masked_block_minima(tk, taken, bmask):
     """bmask[b] = min over block b of max(key(tk[j]), taken[j]); returns the overall minimum."""
     n = tk.shape[0]
-    mm = _KEY_MAX
+    mm = KEY_MAX
     for b in range(bmask.shape[0]):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
-        m = _KEY_MAX
+        m = KEY_MAX
         for j in range(lo, hi):
-            k = _key(tk[j])
+            k = key(tk[j])
             t = taken[j]
             km = k if k > t else t
             m = km if km < m else m
@@ -165,7 +165,7 @@ def _masked_block_minima(tk, taken, bmask):
 @njit(cache=True, nogil=True)
 def _first_with_key(tk, taken, bkey, k0):
     """Lowest index j with max(key(tk[j]), taken[j]) == k0 (``bkey``: the block minima of those
-    masked keys; pass taken = all _KEY_MIN for plain keys). -1 if there is none."""
+    masked keys; pass taken = all KEY_MIN for plain keys). -1 if there is none."""
     n = tk.shape[0]
     for b in range(bkey.shape[0]):
         if bkey[b] != k0:
@@ -173,7 +173,7 @@ def _first_with_key(tk, taken, bkey, k0):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
         for j in range(lo, hi):
-            k = _key(tk[j])
+            k = key(tk[j])
             t = taken[j]
             if (k if k > t else t) == k0:
                 return j
@@ -190,42 +190,42 @@ def _first_plain(tk, bkey, k0):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
         for j in range(lo, hi):
-            if _key(tk[j]) == k0:
+            if key(tk[j]) == k0:
                 return j
     return -1
 
 
 @njit(cache=True, nogil=True)
-def _greedy_pick(tk, bkey, mk, taken, bmask):
+def greedy_pick(tk, bkey, mk, taken, bmask):
     """(pick, j0): the lowest-index minimiser of tk among columns not taken, and the lowest-index
     minimiser overall. Fast path: j0 itself when it is free; else one masked pass over tk."""
     j0 = _first_plain(tk, bkey, mk)
-    if taken[j0] == _KEY_MIN:
+    if taken[j0] == KEY_MIN:
         return j0, j0
     mm = _masked_block_minima(tk, taken, bmask)
     return _first_with_key(tk, taken, bmask, mm), j0
 
 
 @njit(cache=True, nogil=True)
-def _min_key_except(tk, bkey, j0):
-    """Smallest key over all j != j0 (_KEY_MAX when there is none): the second order statistic,
+def min_key_except(tk, bkey, j0):
+    """Smallest key over all j != j0 (KEY_MAX when there is none): the second order statistic,
     duplicates counted. Reads the block minima and one block only."""
     n = tk.shape[0]
     b0 = j0 // BLOCK
-    m = _KEY_MAX
+    m = KEY_MAX
     for b in range(bkey.shape[0]):
         x = bkey[b]
         m = x if (b != b0 and x < m) else m
     lo = b0 * BLOCK
     hi = min(lo + BLOCK, n)
     for j in range(lo, hi):
-        k = _key(tk[j])
+        k = key(tk[j])
         m = k if (j != j0 and k < m) else m
     return m
 
 
 @njit(cache=True, nogil=True)
-def _update_two_smallest(row, rmin, best1, best2):
+def update_two_smallest(row, rmin, best1, best2):
     """Per column: keep the two smallest row-reduced costs c - rmin (branch-free, vectorises)."""
     for j in range(row.shape[0]):
         r = (np.float64(row[j]) + 0.0) - rmin
@@ -244,8 +244,8 @@ def _two_smallest_step(r, b1, b2):
 
 
 @njit(cache=True, nogil=True)
-def _update_two_smallest4(r0, r1, r2, r3, m0, m1, m2, m3, best1, best2):
-    """``_update_two_smallest`` for four rows in one pass over best1/best2 (same result: the two
+def update_two_smallest4(r0, r1, r2, r3, m0, m1, m2, m3, best1, best2):
+    """``update_two_smallest`` for four rows in one pass over best1/best2 (same result: the two
     smallest of a multiset do not depend on the order of insertion). At large n the two column
     arrays live in L3, not L2: one read and write of them per four rows instead of per row."""
     for j in range(best1.shape[0]):
@@ -259,12 +259,12 @@ def _update_two_smallest4(r0, r1, r2, r3, m0, m1, m2, m3, best1, best2):
         best2[j] = b2
 
 
-def _rows_are_views(src):  # pragma: no cover - only called from compiled code
+def rows_are_views(src):  # pragma: no cover - only called from compiled code
     """True (at compile time) when ``get_row`` returns views that stay valid: a 2-D array."""
     raise NotImplementedError
 
 
-@overload(_rows_are_views, jit_options={"cache": True, "nogil": True})
+@overload(rows_are_views, jit_options={"cache": True, "nogil": True})
 def _rows_are_views_overload(src):
     if isinstance(src, types.Array) and src.ndim == 2:
         return lambda src: True

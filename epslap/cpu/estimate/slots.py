@@ -13,29 +13,29 @@ import numpy as np
 from numba import njit
 
 from ..._sync import barrier
-from ..passes import _KEY_MAX
+from ..passes import KEY_MAX
 
 STAGE_SLOT = 16
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _own_slot(gen, nthreads, tid):
+def own_slot(gen, nthreads, tid):
     """Offset of thread ``tid``'s slot for the row that its ``gen + 1``-th barrier ends (slots
     are double-buffered by the barrier's parity)."""
     return (gen & 1) * nthreads * STAGE_SLOT + tid * STAGE_SLOT
 
 
 @njit(cache=True, nogil=True)
-def _slots_min(slots, base, nthreads, f):
+def slots_min(slots, base, nthreads, f):
     """The smallest field ``f`` over the threads' slots of one row."""
-    m = _KEY_MAX
+    m = KEY_MAX
     for t in range(nthreads):
         m = min(m, slots[base + t * STAGE_SLOT + f])
     return m
 
 
 @njit(cache=True, nogil=True)
-def _flagged_float(slots, base, nthreads, flag_f, value_f):
+def flagged_float(slots, base, nthreads, flag_f, value_f):
     """Field ``value_f`` (float64 bits) of the one slot of a row whose field ``flag_f`` is
     nonzero: the value that only the thread holding a given column could publish."""
     x = 0.0
@@ -46,7 +46,7 @@ def _flagged_float(slots, base, nthreads, flag_f, value_f):
 
 
 @njit(cache=True, nogil=True)
-def _first_smallest(slots, base, nthreads, key_f, col_f):
+def first_smallest(slots, base, nthreads, key_f, col_f):
     """Offset of the slot with the smallest key (field ``key_f``) among those that hold a column
     (field ``col_f`` >= 0), the first such in thread order: slices are in column order, so its
     column is the lowest-index holder of the smallest key. -1 if no slot holds a column."""
@@ -59,7 +59,7 @@ def _first_smallest(slots, base, nthreads, key_f, col_f):
 
 
 @njit(cache=True, nogil=True)
-def _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
+def shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen):
     """``_shift_to_max_zero`` over the threads' slices ``vl`` of v: every slice's max, one
     barrier, then each thread subtracts the overall one (and a barrier: v is final for all).
     Returns (gen, ok)."""

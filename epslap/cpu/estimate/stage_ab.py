@@ -13,31 +13,31 @@ from costfns.rows import get_row
 
 from ..._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK
 from ..._sync import arrive, await_or_stop, barrier
-from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
-from .keys import (_KEY_NEG_INF, _KEY_POS_INF, _first_in_row, _from_key, _greedy_pick, _key,
-                   _load_keys, _load_reduced_keys, _min_key_except, _rows_are_views,
-                   _update_two_smallest, _update_two_smallest4, _v_before_shift)
-from .slots import (STAGE_SLOT, _first_smallest, _flagged_float, _own_slot,
-                    _shift_slices_to_max_zero, _slots_min)
+from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits, col_range_jit
+from .keys import (KEY_NEG_INF, KEY_POS_INF, first_in_row, from_key, greedy_pick, key, load_keys,
+                   load_reduced_keys, min_key_except, rows_are_views, update_two_smallest,
+                   update_two_smallest4, v_before_shift)
+from .slots import (STAGE_SLOT, first_smallest, flagged_float, own_slot, shift_slices_to_max_zero,
+                    slots_min)
 
 
 @njit(cache=True, nogil=True)
 def _read_keys_a(row, taken, bkey, bmask):
-    """Stage A's read of a row slice (``_load_keys``) and its candidate: returns (min key, max
+    """Stage A's read of a row slice (``load_keys``) and its candidate: returns (min key, max
     key, min masked key mm, the first column holding mm or -1). (A slice whose columns are all
     picked has none; another slice has one: n1 <= n2.)"""
-    mk, xk, mm = _load_keys(row, taken, bkey, bmask)
-    return mk, xk, mm, _first_in_row(row, taken, bmask, mm) if mm < _KEY_MAX else -1
+    mk, xk, mm = load_keys(row, taken, bkey, bmask)
+    return mk, xk, mm, first_in_row(row, taken, bmask, mm) if mm < KEY_MAX else -1
 
 
 @njit(cache=True, nogil=True)
 def _remask_block(row, taken, bmask, b, scratch_key, scratch_mask):
-    """Recompute bmask[b] (``_load_keys`` on block b alone; ``scratch_*``: int64[1]) after a
+    """Recompute bmask[b] (``load_keys`` on block b alone; ``scratch_*``: int64[1]) after a
     column of block b was taken; returns the new minimum over all blocks."""
     lo = b * BLOCK
     hi = min(lo + BLOCK, row.shape[0])
-    _, _, bmask[b] = _load_keys(row[lo:hi], taken[lo:hi], scratch_key, scratch_mask)
-    mm = _KEY_MAX
+    _, _, bmask[b] = load_keys(row[lo:hi], taken[lo:hi], scratch_key, scratch_mask)
+    mm = KEY_MAX
     for x in bmask:
         mm = x if x < mm else mm
     return mm
@@ -50,9 +50,9 @@ def _publish_a(row, lo, hi, i, p, mk, xk, mm, slots, off):
     min key, max key, mm, lo + p (-1: none), c[i][i] as float64 bits and whether this slice
     holds column i, the cost at the candidate."""
     if hi == lo:
-        slots[off] = _KEY_MAX
-        slots[off + 1] = _KEY_MIN
-        slots[off + 2] = _KEY_MAX
+        slots[off] = KEY_MAX
+        slots[off + 1] = KEY_MIN
+        slots[off + 2] = KEY_MAX
         slots[off + 3] = -1
         slots[off + 5] = 0
         return
@@ -61,11 +61,11 @@ def _publish_a(row, lo, hi, i, p, mk, xk, mm, slots, off):
     slots[off + 2] = mm
     slots[off + 3] = lo + p if p >= 0 else -1
     if p >= 0:
-        slots[off + 6] = _bits(np.float64(row[lo + p]))
+        slots[off + 6] = bits(np.float64(row[lo + p]))
     mine = lo <= i < hi
     slots[off + 5] = 1 if mine else 0
     if mine:
-        slots[off + 4] = _bits(np.float64(row[i]))
+        slots[off + 4] = bits(np.float64(row[i]))
 
 
 @njit(cache=True, nogil=True)
@@ -88,7 +88,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     m = hi - lo
     best1 = np.full(m, np.inf)
     best2 = np.full(m, np.inf)
-    pmask = np.full(m, _KEY_MIN)      # _KEY_MIN: not picked yet, _KEY_MAX: picked
+    pmask = np.full(m, KEY_MIN)      # KEY_MIN: not picked yet, KEY_MAX: picked
     n_blocks = (m + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     bmask = np.empty(n_blocks, np.int64)
@@ -100,7 +100,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     g_a = 0.0
     cmax = 0.0
     infeasible = False
-    ahead = _rows_are_views(src)
+    ahead = rows_are_views(src)
     pend = np.empty(4, np.int64)
     prmin = np.empty(4)
     n_pend = 0
@@ -109,7 +109,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
     row = get_row(src, 0, buf)
     mk, xk, mm, cand = _read_keys_a(row[lo:hi], pmask, bkey, bmask)
     _publish_a(row, lo, hi, 0, cand, mk, xk, mm, slots,
-               _own_slot(gen, nthreads, tid))
+               own_slot(gen, nthreads, tid))
     for i in range(n1):
         base = (gen & 1) * nthreads * STAGE_SLOT
         gen += 1
@@ -119,57 +119,57 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
             mk, xk, mm, cand = _read_keys_a(row_next[lo:hi], pmask, bkey, bmask)
         if not await_or_stop(sync, nthreads, gen):
             return STATUS_OK, 0.0, 0.0, 0.0, 0.0, gen, False
-        rmk = _slots_min(slots, base, nthreads, 0)
-        rxk = _KEY_MIN
+        rmk = slots_min(slots, base, nthreads, 0)
+        rxk = KEY_MIN
         for t in range(nthreads):
             rxk = max(rxk, slots[base + t * STAGE_SLOT + 1])
-        if rmk <= _KEY_NEG_INF or rxk > _KEY_POS_INF:
+        if rmk <= KEY_NEG_INF or rxk > KEY_POS_INF:
             return STATUS_INVALID, 0.0, 0.0, 0.0, 0.0, gen, True
         p = -1
-        if rmk >= _KEY_POS_INF:
+        if rmk >= KEY_POS_INF:
             infeasible = True  # a row without a finite cost; keep validating the other rows
         else:
-            rmin = _from_key(rmk, scratch)
-            rmax = _from_key(rxk, scratch)
+            rmin = from_key(rmk, scratch)
+            rmax = from_key(rxk, scratch)
             cmax = max(cmax, abs(rmin), abs(rmax) if math.isfinite(rmax) else 0.0)
-            w = _first_smallest(slots, base, nthreads, 2, 3)  # first unpicked minimiser
+            w = first_smallest(slots, base, nthreads, 2, 3)  # first unpicked minimiser
             p = slots[w + 3]
             if lo <= p < hi:
-                pmask[p - lo] = _KEY_MAX
+                pmask[p - lo] = KEY_MAX
             lb_a += rmin
-            ub_id += _flagged_float(slots, base, nthreads, 5, 4)  # c[i][i]
+            ub_id += flagged_float(slots, base, nthreads, 5, 4)  # c[i][i]
             g_a += slots.view(np.float64)[w + 6]
             if ahead:  # dense matrix: update the column statistics four rows at a time
                 pend[n_pend] = i
                 prmin[n_pend] = rmin
                 n_pend += 1
                 if n_pend == 4:
-                    _update_two_smallest4(get_row(src, pend[0], buf)[lo:hi],
-                                          get_row(src, pend[1], buf)[lo:hi],
-                                          get_row(src, pend[2], buf)[lo:hi],
-                                          get_row(src, pend[3], buf)[lo:hi],
-                                          prmin[0], prmin[1], prmin[2], prmin[3], best1, best2)
+                    update_two_smallest4(get_row(src, pend[0], buf)[lo:hi],
+                                         get_row(src, pend[1], buf)[lo:hi],
+                                         get_row(src, pend[2], buf)[lo:hi],
+                                         get_row(src, pend[3], buf)[lo:hi],
+                                         prmin[0], prmin[1], prmin[2], prmin[3], best1, best2)
                     n_pend = 0
             else:
-                _update_two_smallest(row[lo:hi], rmin, best1, best2)
+                update_two_smallest(row[lo:hi], rmin, best1, best2)
         if i + 1 < n1:
             if ahead:
                 row = row_next
                 if lo <= p < hi and p - lo == cand:  # row i took this slice's candidate
                     mm = _remask_block(row[lo:hi], pmask, bmask, cand // BLOCK, block_key,
                                        block_mask)
-                    cand = _first_in_row(row[lo:hi], pmask, bmask, mm) if mm < _KEY_MAX else -1
+                    cand = first_in_row(row[lo:hi], pmask, bmask, mm) if mm < KEY_MAX else -1
             else:
                 row = get_row(src, i + 1, buf)
                 mk, xk, mm, cand = _read_keys_a(row[lo:hi], pmask, bkey, bmask)
             _publish_a(row, lo, hi, i + 1, cand, mk, xk, mm, slots,
-                       _own_slot(gen, nthreads, tid))
+                       own_slot(gen, nthreads, tid))
     for k in range(n_pend):
-        _update_two_smallest(get_row(src, pend[k], buf)[lo:hi], prmin[k], best1, best2)
+        update_two_smallest(get_row(src, pend[k], buf)[lo:hi], prmin[k], best1, best2)
     if infeasible:
         return STATUS_INFEASIBLE, 0.0, 0.0, 0.0, 0.0, gen, True
-    _v_before_shift(best1, best2, vf[lo:hi])
-    gen, ok = _shift_slices_to_max_zero(tid, nthreads, vf[lo:hi], sync, slots, gen)
+    v_before_shift(best1, best2, vf[lo:hi])
+    gen, ok = shift_slices_to_max_zero(tid, nthreads, vf[lo:hi], sync, slots, gen)
     return STATUS_OK, lb_a, ub_id, g_a, cmax, gen, ok
 
 
@@ -179,21 +179,21 @@ def _publish_b(tk, bkey, mk, pmask, bmask, row, lo, slots, off):
     first column, the min key over the slice's other columns, the min key over free columns, the
     first free column holding it, that column's cost as float64 bits."""
     if tk.shape[0] == 0:
-        slots[off] = _KEY_MAX
+        slots[off] = KEY_MAX
         slots[off + 1] = -1
-        slots[off + 2] = _KEY_MAX
-        slots[off + 3] = _KEY_MAX
+        slots[off + 2] = KEY_MAX
+        slots[off + 3] = KEY_MAX
         slots[off + 4] = -1
         return
-    q, j0 = _greedy_pick(tk, bkey, mk, pmask, bmask)
+    q, j0 = greedy_pick(tk, bkey, mk, pmask, bmask)
     slots[off] = mk
     slots[off + 1] = lo + j0
-    slots[off + 2] = _min_key_except(tk, bkey, j0)
-    kq = _key(tk[q])
-    kq = kq if kq > pmask[q] else pmask[q]  # _KEY_MAX: every column here is picked
+    slots[off + 2] = min_key_except(tk, bkey, j0)
+    kq = key(tk[q])
+    kq = kq if kq > pmask[q] else pmask[q]  # KEY_MAX: every column here is picked
     slots[off + 3] = kq
-    slots[off + 4] = lo + q if kq < _KEY_MAX else -1
-    slots[off + 5] = _bits(np.float64(row[lo + q]))
+    slots[off + 4] = lo + q if kq < KEY_MAX else -1
+    slots[off + 5] = bits(np.float64(row[lo + q]))
 
 
 @njit(cache=True, nogil=True)
@@ -212,7 +212,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     tmp = np.empty(m)
     tk = tmp.view(np.int64)
     bkey = np.empty(n_blocks, np.int64)
-    pmask = np.full(m, _KEY_MIN)
+    pmask = np.full(m, KEY_MIN)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
     vl = vf[lo:hi]
@@ -222,20 +222,20 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     if n1 == 0:
         return lb_b, ub_b, certified, gen, True
     row = get_row(src, n1 - 1, buf)
-    mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+    mk = load_reduced_keys(row[lo:hi], vl, tmp, bkey)
     _publish_b(tk, bkey, mk, pmask, bmask, row, lo, slots,
-               _own_slot(gen, nthreads, tid))
+               own_slot(gen, nthreads, tid))
     for i in range(n1 - 1, -1, -1):
         base = (gen & 1) * nthreads * STAGE_SLOT
         gen += 1
         arrive(sync, nthreads, gen)
         if i > 0:  # row i's own part was published: tmp and bkey are free
             row = get_row(src, i - 1, buf)
-            mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+            mk_next = load_reduced_keys(row[lo:hi], vl, tmp, bkey)
         if not await_or_stop(sync, nthreads, gen):
             return 0.0, 0.0, False, gen, False
-        mk = _slots_min(slots, base, nthreads, 0)
-        s2 = _KEY_MAX
+        mk = slots_min(slots, base, nthreads, 0)
+        s2 = KEY_MAX
         seen_j0 = False
         for t in range(nthreads):  # slices in column order
             o = base + t * STAGE_SLOT
@@ -246,13 +246,13 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
                 s2 = min(s2, slots[o + 2])
             else:
                 s2 = min(s2, slots[o])
-        best = _first_smallest(slots, base, nthreads, 3, 4)
+        best = first_smallest(slots, base, nthreads, 3, 4)
         q = slots[best + 4]
-        mval = _from_key(mk, scratch)
+        mval = from_key(mk, scratch)
         certified = certified and slots[best + 3] == mk  # the pick is at the row minimum
-        s_val = np.inf if s2 == _KEY_MAX else _from_key(s2, scratch)
+        s_val = np.inf if s2 == KEY_MAX else from_key(s2, scratch)
         if lo <= q < hi:
-            pmask[q - lo] = _KEY_MAX
+            pmask[q - lo] = KEY_MAX
         if tid == 0:
             pick[i] = q
             regret[i] = s_val - mval
@@ -260,7 +260,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
         ub_b += slots.view(np.float64)[best + 5]
         if i > 0:
             _publish_b(tk, bkey, mk_next, pmask, bmask, row, lo, slots,
-                       _own_slot(gen, nthreads, tid))
+                       own_slot(gen, nthreads, tid))
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return lb_b, ub_b, certified, gen, barrier(sync, nthreads, gen)
 
@@ -270,7 +270,7 @@ def ab_worker(tid, nthreads, src, buf, n1, n2, vf, regret, pick, sync, slots, ou
     """Stages A and B for thread ``tid`` of ``nthreads`` (its slice of the columns). Thread 0
     writes out = [status, gap_i, gap, g0, cmax, certified] (see ``ab_result``). Returns False
     if aborted."""
-    lo, hi = _col_range(n2, nthreads, tid)
+    lo, hi = col_range_jit(n2, nthreads, tid)
     status, lb_a, ub_id, g_a, cmax, gen, ok = _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi,
                                                             vf, sync, slots, 0)
     if not ok:

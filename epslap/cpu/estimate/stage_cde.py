@@ -11,10 +11,10 @@ from numba import njit
 from costfns.rows import get_row
 
 from ..._sync import arrive, await_or_stop, barrier
-from ..passes import _KEY_MAX, _KEY_MIN, BLOCK, _bits, _col_range
-from .keys import _from_key, _greedy_pick, _key, _load_reduced_keys
-from .slots import (STAGE_SLOT, _first_smallest, _flagged_float, _own_slot,
-                    _shift_slices_to_max_zero, _slots_min)
+from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits, col_range_jit
+from .keys import from_key, greedy_pick, key, load_reduced_keys
+from .slots import (STAGE_SLOT, first_smallest, flagged_float, own_slot, shift_slices_to_max_zero,
+                    slots_min)
 
 
 @njit(cache=True, nogil=True)
@@ -22,16 +22,16 @@ def _publish_greedy(tk, bkey, mk, taken, bmask, row, lo, slots, off):
     """Row step of stages C/E after the previous row's pick is known: this slice's greedy pick
     (slot fields: min key, masked key of the pick, the pick, the pick's cost as float64 bits)."""
     if tk.shape[0] == 0:
-        slots[off] = _KEY_MAX
-        slots[off + 1] = _KEY_MAX
+        slots[off] = KEY_MAX
+        slots[off + 1] = KEY_MAX
         slots[off + 2] = -1
         return
-    q, _ = _greedy_pick(tk, bkey, mk, taken, bmask)
-    kq = _key(tk[q])
+    q, _ = greedy_pick(tk, bkey, mk, taken, bmask)
+    kq = key(tk[q])
     slots[off] = mk
     slots[off + 1] = kq if kq > taken[q] else taken[q]
     slots[off + 2] = lo + q
-    slots[off + 3] = _bits(np.float64(row[lo + q]))
+    slots[off + 3] = bits(np.float64(row[lo + q]))
 
 
 @njit(cache=True, nogil=True)
@@ -52,7 +52,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     tmp = np.empty(m)
     tk = tmp.view(np.int64)
     bkey = np.empty(n_blocks, np.int64)
-    taken = np.full(m, _KEY_MIN)
+    taken = np.full(m, KEY_MIN)
     bmask = np.empty(n_blocks, np.int64)
     scratch = np.empty(1, np.int64)
     vl = vf[lo:hi]
@@ -61,30 +61,30 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     if n1 == 0:
         return ub, lb, gen, True
     row = get_row(src, perm[0], buf)
-    mk = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+    mk = load_reduced_keys(row[lo:hi], vl, tmp, bkey)
     _publish_greedy(tk, bkey, mk, taken, bmask, row, lo, slots,
-                    _own_slot(gen, nthreads, tid))
+                    own_slot(gen, nthreads, tid))
     for k in range(n1):
         base = (gen & 1) * nthreads * STAGE_SLOT
         gen += 1
         arrive(sync, nthreads, gen)
         if k + 1 < n1:  # row k's own part was published: tmp and bkey are free
             row = get_row(src, perm[k + 1], buf)
-            mk_next = _load_reduced_keys(row[lo:hi], vl, tmp, bkey)
+            mk_next = load_reduced_keys(row[lo:hi], vl, tmp, bkey)
         if not await_or_stop(sync, nthreads, gen):
             return ub, lb, gen, False
-        mk = _slots_min(slots, base, nthreads, 0)
-        w = _first_smallest(slots, base, nthreads, 1, 2)
+        mk = slots_min(slots, base, nthreads, 0)
+        w = first_smallest(slots, base, nthreads, 1, 2)
         q = slots[w + 2]
         if lo <= q < hi:
-            taken[q - lo] = _KEY_MAX
+            taken[q - lo] = KEY_MAX
         if tid == 0:
             pick_out[perm[k]] = q
         ub += slots.view(np.float64)[w + 3]
-        lb += _from_key(mk, scratch) + vf[q]
+        lb += from_key(mk, scratch) + vf[q]
         if k + 1 < n1:
             _publish_greedy(tk, bkey, mk_next, taken, bmask, row, lo, slots,
-                            _own_slot(gen, nthreads, tid))
+                            own_slot(gen, nthreads, tid))
     gen += 1  # thread 0 wrote the last pick after the last barrier: publish it
     return ub, lb, gen, barrier(sync, nthreads, gen)
 
@@ -107,14 +107,14 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
             held[q - lo] = True
     vl = vf[lo:hi]
     if n1 == 0:
-        return _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
+        return shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
     cl = np.empty((2, m))
     _copy_slice(get_row(src, perm[n1 - 1], buf), lo, cl[(n1 - 1) & 1])
     for k in range(n1 - 1, -1, -1):
         cur = cl[k & 1]
         q = pick[perm[k]]
         base = (gen & 1) * nthreads * STAGE_SLOT
-        off = _own_slot(gen, nthreads, tid)
+        off = own_slot(gen, nthreads, tid)
         if lo <= q < hi:  # v[q] is final: the previous row's update of this slice is done
             slots.view(np.float64)[off] = cur[q - lo] - vl[q - lo]
             slots[off + 1] = 1
@@ -127,13 +127,13 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
             _copy_slice(get_row(src, perm[k - 1], buf), lo, cl[(k - 1) & 1])
         if not await_or_stop(sync, nthreads, gen):
             return gen, False
-        ref = _flagged_float(slots, base, nthreads, 1, 0)
+        ref = flagged_float(slots, base, nthreads, 1, 0)
         if math.isfinite(ref):
             for j in range(m):  # branch-free: vectorises
                 c = cur[j]
                 lower = held[j] & ((c - vl[j]) < ref)
                 vl[j] = (c - ref) if lower else vl[j]
-    return _shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
+    return shift_slices_to_max_zero(tid, nthreads, vl, sync, slots, gen)
 
 
 @njit(cache=True, nogil=True)
@@ -147,7 +147,7 @@ def _copy_slice(row, lo, out):
 def cde_worker(tid, nthreads, src, buf, n1, n2, perm, vf, pick, sync, slots, bounds):
     """Stages C, D and E for thread ``tid`` of ``nthreads`` (its slice of the columns).
     Thread 0 writes pick and bounds = [UB_C, LB_C, UB_E, LB_E]. Returns False if aborted."""
-    lo, hi = _col_range(n2, nthreads, tid)
+    lo, hi = col_range_jit(n2, nthreads, tid)
     # np.int64(0), not the literal 0: a literal argument compiles a second specialisation of
     # _greedy_cols for every cost source type (measured: 1-1.7 s each)
     ub_c, lb_c, gen, ok = _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick,
