@@ -197,6 +197,17 @@ def test_gpu_candidates_against_scipy(name):
 
 @gpu
 @pytest.mark.gpu
+def test_gpu_candidates_beyond_the_default_list_length():
+    """An explicit count above K_MAX gets a build with lists that long (the default build's
+    lists hold K_MAX: a longer request overran them)."""
+    src = costfns.problem("geometric", 300, seed=2)
+    sol = epslap.solve(src, backend="gpu", candidates=cand.K_MAX + 24)
+    assert sol.stats["candidates_per_row"] == cand.K_MAX + 24
+    assert_optimal(src.dense(), sol)
+
+
+@gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("blocks", ["full", "one"])
 def test_gpu_passes_equal_the_cpu_passes(blocks, monkeypatch):
     """Same costs, same arithmetic (no fused multiply-add): the same candidates, the same

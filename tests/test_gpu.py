@@ -37,7 +37,7 @@ CLASSES = ["random", "geometric", "disjoint", "sanity", "rank1", "rank2", "rank8
 def test_classes_dense_and_on_demand_match_cpu(name, n):
     src = costfns.problem(name, n, seed=3)
     c = src.dense()
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     for cost in (c, src):
         sol = epslap.solve(cost, backend="gpu")
         assert_optimal(c, sol)
@@ -147,7 +147,7 @@ def test_full_grid_is_exact_at_larger_n(name):
     attempt must certify on its own (no single-block rerun) and match scipy and the CPU."""
     src = costfns.problem(name, 4000, seed=1)
     c = src.dense()
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     for cost in (c, src):
         sol = epslap.solve(cost, backend="gpu")
         assert sol.stats["grid"] >= 2
@@ -167,7 +167,7 @@ def test_large_grid_exchange_solves(name):
     launch = LaunchConfig(blocks=40, threads=64)
     src = costfns.problem(name, 1500, seed=6)
     c = src.dense()
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     budget = _rows_budget(1500, 1500, 200, launch)
     for cost, kw in ((c, {}), (src, {}), (src, dict(cache="lfu", memory=budget))):
         sol = epslap.solve(cost, backend="gpu", launch=launch, **kw)
@@ -187,7 +187,7 @@ def test_scan_with_several_columns_per_thread(name, n, unroll):
     assert unroll_for(n, 2, 128) == unroll
     src = costfns.problem(name, n, seed=5)
     c = src.dense()
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     for cost in (c, src):
         sol = epslap.solve(cost, backend="gpu", launch=LaunchConfig(blocks=2, threads=128))
         assert sol.stats["grid"] == 2 and sol.stats["threads_per_block"] == 128
@@ -206,7 +206,7 @@ def test_column_state_in_shared_or_global_memory_solves_alike(name):
     thread."""
     src = costfns.problem(name, 1500, seed=8)
     c = src.dense()
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     for blocks, threads in ((2, 256), (40, 64), (32, 512)):
         budget = _rows_budget(1500, 1500, 150, LaunchConfig(blocks=blocks, threads=threads))
         for cost, kw in ((c, {}), (src, {}), (src, dict(cache="slru", memory=budget))):
@@ -245,7 +245,7 @@ def test_estimate_on_row_lists_matches_the_cpu_estimate(monkeypatch, name):
         src = costfns.problem(name, 700, seed=9)
         c = src.dense()
         costs = (c, src)
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     for blocks, optin in ((None, None), (2, None), (2, 12000)):
         if blocks:
             monkeypatch.setattr(E, "GREEDY_CHUNK_ROWS", 64)
@@ -552,7 +552,7 @@ def test_numpy_matrix_streamed_through_device_cache(policy, rows):
     _check_cache_stats(sol, rows, policy if policy != "auto" else
                        ("lfu" if 4 * rows >= 240 else "slru"))
     assert sol.stats["estimate_on"] == "host"
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     assert abs(sol.stats["rows_evaluated"] - cpu.stats["rows_evaluated"]) <= \
         0.05 * cpu.stats["rows_evaluated"]
     if rows == 1:   # every row access after the first is a miss unless it repeats the last row
@@ -659,7 +659,7 @@ def test_gpu_duals_pass_the_per_entry_certificate(shape, scale, big_m):
     c = rng.random(shape) * scale
     if big_m:
         c[rng.random(shape) < 0.05] = 1e9
-    cpu = epslap.solve(c)
+    cpu = epslap.solve(c, candidates=False)  # the dense method the GPU runs
     sol = epslap.solve(c, backend="gpu")
     assert sol.stats["gpu_single_block_rerun"] is False
     rep = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)

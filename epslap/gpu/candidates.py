@@ -85,17 +85,24 @@ class DevicePasses:
             self.work = np.dtype(np.int64 if self.integral else np.float64)
             self.args, self._arrays = cost_args(cupy, cc, n1, n2)
             self.boxes = None if points is None else TileBoxes(cupy, *points)
-            self.module = candidates_module(
-                cupy, cc.code, self.integral, K_MAX,
-                0 if self.boxes is None else self.boxes.dim,
-                self.boxes is not None and self.boxes.root)
+            self.code = cc.code
+            self.module = self._module(K_MAX)
             self.sms = multiprocessors(cupy)
         self._csr = None
         self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids,
         #                               device s, host s)
 
+    def _module(self, k_max: int):
+        """The passes' module whose rows keep lists of up to ``k_max`` entries."""
+        boxes = self.boxes
+        return candidates_module(self.cupy, self.code, self.integral, k_max,
+                                 0 if boxes is None else boxes.dim,
+                                 boxes is not None and boxes.root)
+
     def _scan(self, v, u, own, rows, k: int, rel: float):
         cupy = self.cupy
+        # a list longer than the module's K_MAX has its own build (candidates=k above K_MAX)
+        module = self.module if k <= K_MAX else self._module(k)
         m = rows.size
         row_min = cupy.zeros(m, np.float64)
         out = (cupy.zeros((m, k), np.int64), cupy.zeros((m, k), self.work),
@@ -107,7 +114,7 @@ class DevicePasses:
             u_arg = null if u is None else cupy.asarray(u, self.work)
             own_arg = null if own is None else cupy.asarray(own, np.int64)
             box = (null,) * 3 if self.boxes is None else self.boxes.args(v)
-            self.module.get_function("scan_rows")(
+            module.get_function("scan_rows")(
                 grid, (BLOCK,), (*self.args, cupy.asarray(v, self.work), u_arg,
                                  np.float64(rel), cupy.asarray(rows, np.int64), own_arg,
                                  np.int64(m), np.int32(k), *box, row_min, *out))
