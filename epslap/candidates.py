@@ -237,7 +237,7 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
     edges0 = int(sparse.data.size)
     rounds, added, streamed, first_failing = 0, 0, 0, 0
-    row_to_col, dirty = None, None
+    row_to_col, dirty, u = None, None, None
     solve_stats: list = []
     time_certify = 0.0
     check = every_row  # the rows the next certificate pass reads
