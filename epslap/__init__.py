@@ -2,7 +2,7 @@
 
 Public API: :func:`solve`, :func:`linear_sum_assignment` (a scipy drop-in), :func:`verify`,
 :class:`Solution`, batches (:func:`solve_batch`, :func:`linear_sum_assignment_batch`,
-:class:`BatchSolution`), many large solves locally or on Dask (:func:`solve_many`, :class:`Source`,
+:class:`BatchSolution`), many large solves locally or on Dask (:func:`solve_many`, :class:`Deferred`,
 :class:`ManyResult`), :func:`precompile`, image EMD: :func:`emd`, :func:`emd_matrix`, and exact transport between equal-size point
 clouds: :func:`emd2` (POT's ``emd2`` for uniform weights).
 """
@@ -11,7 +11,7 @@ from .batch import BatchSolution, linear_sum_assignment_batch, solve_batch
 from .certificate import verify
 from .emd import EMDResult, emd, emd_matrix
 from .errors import CheckpointError, GPUUnavailableError, InfeasibleError
-from .many import ManyResult, Source, solve_many
+from .many import Deferred, ManyResult, solve_many
 from .points import emd2
 from .solution import Solution
 
@@ -22,9 +22,11 @@ try:  # the installed distribution's version (pyproject.toml is its one source)
 except _NotInstalled:  # a source tree on sys.path without an install
     __version__ = "0+unknown"
 
+Source = Deferred  # the former name of Deferred (still accepted)
+
 __all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignment_batch",
            "BatchSolution", "verify", "Solution", "InfeasibleError", "emd",
-           "emd_matrix", "EMDResult", "emd2", "solve_many", "Source", "ManyResult",
+           "emd_matrix", "EMDResult", "emd2", "solve_many", "Deferred", "ManyResult",
            "GPUUnavailableError", "CheckpointError", "precompile", "__version__"]
 
 

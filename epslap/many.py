@@ -1,7 +1,7 @@
 """Many independent solves of large problems, locally or on a Dask cluster: :func:`solve_many`.
 
 Each problem is solved by :func:`epslap.solve` in one task. What travels to a worker is what
-describes the problem: a ``.npy`` path (the worker maps the file), a :class:`Source` (a factory
+describes the problem: a ``.npy`` path (the worker maps the file), a :class:`Deferred` (a factory
 and its parameters: the worker builds the costs), or a matrix (sent as it is: fine for small
 ones). Results are handed back as they finish and written to ``out`` at once
 (``epslap._outputs``); a rerun with the same ``out`` solves only what is not there yet with the
@@ -24,18 +24,20 @@ from ._outputs import ManyResult, open_output
 from ._runner import Outcome, run_tasks
 
 
-class Source:
+class Deferred:
     """A problem described by a factory and its arguments, built where it is solved:
-    ``Source(costfns.problem, "geometric", 16000, seed=1)``,
-    ``Source(costfns.ImageEMD, "a.jpg", "b.jpg", size=11000)``. The factory must be importable
+    ``Deferred(costfns.problem, "geometric", 16000, seed=1)``,
+    ``Deferred(costfns.ImageEMD, "a.jpg", "b.jpg", size=11000)``. The factory must be importable
     on the workers (a module-level function or class): it travels by reference, the arguments
-    by value, so they should be small."""
+    by value, so they should be small. (Named ``Source`` before: a name too close to
+    ``costfns.CostSource``, which is a cost, not a recipe for one; ``epslap.many.Source`` still
+    names this class.)"""
 
     __slots__ = ("factory", "args", "kwargs")
 
     def __init__(self, factory: Callable, *args: Any, **kwargs: Any):
         if not callable(factory):
-            raise TypeError(f"Source needs a callable factory, not {type(factory).__name__}")
+            raise TypeError(f"Deferred needs a callable factory, not {type(factory).__name__}")
         self.factory, self.args, self.kwargs = factory, args, kwargs
 
     def __getstate__(self):
@@ -57,7 +59,11 @@ class Source:
         return f"{name}({', '.join(parts)})"
 
     def __repr__(self) -> str:
-        return f"Source({self.key})"
+        return f"Deferred({self.key})"
+
+
+#: the former name of :class:`Deferred`
+Source = Deferred
 
 
 def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu",
@@ -69,9 +75,9 @@ def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu
     Parameters
     ----------
     problems : iterable or mapping
-        Each a matrix, a path to a ``.npy`` file, a :class:`Source`, or a cost source object
-        (sent pickled: prefer a :class:`Source` for large ones). A mapping names each problem
-        by its key; otherwise a path is named by itself, a Source by its text, a matrix by a
+        Each a matrix, a path to a ``.npy`` file, a :class:`Deferred`, or a cost source object
+        (sent pickled: prefer a :class:`Deferred` for large ones). A mapping names each problem
+        by its key; otherwise a path is named by itself, a Deferred by its text, a matrix by a
         hash of its bytes and anything else by its position (``problem<k>``).
     client : dask.distributed.Client, optional
         Run each solve as a Dask task on the client's workers (GPU workers of dask-cuda's
@@ -87,7 +93,7 @@ def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu
         problem's content: a matrix's bytes, a ``.npy`` file's bytes (hashed here before the
         run, so each file is read once more on this machine; a path that exists only on the
         workers is known by its text alone, so a file overwritten there is not noticed), a
-        Source's text (its factory must give the same costs for the same arguments) or
+        Deferred's text (its factory must give the same costs for the same arguments) or
         another object's pickle (one that does not pickle is always solved again). A problem
         solved again replaces its old result. A CSV gains one line per result (the last line
         of a key wins); the others are replaced atomically, so an interrupted run never
@@ -150,7 +156,7 @@ def _named(problems) -> dict:
 def _key(problem, k: int) -> str:
     if isinstance(problem, (str, os.PathLike)):
         return os.fspath(problem)
-    if isinstance(problem, Source):
+    if isinstance(problem, Deferred):
         return problem.key
     if isinstance(problem, (np.ndarray, list)):
         return _matrix_digest(problem)
@@ -187,7 +193,7 @@ def _fingerprint(problem) -> str | None:
             except OSError:  # unreadable here: the worker reports it, or reads its own copy
                 pass
         return f"path-{path}"
-    if isinstance(problem, Source):
+    if isinstance(problem, Deferred):
         return f"source-{problem.key}"
     if isinstance(problem, (np.ndarray, list)):
         return _matrix_digest(problem)
@@ -233,7 +239,7 @@ def _solve_one(problem, options: dict) -> dict:
         if not path.endswith(".npy"):
             raise ValueError(f"{path}: a problem given as a path must be a .npy file")
         problem = np.load(path, mmap_mode="r", allow_pickle=False)
-    elif isinstance(problem, Source):
+    elif isinstance(problem, Deferred):
         problem = problem.build()
     sol = solve(problem, **options)
     cost = int(sol.cost) if isinstance(sol.cost, (int, np.integer)) else float(sol.cost)

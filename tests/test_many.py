@@ -23,7 +23,7 @@ from test_emd import gradient, save, square
 
 import costfns
 import epslap
-from epslap import Source, solve_many
+from epslap import Deferred, solve_many
 from epslap._validate import int_cost_limit
 from epslap.cli import main
 
@@ -41,7 +41,7 @@ def client():
 
 
 def mixed(tmp_path):
-    """Good and bad members: matrices of several shapes and dtypes, a .npy path, a Source, an
+    """Good and bad members: matrices of several shapes and dtypes, a .npy path, a Deferred, an
     infeasible matrix, a NaN matrix, a missing file and a path that is not .npy."""
     rng = np.random.default_rng(5)
     good = [rng.random((6, 6)), rng.random((4, 9)), rng.integers(-5, 9, (7, 3)),
@@ -50,13 +50,13 @@ def mixed(tmp_path):
     np.save(npy, rng.random((12, 12)))
     bad = [np.array([[1.0, np.inf], [2.0, np.inf]]), np.array([[np.nan, 1.0], [1.0, 1.0]]),
            str(tmp_path / "missing.npy"), str(tmp_path / "m.txt")]
-    return good + [npy, Source(costfns.problem, "geometric", 40, seed=3)] + bad
+    return good + [npy, Deferred(costfns.problem, "geometric", 40, seed=3)] + bad
 
 
 def check(problems, results):
     """Each ok result is optimal (scipy); each bad member is an error that says why."""
     for p, r in zip(problems, results):
-        if isinstance(p, Source):
+        if isinstance(p, Deferred):
             dense = p.build().dense()
         elif isinstance(p, str):
             dense = np.load(p) if os.path.exists(p) and p.endswith(".npy") else None
@@ -129,7 +129,7 @@ FORMATS = [".csv", ".npz", pytest.param(".parquet", marks=pytest.mark.skipif(
 
 
 def _dense(problem):
-    if isinstance(problem, Source):
+    if isinstance(problem, Deferred):
         return problem.build().dense()
     return np.load(problem) if isinstance(problem, str) else np.asarray(problem)
 
@@ -149,7 +149,7 @@ def test_a_rerun_with_other_options_or_data_solves_again(tmp_path, suffix):
     npy = str(tmp_path / "m.npy")
     np.save(npy, rng.random((8, 8)))
     problems = {"file": npy, "matrix": rng.random((6, 9)),
-                "source": Source(costfns.problem, "geometric", 30, seed=2)}
+                "source": Deferred(costfns.problem, "geometric", 30, seed=2)}
     out = str(tmp_path / f"r{suffix}")
     first = solve_many(problems, out=out)
     _optimal(problems, first, maximize=False)
@@ -250,7 +250,7 @@ def test_dask_equals_the_local_loop(tmp_path, client):
 
 
 def _slow_problems(count=8, n=3000):  # about 0.3 s each on one thread
-    return [Source(costfns.problem, "geometric", n, seed=s) for s in range(count)]
+    return [Deferred(costfns.problem, "geometric", n, seed=s) for s in range(count)]
 
 
 def _lines(path) -> list[list[str]]:
@@ -385,3 +385,8 @@ def test_importing_epslap_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert out.stdout.strip() == "False"
+
+
+def test_the_former_name_of_deferred_still_works():
+    assert epslap.Source is epslap.Deferred and epslap.many.Source is epslap.Deferred
+    assert repr(epslap.Deferred(costfns.problem, "geometric", 5, seed=1)).startswith("Deferred(")
