@@ -51,7 +51,7 @@ def _run(n: int, memory: str, kind: str) -> dict:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from epslap.cache import parse_memory
+    from epslap._validate import parse_memory
     ok = True
     for kind in args.classes:
         for memory in args.memory:

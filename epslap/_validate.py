@@ -6,6 +6,7 @@ Error messages for dense input are scipy's, so ``linear_sum_assignment`` is a dr
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -250,7 +251,6 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
     if not isinstance(cache, str) or cache not in _CACHES:  # an array would compare per item
         raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {cache!r}")
     if memory is not None:
-        from .cache import parse_memory
         parse_memory(memory)
     if threads is not None and not is_count(threads, 1):
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
@@ -271,3 +271,24 @@ def device_ids(device) -> tuple[int, ...]:
         return tuple(int(d) for d in device)
     raise ValueError(f"device must be an integer >= 0 or a non-empty list of them, got "
                      f"{device!r}")
+
+
+#: the units a memory budget may be written in (``parse_memory``; the CLI reads them too)
+MEMORY_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6,
+                "mib": 2**20, "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12,
+                "tib": 2**40}
+
+
+def parse_memory(memory) -> int:
+    """Bytes from an int or a string such as ``"512MiB"``, ``"2 GB"``, ``"1.5GiB"``."""
+    if isinstance(memory, (int, np.integer)) and not isinstance(memory, bool):
+        value = int(memory)
+    else:
+        m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(memory))
+        if not m or m.group(2).lower() not in MEMORY_UNITS:
+            raise ValueError(f"memory must be a number of bytes or a string like '2GiB' or "
+                             f"'500MB', got {memory!r}")
+        value = int(float(m.group(1)) * MEMORY_UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise ValueError(f"memory must be positive, got {memory!r}")
+    return value

@@ -24,7 +24,6 @@ heap's root.
 """
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -447,24 +446,3 @@ def out_of_range(caches) -> int:
     rule, or -1."""
     bad = [int(c.limits[1]) - 1 for c in caches if c.limits[1] != 0]
     return bad[0] if bad else -1
-
-
-#: the units a memory budget may be written in (``parse_memory``; the CLI reads them too)
-MEMORY_UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6,
-                "mib": 2**20, "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12,
-                "tib": 2**40}
-
-
-def parse_memory(memory) -> int:
-    """Bytes from an int or a string such as ``"512MiB"``, ``"2 GB"``, ``"1.5GiB"``."""
-    if isinstance(memory, (int, np.integer)) and not isinstance(memory, bool):
-        value = int(memory)
-    else:
-        m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(memory))
-        if not m or m.group(2).lower() not in MEMORY_UNITS:
-            raise ValueError(f"memory must be a number of bytes or a string like '2GiB' or "
-                             f"'500MB', got {memory!r}")
-        value = int(float(m.group(1)) * MEMORY_UNITS[m.group(2).lower()])
-    if value <= 0:
-        raise ValueError(f"memory must be positive, got {memory!r}")
-    return value

@@ -67,7 +67,7 @@ def _weight(text: str) -> float:
 
 def _memory(text: str) -> str:
     """A size such as ``1GiB``, checked here so that a typo is a usage error before any work."""
-    from .cache import parse_memory
+    from ._validate import parse_memory
     try:
         parse_memory(text)
     except ValueError as exc:
@@ -190,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_size_words(argv: list[str], name: str) -> None:
     """``--memory 1 GiB`` (two words) would make ``GiB`` the matrix or an image: say so."""
-    from .cache import MEMORY_UNITS
+    from ._validate import MEMORY_UNITS
     number = re.compile(r"[0-9]*\.?[0-9]+")
     for k, word in enumerate(argv):
         value, rest = None, argv[k + 1:]

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import costfns
 import epslap
 from conftest import assert_optimal, cpu_path
-from epslap.cache import access, make_cache, parse_memory
+from epslap._validate import parse_memory
+from epslap.cache import access, make_cache
 from costfns.rows import cost_at, get_row_part, random_access
 
 SOURCES = {

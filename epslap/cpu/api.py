@@ -11,8 +11,9 @@ from costfns.rows import ErasedState, has_part_form
 
 from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, raise_out_of_range,
                         raise_pending)
-from .._validate import as_matrix, canonical_dense, check_before_compile, int_cost_limit
-from ..cache import join_caches, make_cache, parse_memory, serve_rows
+from .._validate import (as_matrix, canonical_dense, check_before_compile, int_cost_limit,
+                         parse_memory)
+from ..cache import join_caches, make_cache, serve_rows
 from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
 from . import jv

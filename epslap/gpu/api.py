@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validate import canonical_dense, check_int_range
+from .._validate import canonical_dense, check_int_range, parse_memory
 from .launch import LaunchConfig
 from .runtime import import_cupy
 from .solver import CacheSpec, HostRowsSpec, solve_device
@@ -147,7 +147,6 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
     """
     from costfns import CostSource
     from .._sources import raise_out_of_range, raise_pending
-    from ..cache import parse_memory
     from ..solution import empty_solve, finish
     from .._validate import device_ids
     devices = device_ids(device)
@@ -203,7 +202,6 @@ def _budget(cupy, shape, memory: int | None, device: int, launch: LaunchConfig) 
     """The device-memory budget of a solve of ``shape``: a row cache gets the budget less the
     search state; without a budget, 2 GiB of rows."""
     from .._sources import DEFAULT_MEMORY
-    from ..cache import parse_memory
     lo_n, hi_n = sorted(int(x) for x in shape)
     state = search_bytes(cupy, lo_n, hi_n, device, launch)
     if memory is not None:
