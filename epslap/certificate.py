@@ -361,9 +361,6 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     d = e - e0
     if half is not None:  # the unassigned lines' price, a term of the primal like a pair's cost
         picked = np.append(picked, (n1 + n2 - 2 * r.size) * h)
-        picked_pairs = picked[:-1]
-    else:
-        picked_pairs = picked
     ps = np.ldexp(picked, e)
     slack, slack_excess = 0.0, -1.0
     if r.size and finite:
