@@ -236,17 +236,23 @@ def replay(s, log, need):
     return k, wrong
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _into_slot(row, slot, i, limits):
+    """A missed row's values into its slot (a source that filled ``slot`` needs no copy),
+    then the range rule on them."""
+    if row.ctypes.data != slot.ctypes.data:
+        for j in range(slot.shape[0]):
+            slot[j] = row[j]
+    _check_range(slot, i, limits)
+
+
 @njit(cache=True, nogil=True)
 def access(s, i):
     """Slot holding row ``i`` after one access (computing the row on a miss)."""
     k, miss = _lookup(s.policy, i)
     if miss:
         slot = s.slots[k]
-        row = get_row(s.inner, i, slot)
-        if row.ctypes.data != slot.ctypes.data:  # a source that filled ``slot`` needs no copy
-            for j in range(slot.shape[0]):
-                slot[j] = row[j]
-        _check_range(slot, i, s.limits)
+        _into_slot(get_row(s.inner, i, slot), slot, i, s.limits)
     return k
 
 
@@ -265,10 +271,7 @@ def _cached_part(s, i, lo, hi, buf):
         # the inner source writes the part into buf[lo:hi]; a full-width slot (one thread) can
         # take the row directly
         row = get_row_part(s.inner, i, lo, hi, slot if slot.shape[0] == buf.shape[0] else buf)
-        if row.ctypes.data != slot.ctypes.data:  # a source that filled ``slot`` needs no copy
-            for j in range(slot.shape[0]):
-                slot[j] = row[j]
-        _check_range(slot, i, s.limits)
+        _into_slot(row, slot, i, s.limits)
     return slot
 
 
