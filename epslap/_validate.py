@@ -78,14 +78,20 @@ def check_before_compile(m: np.ndarray, maximize: bool) -> None:
     """The input errors a first call would otherwise report only after its kernels' compile
     (seconds to a minute in a fresh environment): NaN, -inf (+inf when maximising), costs
     beyond the range rules, and a line of the shorter side with no finite cost (infeasible).
-    One NumPy sweep, made where the kernels for the matrix's dtype are not compiled yet; they
-    check everything again."""
+    Made where the kernels for the matrix's dtype are not compiled yet (they check everything
+    again): a finite matrix costs its minimum and maximum (NaN and ±inf show in them), only
+    one with non-finite entries is looked at closer."""
     if m.dtype.kind == "f":
-        if np.isnan(m).any() or (np.isposinf(m) if maximize else np.isneginf(m)).any():
-            raise_for_status(STATUS_INVALID, "cpu")
-        finite = np.isfinite(m)
-        if m.size:
-            check_float_range(np.abs(m[finite]).max(initial=0.0), m.shape)
+        lo, hi = (float(m.min()), float(m.max())) if m.size else (0.0, 0.0)
+        if -np.inf < lo and hi < np.inf:  # (False for NaN)
+            check_float_range(max(-lo, hi), m.shape)
+            return
+        if lo != lo or hi != hi or (hi == np.inf if maximize else lo == -np.inf):
+            raise_for_status(STATUS_INVALID, "cpu")  # NaN (it spreads to both), or -inf
+        finite = np.isfinite(m)  # the forbidden pairs' infinity: the range of the others
+        lo = float(m.min(where=finite, initial=0.0))
+        hi = float(m.max(where=finite, initial=0.0))
+        check_float_range(max(-lo, hi), m.shape)
         if not finite.any(axis=1 if m.shape[0] <= m.shape[1] else 0).all():
             raise_for_status(STATUS_INFEASIBLE, "cpu")
     elif m.size:

@@ -22,9 +22,11 @@ from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve
                      rows_served, solve_rows)
 
 _ROW_DTYPES = (np.float64, np.float32, np.int64, np.int32)
-#: the float dtypes whose ε-passes this process has run (compiled): a matrix of another is
-#: checked in NumPy first (``check_before_compile``)
+#: the float dtypes whose ε-passes this process has run (compiled): a matrix of another, of at
+#: most PRECHECK_MAX entries, is checked in NumPy first (``check_before_compile``: under 0.1 s
+#: at that size on the 2-core machine; a larger matrix's solve outweighs its compile anyway)
 _SOLVED_DTYPES: set = set()
+PRECHECK_MAX = 2**24
 
 
 def _hit_rate_text(state):
@@ -73,7 +75,7 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
     canon = canonical_dense(arr, maximize, check_values=False, threads=nthreads)
     m = canon.matrix
     n1, n2 = m.shape
-    if m.dtype.kind == "f" and m.dtype not in _SOLVED_DTYPES:
+    if m.dtype.kind == "f" and m.dtype not in _SOLVED_DTYPES and m.size <= PRECHECK_MAX:
         check_before_compile(m, False)  # the passes' first compile waits on no input error
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
