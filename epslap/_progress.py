@@ -11,10 +11,11 @@ augments and the rows evaluated so far.
 A pass's bar measures work, not rows: the last rows of a pass cost the most (their searches are
 the longest), so the share of rows augmented ran to 97 % in the first tenth of a pass. The work
 left is estimated as the rows left times the rows evaluated per augmentation over the last
-quarter of the rows augmented (``_WORK_WINDOW``), which rises as the searches lengthen; the bar
-is the work done over the work done plus that estimate, and its rate (rows evaluated per second)
-and time left follow it. They converge as the pass ends; early in a pass they are a lower bound
-of what is left.
+quarter of the rows augmented (``_WORK_WINDOW``), which rises as the searches lengthen, and,
+from the second pass on, at least as what the last pass still had to do at the same row count
+(passes of one solve have alike shapes); the bar is the work done over the work done plus that
+estimate, and its rate (rows evaluated per second) and time left follow it. They converge as
+the pass ends.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class SolveProgress:
         self.mode = "phase"  # "phase": a clock only; "passes", "polish": the kernel's counters
         self.shown_pass = -1
         self.samples: list = []  # (rows augmented, rows evaluated) at this pass's ticks
+        self.previous: list = []  # the last finished pass's samples (its shape of work)
 
     def _open(self, desc: str, total=None, fmt: str = _PASS_FORMAT):
         self._close_bar()
@@ -105,6 +107,8 @@ class SolveProgress:
             if self.bar is not None:  # the previous pass augmented every row
                 self.bar.n = self.bar.total
             self.shown_pass = p
+            if len(self.samples) > 1:
+                self.previous = self.samples
             self.samples = [(0, self.samples[-1][1] if self.samples else 0)]
             if self.mode == "polish":
                 desc = "polish: exact pass from the final prices"
@@ -136,7 +140,22 @@ class SolveProgress:
         if kw >= k:
             kw, ew = k0, e0
         per_row = max(evaluated - ew, 0) / (k - kw)
-        return done, int(round((self.n - k) * max(per_row, 1.0)))
+        left = (self.n - k) * max(per_row, 1.0)
+        share = self._previous_share(k)
+        if share > 0.0:  # the last pass had done this share of its work at k rows
+            left = max(left, done / share - done)
+        return done, int(round(left))
+
+    def _previous_share(self, k: int) -> float:
+        """The share of its work the last finished pass had done when it had augmented ``k``
+        rows (0 where there is none): passes of one solve have alike shapes, their last rows
+        the dearest, so it tells how much of this pass is left better than its rows do."""
+        prev = self.previous
+        if not prev:
+            return 0.0
+        total = prev[-1][1] - prev[0][1]
+        at = max((s for s in prev if s[0] <= k), key=lambda s: s[0])
+        return (at[1] - prev[0][1]) / total if total > 0 else 0.0
 
     def close(self, stats: dict | None = None) -> None:
         if self.mode != "phase":  # the last pass as it ended (also when it took under a tick)

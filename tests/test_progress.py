@@ -65,6 +65,27 @@ def test_the_pass_bar_measures_work_not_rows():
     prog.close({"passes": 1, "rows_evaluated": int(total)})
 
 
+def test_a_later_pass_reads_its_work_left_from_the_last_pass():
+    """Two passes of the same shape (the last tenth of the rows costs half the work): in the
+    second, the bar follows the work done, where the rows' share alone would read 90 %."""
+    stream = io.StringIO()
+    ctl = np.zeros(8, np.int64)
+    prog = SolveProgress(1000, ctl, np.array([0.5, 0.1, 0.0]), stream=stream)
+    prog.passes()
+
+    def work(k):  # rows evaluated by the first k augmentations of a pass
+        return k if k <= 900 else 900 + (k - 900) * 9
+    base = 0
+    for p in (0, 1):
+        for k in range(0, 1001, 20):
+            ctl[1:4] = (p, k, base + work(k))
+            prog.tick()
+            if p == 1 and k == 900:
+                assert abs(prog.bar.n / prog.bar.total - 0.5) < 0.05
+        base += work(1000)
+    prog.close({"passes": 2, "rows_evaluated": base})
+
+
 def test_pass_labels_from_the_kernel_counters():
     stream = io.StringIO()
     ctl = np.zeros(8, np.int64)
