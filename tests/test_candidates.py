@@ -195,6 +195,27 @@ def test_gpu_candidates_against_scipy(name):
         assert_optimal(mat, epslap.solve(mat, backend="gpu", candidates=3))
 
 
+def test_tile_boxes_hold_each_tiles_extremes():
+    """The box bound's host side (no GPU needed: a stand-in for CuPy's asarray): each tile of
+    CANDIDATE_TILE columns, the last one short, has its points' least and largest coordinates
+    and its largest price."""
+    import types
+
+    from epslap.gpu.candidates import TileBoxes
+    from epslap.gpu.modules import CANDIDATE_TILE as T
+    host = types.SimpleNamespace(asarray=lambda a, dtype=None: np.asarray(a, dtype))
+    rng = np.random.default_rng(4)
+    for n2, d in ((1, 2), (T, 3), (2 * T + 5, 2)):
+        x, y, v = rng.random((3, d)), rng.random((n2, d)), rng.random(n2) - 0.5
+        rows, box, vmax = TileBoxes(host, x, y, False).args(v)
+        np.testing.assert_array_equal(rows, x)
+        for t in range(-(-n2 // T)):
+            part = slice(t * T, (t + 1) * T)
+            np.testing.assert_array_equal(box[t], np.concatenate([y[part].min(0), y[part].max(0)]))
+            assert vmax[t] == v[part].max()
+        assert box.shape == (-(-n2 // T), 2 * d) and box.flags.c_contiguous
+
+
 @gpu
 @pytest.mark.gpu
 def test_gpu_candidates_beyond_the_default_list_length():

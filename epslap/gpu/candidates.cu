@@ -89,7 +89,9 @@ __device__ __forceinline__ void list_insert(BestList& l, int k, cost_t r, long l
 #ifndef POINT_ROOT  // 1: the cost is the distance (Euclidean), 0: its square
 #define POINT_ROOT 0
 #endif
+#ifndef TILE  // columns per tile (epslap/gpu/modules.py: CANDIDATE_TILE, always defined there)
 #define TILE 128
+#endif
 #define SCAN_UNROLL 4
 #define BOX_SLACK 1e-12
 extern "C" __global__ void __launch_bounds__(BLOCK, 4) scan_rows(

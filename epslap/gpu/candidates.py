@@ -15,7 +15,7 @@ import numpy as np
 from ..candidates import K_MAX, check_values
 from .api import device_form, device_matrix, negated, oriented_source
 from .device_costs import check_device_range
-from .modules import candidates_module
+from .modules import CANDIDATE_TILE, candidates_module
 from .runtime import cost_args, import_cupy, multiprocessors
 
 #: threads per block of the passes and the auction; blocks per multiprocessor (the auction is
@@ -27,9 +27,8 @@ AUCTION_BLOCKS_PER_SM = 2
 #: auction (``cpu.sparse.auction``) assigns the rest (a device round costs several
 #: microseconds whatever the number of bidders, a host bid a fraction of one)
 AUCTION_HOST_BELOW = 64
-#: columns per tile of the passes' box bound (candidates.cu, TILE) and the largest point
-#: dimension it is compiled for (a box bound in more dimensions rarely skips a tile)
-TILE = 128
+#: the largest point dimension the passes' box bound is compiled for (a box bound in more
+#: dimensions rarely skips a tile)
 BOX_DIM_MAX = 8
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -200,26 +199,23 @@ def _box_points(src):
 
 
 class TileBoxes:
-    """The passes' box bound (``candidates.cu``, scan_rows): the row points, each tile of TILE
-    columns' bounding box (least coordinates, then largest), and per pass its largest price."""
+    """The passes' box bound (``candidates.cu``, scan_rows): the row points, each tile of
+    CANDIDATE_TILE columns' bounding box (least coordinates, then largest), and per pass its
+    largest price."""
 
     def __init__(self, cupy, x, y, root: bool):
         self.cupy = cupy
         self.dim, self.root = x.shape[1], root
-        n2 = y.shape[0]
-        self.tiles = -(-n2 // TILE)
-        pad = self.tiles * TILE - n2
-        yp = np.concatenate([y, np.repeat(y[-1:], pad, axis=0)]).reshape(self.tiles, TILE, -1)
-        box = np.concatenate([yp.min(axis=1), yp.max(axis=1)], axis=1)
-        self.box = cupy.asarray(np.ascontiguousarray(box))
+        self.starts = np.arange(0, y.shape[0], CANDIDATE_TILE)  # each tile's first column
+        box = np.concatenate([np.minimum.reduceat(y, self.starts, axis=0),
+                              np.maximum.reduceat(y, self.starts, axis=0)], axis=1)
+        self.box = cupy.asarray(box)
         self.rows = cupy.asarray(np.ascontiguousarray(x))
 
     def args(self, v):
         """The kernel's ``row_points, tile_box, tile_vmax`` under the prices ``v``."""
-        pad = self.tiles * TILE - v.size
-        vp = np.concatenate([v, np.repeat(v[-1:], pad)]).astype(np.float64)
-        vmax = vp.reshape(self.tiles, TILE).max(axis=1)
-        return self.rows, self.box, self.cupy.asarray(vmax)
+        vmax = np.maximum.reduceat(v, self.starts)
+        return self.rows, self.box, self.cupy.asarray(vmax, np.float64)
 
 
 def device_auction(integral: bool, device: int):

@@ -34,6 +34,9 @@ CANDIDATES = GPU_DIR / "candidates.cu"
 # NVRTC options of the ε-SSP sources: no fused multiply-add, so that the device's arithmetic is
 # the CPU's, operation by operation
 EPS_OPTIONS = ("--std=c++17", "--fmad=false")
+#: columns per tile of the candidate and certificate passes (candidates.cu, TILE): the unit a
+#: warp skips by its box bound, and the unit of ``gpu.candidates.TileBoxes``
+CANDIDATE_TILE = 128
 
 _MODULES: dict = {}        # (device, source, headers, defines, options) -> RawModule
 _HEADER_DIRS: set = set()  # generated-header directories written (or checked) by this process
@@ -95,7 +98,7 @@ def candidates_module(cupy, code: str, integral: bool, k_max: int, point_dim: in
     squared distance (or, ``point_root``, its distance) in that dimension, and the pass may skip
     tiles of columns by their box bound."""
     defines = {"COST_INTEGRAL": int(integral), "K_MAX": k_max, "POINT_DIM": point_dim,
-               "POINT_ROOT": int(point_root)}
+               "POINT_ROOT": int(point_root), "TILE": CANDIDATE_TILE}
     return build_module(cupy, CANDIDATES, cost_headers(code), defines, EPS_OPTIONS)
 
 
