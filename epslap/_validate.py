@@ -95,8 +95,14 @@ def check_before_compile(m: np.ndarray, maximize: bool) -> None:
         if not finite.any(axis=1 if m.shape[0] <= m.shape[1] else 0).all():
             raise_for_status(STATUS_INFEASIBLE, "cpu")
     elif m.size:
-        lo, hi = int(m.min()), int(m.max())
-        check_int_range(-hi if maximize else lo, -lo if maximize else hi, m.shape)
+        check_int_matrix_range(m, maximize)
+
+
+def check_int_matrix_range(m: np.ndarray, maximize: bool) -> None:
+    """:func:`check_int_range` for a non-empty integer matrix as given (``maximize``: its
+    costs are negated for the solve)."""
+    lo, hi = int(m.min()), int(m.max())
+    check_int_range(-hi if maximize else lo, -lo if maximize else hi, m.shape)
 
 
 def int_cost_limit(shape) -> int:

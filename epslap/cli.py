@@ -450,8 +450,8 @@ def _joined_negatives(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     and is not a plain number for an option and says "expected one argument"; joined, the
     value reaches its own check, which names what is wrong with it."""
     takes_value = set()
-    for action in [parser._actions] + [s._actions for s in _subparsers(parser)]:
-        for a in action:
+    for p in [parser, *_subparsers(parser)]:
+        for a in p._actions:
             if a.option_strings and a.nargs != 0:
                 takes_value.update(a.option_strings)
     out: list[str] = []
@@ -488,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     words = sys.argv[1:] if argv is None else list(argv)
     name = f"epslap {words[0]}" if words and words[0] in ("solve", "emd") else "epslap"
+
     def one_line_warning(message, category, filename, lineno, file=None, line=None):
         print(f"{name}: {message}", file=sys.stderr)  # as every other message: no source line
     try:

@@ -46,7 +46,7 @@ from numba.extending import intrinsic, overload
 from .._schedule import rectangular_from_zero
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, raise_for_status
 from .._validate import (FLOAT_BIG, as_matrix, check_before_compile, check_float_range,
-                         check_int_range)
+                         check_int_matrix_range)
 from ..certificate import RTOL, row_duals_hold
 from ..solution import Solution, assemble
 
@@ -889,8 +889,7 @@ def _kernel_matrix(arr: np.ndarray, maximize: bool) -> np.ndarray:
     if dtype.kind == "f":
         dtype = np.dtype(np.float32 if dtype.itemsize <= 4 else np.float64)
     elif dtype.kind == "u" and dtype.itemsize == 8 and arr.size and int(arr.max()) >= 2**63:
-        lo, hi = int(arr.min()), int(arr.max())
-        check_int_range(-hi if maximize else lo, -lo if maximize else hi, arr.shape)
+        check_int_matrix_range(arr, maximize)
     elif dtype.kind in "biu" and (dtype != np.int32 or maximize):
         dtype = np.dtype(np.int64)
     return np.require(arr, dtype.newbyteorder("="), ["C", "A", "W"])
@@ -918,8 +917,7 @@ def _raise(status: int, arr: np.ndarray, maximize: bool) -> None:
     if status == OUT_OF_RANGE and arr.dtype.kind == "f":
         check_float_range(arr, arr.shape)
     if status == OUT_OF_RANGE:
-        lo, hi = int(arr.min()), int(arr.max())
-        check_int_range(-hi if maximize else lo, -lo if maximize else hi, arr.shape)
+        check_int_matrix_range(arr, maximize)
     raise_for_status(status, "cpu")
 
 
@@ -944,7 +942,6 @@ def _prepare(arr: np.ndarray, maximize: bool):
     check_before_compile(m, maximize)
     entry, compile_s = _entry(m)
     return m, entry, compile_s
-
 
 
 #: the stats of every small-path solve, copied and completed per call (cheaper than a literal)
