@@ -219,11 +219,12 @@ def test_tile_boxes_hold_each_tiles_extremes():
 @gpu
 @pytest.mark.gpu
 def test_gpu_candidates_beyond_the_default_list_length():
-    """An explicit count above K_MAX gets a build with lists that long (the default build's
-    lists hold K_MAX: a longer request overran them)."""
+    """A count above the default build's list length gets a build with lists that long (the
+    default build's lists hold LIST_MAX: a longer request overran them)."""
+    from epslap.gpu.candidates import LIST_MAX
     src = costfns.problem("geometric", 300, seed=2)
-    sol = epslap.solve(src, backend="gpu", candidates=cand.K_MAX + 24)
-    assert sol.stats["candidates_per_row"] == cand.K_MAX + 24
+    sol = epslap.solve(src, backend="gpu", candidates=LIST_MAX + 24)
+    assert sol.stats["candidates_per_row"] == LIST_MAX + 24
     assert_optimal(src.dense(), sol)
 
 
@@ -284,7 +285,7 @@ def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind, monkeypatch
     full = gc.DevicePasses(src, False, 0)
     full.boxes = None
     monkeypatch.setattr(full, "module", gc.candidates_module(
-        full.cupy, src.cuda_source().code, False, cand.K_MAX))
+        full.cupy, src.cuda_source().code, False, gc.LIST_MAX))
     rows = np.arange(n, dtype=np.int64)
     sol = epslap.solve(src, candidates=True)
     v = np.asarray(sol.v, np.float64)

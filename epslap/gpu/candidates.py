@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from ..candidates import K_MAX, check_values
+from ..candidates import check_values
 from .api import device_form, device_matrix, negated, oriented_source
 from .device_costs import check_device_range
 from .modules import CANDIDATE_TILE, candidates_module
@@ -27,6 +27,9 @@ AUCTION_BLOCKS_PER_SM = 2
 #: auction (``cpu.sparse.auction``) assigns the rest (a device round costs several
 #: microseconds whatever the number of bidders, a host bid a fraction of one)
 AUCTION_HOST_BELOW = 64
+#: the list length of the passes' default build (a row's candidates, or a failing row's
+#: violating pairs); a longer list has a build of its own
+LIST_MAX = 64
 #: the largest point dimension the passes' box bound is compiled for (a box bound in more
 #: dimensions rarely skips a tile)
 BOX_DIM_MAX = 8
@@ -85,7 +88,7 @@ class DevicePasses:
             self.args, self._arrays = cost_args(cupy, cc, n1, n2)
             self.boxes = None if points is None else TileBoxes(cupy, *points)
             self.code = cc.code
-            self.module = self._module(K_MAX)
+            self.module = self._module(LIST_MAX)
             self.sms = multiprocessors(cupy)
         self._csr = None
         self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids,
@@ -100,8 +103,8 @@ class DevicePasses:
 
     def _scan(self, v, u, own, rows, k: int, rel: float):
         cupy = self.cupy
-        # a list longer than the module's K_MAX has its own build (candidates=k above K_MAX)
-        module = self.module if k <= K_MAX else self._module(k)
+        # a longer list than the default build's has its own build
+        module = self.module if k <= LIST_MAX else self._module(k)
         m = rows.size
         row_min = cupy.zeros(m, np.float64)
         out = (cupy.zeros((m, k), np.int64), cupy.zeros((m, k), self.work),
