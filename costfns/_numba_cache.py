@@ -90,7 +90,10 @@ def _save(self, key, data):
             self._save_index(overloads)
 
 
-if not getattr(_Index, "_epslap_hardened", False):
-    _Index._epslap_hardened = True
-    _Index._load_index = _load_index_or_nothing
-    _Index.save = _save
+def harden() -> None:
+    """Put the locked save and the tolerant index load in place of Numba's (once per
+    process; ``costfns.rows`` does it on import, before anything is compiled)."""
+    if not getattr(_Index, "_epslap_hardened", False):
+        _Index._epslap_hardened = True
+        _Index._load_index = _load_index_or_nothing
+        _Index.save = _save

@@ -57,7 +57,9 @@ from numba.core.datamodel import models
 from numba.core.errors import TypingError
 from numba.extending import overload, register_model, typeof_impl
 
-from . import _numba_cache  # noqa: F401  (obsolete cache indexes read as misses)
+from ._numba_cache import harden
+
+harden()  # locked cache saves; obsolete cache indexes read as misses
 
 
 class CostForms(NamedTuple):

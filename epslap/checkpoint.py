@@ -318,7 +318,7 @@ class _Contents:
     # ---- the writers ------------------------------------------------------------------------
 
     def cpu(self, mode: str) -> None:
-        """What ``cpu.solver.solve_rows`` writes (its ``save``)."""
+        """What ``cpu.solver._Checkpoints.save`` writes."""
         from .cpu import passes as ker
         eps_upper = self.common_header()
         self.prices()

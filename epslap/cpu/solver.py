@@ -16,7 +16,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .. import _sync as sync_mod
+from .._sync import LoadWatch, new_sync, request_abort, run_workers
 from .._progress import SolveProgress
 from .._schedule import rectangular_from_zero
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
@@ -91,7 +91,7 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
         except KeyboardInterrupt:
             ctl[0] = STOP_NOW
             if sync is not None:
-                sync_mod.request_abort(sync)
+                request_abort(sync)
             interrupted = True
     if "error" in box:
         raise box["error"]
@@ -204,7 +204,7 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     v = np.zeros(n2, dtype=work)
     perm = np.arange(n1, dtype=np.int64)
     pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
-    stop = sync_mod.new_sync()  # the estimate's barriers: a stop request aborts them
+    stop = new_sync()  # the estimate's barriers: a stop request aborts them
     speculate = epsilon and not integral and n1 > cert.CERT_SAMPLE
     if epsilon:
         # concurrent reads of the rows only from a matrix in memory (sources may share state)
@@ -247,6 +247,229 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
             time.perf_counter() - t0)
 
 
+class _Checkpoints:
+    """The checkpoints of one CPU solve (``epslap.checkpoint``): the problem's fingerprint, the
+    state a resume starts from, and the writes of the pass loop's state."""
+
+    def __init__(self, checkpoint: ckpt.Checkpointing | None, src, n1: int, n2: int, row_dtype,
+                 mode: str, estimate_context):
+        self.checkpoint = checkpoint
+        self.shape, self.dtype, self.mode = (n1, n2), np.dtype(row_dtype), mode
+        self.fingerprint = self.state = None
+        self.header: dict = {}  # the ε bounds and the start's largest price, once known
+        if checkpoint is not None and (checkpoint.path is not None
+                                       or checkpoint.loaded is not None):
+            self.fingerprint = ckpt.fingerprint(
+                _read_rows(src, n2, row_dtype, ckpt.fingerprint_rows(n1), estimate_context),
+                n1, n2, mode)
+            self.state = checkpoint.loaded
+            if self.state is not None:
+                ckpt.check_matches(self.state, checkpoint.resume_path, n1, n2, row_dtype, mode,
+                                   self.fingerprint)
+
+    @property
+    def writes(self) -> bool:
+        return self.checkpoint is not None and self.checkpoint.path is not None
+
+    def due(self) -> bool:
+        return self.checkpoint is not None and self.checkpoint.due()
+
+    def save(self, passes: "_Passes", reason: str) -> None:
+        """Write the pass loop's state now (``resume`` as the kernel left it at a stop, or the
+        start of the passes)."""
+        ckpt.write(self.checkpoint.path, {
+            "fingerprint": self.fingerprint, "shape": list(self.shape),
+            "dtype": self.dtype.str, "mode": self.mode, **self.header, "reason": reason,
+            "rows_evaluated": int(passes.resume[ker.R_ROWS]),
+        }, {"v": passes.v, "perm": passes.perm, "resume": passes.resume,
+            "resume_row_col": passes.resume_row_col, "eps_log": passes.eps_log})
+        self.checkpoint.written += 1
+        self.checkpoint.last_write = time.monotonic()
+
+    def stats(self, rows_before: int) -> dict:
+        if self.fingerprint is None:
+            return {}
+        out = {"checkpoints_written": self.checkpoint.written}
+        if self.state is not None:
+            out["resumed_from"] = self.checkpoint.resume_path
+            out["rows_evaluated_before_resume"] = rows_before
+        return out
+
+
+class _Passes:
+    """The pass loop on the CPU threads (``passes.pass_worker``): its arrays, and the team of
+    threads that runs it — all of them, or one once they stall each other under load
+    (``hand_over``). ``result`` holds (status, passes, rows evaluated) of the last run."""
+
+    def __init__(self, src, srcs: list, n1: int, n2: int, row_dtype, integral: bool,
+                 rectangular: bool, hand_over: bool, ctl, v, perm, row_to_col, resume,
+                 resume_row_col, eps_log, checkpoints: _Checkpoints):
+        self.src, self.n1, self.n2, self.integral = src, n1, n2, integral
+        self.inf_val = INT_INF if integral else np.float64(np.inf)
+        self.ctl, self.v, self.perm, self.row_to_col = ctl, v, perm, row_to_col
+        self.resume, self.resume_row_col, self.eps_log = resume, resume_row_col, eps_log
+        self.checkpoints = checkpoints
+        nthreads = len(srcs)
+        self.slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)
+        self.slots_w = self.slots.view(np.int64 if integral else np.float64)
+        self.bufs = np.empty((nthreads, n2), dtype=row_dtype)
+        self.result = np.zeros(3)
+        self.threads, self.srcs = nthreads, srcs
+        self.rows = n1 if rectangular else -1  # PassIO.rows_per_pass
+        self.degraded_at = None  # seconds into the passes when one thread took over
+        # one thread reads a matrix itself; per-thread row caches have no whole-row reader
+        self.can_degrade = LOAD_WATCH and hand_over and nthreads > 1
+        self.t0 = time.perf_counter()
+
+    def worker_args(self, eps_hi, eps_lo, log, sync):
+        io = ker.PassIO(self.v, self.perm, self.row_to_col, log, self.result, self.resume,
+                        self.resume_row_col, self.rows)
+        meet = ker.Meeting(sync, self.slots, self.slots_w, self.ctl)
+        t, ts, bufs = self.threads, self.srcs, self.bufs
+        return lambda tid: (np.int64(tid), np.int64(t), ts[tid], bufs[tid], self.n1, self.n2,
+                            float(eps_hi), float(eps_lo), self.integral, self.inf_val, io, meet)
+
+    def compile(self, eps_hi, eps_lo, prog) -> float:
+        args = self.worker_args(eps_hi, eps_lo, self.eps_log, new_sync())(0)
+        return _compile_all([(ker.pass_worker, args)], prog, "the passes")
+
+    def run(self, eps_hi, eps_lo, log, on_tick=None, keep: bool = False) -> None:
+        """Run the pass loop on every thread; fills ``result``. ``keep``: the main passes,
+        which go on from ``resume`` when it is set (a checkpoint's state) and write checkpoints.
+
+        A stop request ends the loop between two augmentations, and the kernel leaves where it
+        was in ``resume``; the loop then goes on from there, on the same threads after a
+        checkpoint, on one thread when the threads stall each other (another process holds a
+        core: ``LoadWatch``). Either way it takes the steps it would have taken without the
+        stop. Ctrl-C writes a last checkpoint and raises KeyboardInterrupt."""
+        ctl, checkpoints = self.ctl, self.checkpoints
+        if not keep:
+            self.resume[ker.R_ACTIVE] = 0.0
+        while True:
+            sync = new_sync()
+            t = self.threads
+            args_of = self.worker_args(eps_hi, eps_lo, log, sync)
+            watch = LoadWatch(sync, t) if t > 1 and self.can_degrade else None
+            stop_for = []
+
+            def tick():
+                if not stop_for and watch is not None and self.degraded_at is None \
+                        and watch.stalled():
+                    self.degraded_at = time.perf_counter() - self.t0
+                    stop_for.append("degrade")
+                    ctl[0] = STOP_NOW  # every thread ends at the same augmentation
+                elif not stop_for and keep and checkpoints.due():
+                    stop_for.append("checkpoint")
+                    ctl[0] = STOP_AFTER_AUGMENTATION  # no work is lost
+                if on_tick is not None:
+                    on_tick()
+            try:
+                _run_interruptibly(lambda: run_workers(ker.pass_worker, args_of, t,
+                                                                sync), ctl, tick)
+            except KeyboardInterrupt:
+                if keep and checkpoints.writes and self.resume[ker.R_ACTIVE] == 1.0:
+                    checkpoints.save(self, "interrupted")
+                raise
+            ctl[0] = STOP_NONE
+            if self.result[0] != STATUS_INTERRUPTED or not stop_for:
+                if stop_for and stop_for[0] == "degrade":  # they finished before the stop
+                    self.degraded_at = None
+                return
+            if stop_for[0] == "checkpoint":
+                checkpoints.save(self, "interval")
+            else:
+                self.threads, self.srcs = 1, [self.src]
+
+    def polish(self, prog, square: bool = False) -> int:
+        """One exact pass from the final prices (docs/algorithm.md §8); its rows evaluated.
+        ``square``: with the virtual rows of a rectangular problem (its free columns then tie
+        at the top price)."""
+        first = self.result.copy()
+        if square:
+            self.rows = -1
+        else:
+            self.v[:] -= self.v.max()
+            if prog:
+                prog.polish()
+        self.run(0.0, 0.0, np.zeros(1), prog.tick if prog else None)
+        rows = int(self.result[2])
+        self.result[1:] += first[1:]
+        return rows
+
+
+def _start(src, n1, n2, row_dtype, *, integral, plain, init_v, state, ctl, threads,
+           estimate_context, check_rows, prog, resume, resume_row_col, eps_log):
+    """Where the passes start: the estimate's result (or, for a warm start, ``init_v`` after a
+    sweep that only validates the rows), or a checkpoint's ``state``. Returns ``(v, perm,
+    pick, eps_upper, eps_lower, certified, compile_s, time_estimate, plain)``."""
+    if state is not None:  # the estimate's result and the passes' progress from the checkpoint
+        head = state["header"]
+        resume[:] = state["resume"]
+        resume_row_col[:] = state["resume_row_col"]
+        eps_log[:] = state["eps_log"]
+        return (state["v"].astype(np.int64 if integral else np.float64),
+                state["perm"].astype(np.int64), np.empty(n1, dtype=np.int64),
+                float(head["eps_upper"]), float(head["eps_lower"]), False, 0.0, 0.0, plain)
+    v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate = \
+        estimate_rows(src, n1, n2, row_dtype, integral=integral,
+                      epsilon=not plain and init_v is None, ctl=ctl,
+                      estimate_context=estimate_context, threads=threads,
+                      check_rows=check_rows, progress=prog)
+    if init_v is not None:
+        # a warm start: the exact pass from the given prices, after a sweep that only
+        # validates the rows (the estimate's ε bounds and its prices would add work: the
+        # exact pass from a similar problem's prices evaluated fewer rows, docs §11)
+        v[:] = init_v
+        plain, eps_upper, eps_lower, certified = True, 0.0, 0.0, False
+    return v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate, plain
+
+
+def _settle_float_duals(passes: _Passes, src, n2, row_dtype, estimate_context, gathered,
+                        prog, *, retry_elsewhere: bool) -> tuple[int, int, bool]:
+    """Check the float duals against verify's per-entry rule on every row (one more read of
+    the rows) and mend them where they miss it: ``(polish rows, dual-repair rows, solve
+    again)``.
+
+    They miss it, rarely, where prices rounded at the scale of their spread meet an entry whose
+    own terms are far smaller (a tight pair of tiny costs next to the top price: 1 of 36
+    random, geometric and disjoint instances at n = 1500 and 3000); one exact pass from the
+    final prices (the polish: every path one edge, each row's dual its smallest reduced cost)
+    recomputes them at their own scale, twice at most, then a repair lowers prices along the
+    violations. ``retry_elsewhere`` (a rectangular source, a warm start: they have had their
+    polish): where they still miss it (prices rounded at a cost scale far above some rows' own,
+    or a warm start's prices far off the costs' scale), solve again is asked instead — a warm
+    start without its hint, a rectangular source padded, whose ε-passes shape the prices.
+    ``gathered["assigned"]`` receives the rows' assigned costs the last check read, where it
+    held."""
+    v, row_to_col = passes.v, passes.row_to_col
+    assigned = np.empty(len(row_to_col), dtype=np.float64)
+    polish_rows = retries = 0
+    while passes.result[0] == STATUS_OK:
+        ok = _duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context, assigned)
+        if gathered is not None:
+            gathered.pop("assigned", None)
+            if ok:
+                gathered["assigned"] = assigned.copy()
+        if ok:
+            break
+        if retry_elsewhere:
+            return polish_rows, 0, True
+        if retries == 2:
+            kept = v.copy()
+            repaired = _repair_duals(src, n2, row_dtype, v, row_to_col, estimate_context)
+            if repaired >= 0:  # its last sweep checked every row as verify will
+                return polish_rows, repaired, False
+            v[:] = kept
+            warnings.warn("epslap: the float duals of this solve miss epslap.verify's per-entry "
+                          "rule after two polishing passes and a repair (the assignment is "
+                          "optimal up to float rounding); please report the problem",
+                          RuntimeWarning, stacklevel=_user_level())
+            break
+        polish_rows += passes.polish(prog)
+        retries += 1
+    return polish_rows, 0, False
+
+
 def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                progress: bool = False, progress_extra=None, threads: int = 1,
                thread_srcs=None, estimate_context=None, check_rows=None,
@@ -258,9 +481,10 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
 
     ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
     column slices (``hand_over``: they were chosen automatically, and hand over to one thread
-    when they stall each other; an explicit count is kept); worker t reads rows through ``thread_srcs[t]`` (per-thread row caches of its
-    columns) or, by default, ``src``. The estimate reads whole rows from ``src``, inside
-    ``estimate_context()`` when given (helper threads that generate the rows in parallel).
+    when they stall each other; an explicit count is kept); worker t reads rows through
+    ``thread_srcs[t]`` (per-thread row caches of its columns) or, by default, ``src``. The
+    estimate reads whole rows from ``src``, inside ``estimate_context()`` when given (helper
+    threads that generate the rows in parallel).
     Returns ``(row_to_col, v, stats)`` with ``v`` in the work dtype (int64 or float64).
     ``progress_extra`` (a callable returning text) is appended to the progress bar.
     ``pad``: solve a rectangular source padded with virtual rows (docs/algorithm.md §10 says
@@ -269,8 +493,6 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     ``gathered`` (a dict, optional): receives ``"assigned"``, the canonical cost of every row's
     pair in the work dtype, where the last check of the float duals read them.
     """
-    work = np.int64 if integral else np.float64
-    inf_val = INT_INF if integral else np.float64(np.inf)
     nthreads = int(threads)
     srcs = list(thread_srcs) if thread_srcs is not None else [src] * nthreads
     if len(srcs) != nthreads:
@@ -283,154 +505,30 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     # certify comes here and is padded, the route whose float duals are checked most.
     rectangular = (rectangular_from_zero(n1, n2) and not isinstance(src, np.ndarray)
                    and not pad)
-    plain = not epsilon or rectangular
     mode = "rectangular" if rectangular else ("eps" if epsilon else "ssp")
     resume = np.zeros(ker.RESUME_SIZE)
     resume_row_col = np.full(n2, -1, dtype=np.int64)
-    state = print_ = None
-    if checkpoint is not None and (checkpoint.path is not None or checkpoint.loaded is not None):
-        print_ = ckpt.fingerprint(_read_rows(src, n2, row_dtype, ckpt.fingerprint_rows(n1),
-                                             estimate_context), n1, n2, mode)
-        state = checkpoint.loaded
-        if state is not None:
-            ckpt.check_matches(state, checkpoint.resume_path, n1, n2, row_dtype, mode, print_)
-
+    checkpoints = _Checkpoints(checkpoint, src, n1, n2, row_dtype, mode, estimate_context)
+    state = checkpoints.state
     prog = SolveProgress(n1 if rectangular else n2, ctl, eps_log, extra=progress_extra) \
         if progress else None
-    if state is not None:  # the estimate's result and the passes' progress from the checkpoint
-        head = state["header"]
-        v = state["v"].astype(work)
-        perm = state["perm"].astype(np.int64)
-        pick = np.empty(n1, dtype=np.int64)
-        eps_upper, eps_lower = float(head["eps_upper"]), float(head["eps_lower"])
-        certified, compile_s, time_estimate = False, 0.0, 0.0
-        resume[:] = state["resume"]
-        resume_row_col[:] = state["resume_row_col"]
-        eps_log[:] = state["eps_log"]
-    else:
-        v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate = \
-            estimate_rows(src, n1, n2, row_dtype, integral=integral,
-                          epsilon=not plain and init_v is None, ctl=ctl,
-                          estimate_context=estimate_context, threads=nthreads,
-                          check_rows=check_rows, progress=prog)
-        if init_v is not None:
-            # a warm start: the exact pass from the given prices, after a sweep that only
-            # validates the rows (the estimate's ε bounds and its prices would add work: the
-            # exact pass from a similar problem's prices evaluated fewer rows, docs §11)
-            v[:] = init_v
-            plain = True
-            eps_upper = eps_lower = 0.0
-            certified = False
+    v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate, plain = _start(
+        src, n1, n2, row_dtype, integral=integral, plain=not epsilon or rectangular,
+        init_v=init_v, state=state, ctl=ctl, threads=nthreads,
+        estimate_context=estimate_context, check_rows=check_rows, prog=prog, resume=resume,
+        resume_row_col=resume_row_col, eps_log=eps_log)
     start_absmax = float(np.abs(v).max()) if n2 else 0.0
     if state is not None:
         start_absmax = float(state["header"]["start_absmax"])
+    checkpoints.header = {"eps_upper": eps_upper, "eps_lower": eps_lower,
+                          "start_absmax": start_absmax}
     rows_before = int(resume[ker.R_ROWS]) if resume[ker.R_ACTIVE] == 1.0 else 0
-
-    def save(reason: str) -> None:
-        """Write the checkpoint of the pass loop's state now (``resume`` as the kernel left it
-        at a stop, or the start of the passes)."""
-        ckpt.write(checkpoint.path, {
-            "fingerprint": print_, "shape": [n1, n2], "dtype": np.dtype(row_dtype).str,
-            "mode": mode, "eps_upper": eps_upper, "eps_lower": eps_lower,
-            "start_absmax": start_absmax, "reason": reason,
-            "rows_evaluated": int(resume[ker.R_ROWS]),
-        }, {"v": v, "perm": perm, "resume": resume, "resume_row_col": resume_row_col,
-            "eps_log": eps_log})
-        checkpoint.written += 1
-        checkpoint.last_write = time.monotonic()
-
-    slots = np.zeros(2 * nthreads * ker.SLOT, dtype=np.int64)
-    slots_w = slots.view(work)
-    bufs = np.empty((nthreads, n2), dtype=row_dtype)
-    result = np.zeros(3)
-
-    # the threads that run the passes: all of them, or one once they stall under load
-    team = {"n": nthreads, "srcs": srcs, "degraded_at": None,
-            "rows": n1 if rectangular else -1}  # PassIO.rows_per_pass
-    # one thread reads a matrix itself; per-thread row caches have no whole-row reader
-    can_degrade = LOAD_WATCH and hand_over and nthreads > 1 and thread_srcs is None
-
-    def worker_args(eps_hi, eps_lo, log, sync):
-        io = ker.PassIO(v, perm, row_to_col, log, result, resume, resume_row_col, team["rows"])
-        meet = ker.Meeting(sync, slots, slots_w, ctl)
-        t, ts = team["n"], team["srcs"]
-        return lambda tid: (np.int64(tid), np.int64(t), ts[tid], bufs[tid], n1, n2,
-                            float(eps_hi), float(eps_lo), integral, inf_val, io, meet)
-
-    def passes(eps_hi, eps_lo, log, on_tick=None, keep: bool = False):
-        """Run the pass loop on every thread; fills ``result``. ``keep``: the main passes,
-        which go on from ``resume`` when it is set (a checkpoint's state) and write checkpoints.
-
-        A stop request ends the loop between two augmentations, and the kernel leaves where it
-        was in ``resume``; the loop then goes on from there, on the same threads after a
-        checkpoint, on one thread when the threads stall each other (another process holds a
-        core: ``LoadWatch``). Either way it takes the steps it would have taken without the
-        stop. Ctrl-C writes a last checkpoint and raises KeyboardInterrupt."""
-        if not keep:
-            resume[ker.R_ACTIVE] = 0.0
-        while True:
-            sync = sync_mod.new_sync()
-            t = team["n"]
-            args_of = worker_args(eps_hi, eps_lo, log, sync)
-            watch = sync_mod.LoadWatch(sync, t) if t > 1 and can_degrade else None
-            stop_for = []
-
-            def tick():
-                if not stop_for and watch is not None and team["degraded_at"] is None \
-                        and watch.stalled():
-                    team["degraded_at"] = time.perf_counter() - t0
-                    stop_for.append("degrade")
-                    ctl[0] = STOP_NOW  # every thread ends at the same augmentation
-                elif not stop_for and keep and checkpoint is not None and checkpoint.due():
-                    stop_for.append("checkpoint")
-                    ctl[0] = STOP_AFTER_AUGMENTATION  # no work is lost
-                if on_tick is not None:
-                    on_tick()
-            try:
-                _run_interruptibly(lambda: sync_mod.run_workers(ker.pass_worker, args_of, t,
-                                                                sync), ctl, tick)
-            except KeyboardInterrupt:
-                if keep and checkpoint is not None and checkpoint.path is not None \
-                        and resume[ker.R_ACTIVE] == 1.0:
-                    save("interrupted")
-                raise
-            ctl[0] = STOP_NONE
-            if result[0] != STATUS_INTERRUPTED or not stop_for:
-                if stop_for and stop_for[0] == "degrade":  # they finished before the stop
-                    team["degraded_at"] = None
-                return
-            if stop_for[0] == "checkpoint":
-                save("interval")
-            else:
-                team["n"], team["srcs"] = 1, [src]
-
-    assigned_buf = np.empty(n1, dtype=work)
-
-    def duals_hold() -> bool:
-        """The float duals' check on every row (``_duals_hold``); where it holds, the rows'
-        assigned costs it read go to ``gathered["assigned"]`` (the result needs no other read)."""
-        ok = _duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context, assigned_buf)
-        if gathered is not None:
-            gathered.pop("assigned", None)
-            if ok:
-                gathered["assigned"] = assigned_buf.copy()
-        return ok
-
-    def polish() -> int:
-        """One exact pass from the final prices (docs/algorithm.md §8); its rows evaluated."""
-        first = result.copy()
-        v[:] -= v.max()
-        if prog:
-            prog.polish()
-        passes(0.0, 0.0, np.zeros(1), prog.tick if prog else None)
-        rows = int(result[2])
-        result[1:] += first[1:]
-        return rows
-
-    compile_s += _compile_all(
-        [(ker.pass_worker, worker_args(eps_upper, eps_lower, eps_log, sync_mod.new_sync())(0))],
-        prog, "the passes")
-    t0 = time.perf_counter()
+    passes = _Passes(src, srcs, n1, n2, row_dtype, integral, rectangular,
+                     hand_over and thread_srcs is None, ctl, v, perm, row_to_col, resume,
+                     resume_row_col, eps_log, checkpoints)
+    compile_s += passes.compile(eps_upper, eps_lower, prog)
+    result = passes.result
+    t0 = passes.t0 = time.perf_counter()
     polish_rows = 0
     if certified:  # the exact pass would return stage B's assignment unchanged: skip it
         row_to_col[:] = pick
@@ -438,52 +536,26 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     else:
         if prog:
             prog.passes()
-        if checkpoint is not None and checkpoint.path is not None and state is None:
-            save("estimate")  # a resume skips the estimate
-        passes(eps_upper, eps_lower, eps_log, prog.tick if prog else None, keep=True)
+        if checkpoints.writes and state is None:
+            checkpoints.save(passes, "estimate")  # a resume skips the estimate
+        passes.run(eps_upper, eps_lower, eps_log, prog.tick if prog else None, keep=True)
         if not integral and result[0] == STATUS_OK and (
                 plain or prices_need_polish(start_absmax, v)):
             kept = (row_to_col.copy(), v.copy() - v.max())  # for a second polish (below)
-            polish_rows = polish()
+            polish_rows = passes.polish(prog)
             if rectangular and result[0] == STATUS_OK and not free_columns_on_top(v, row_to_col):
                 # the polish, an exact pass from prices that had fallen on assigned columns,
                 # left such a column free: not a rectangular certificate (docs/algorithm.md
                 # §10). Polish again with the virtual rows, which make it a square problem whose
                 # free columns tie at the top price.
-                done = result.copy()
                 v[:] = kept[1]
-                team["rows"] = -1
-                passes(0.0, 0.0, np.zeros(1), prog.tick if prog else None)
-                polish_rows += int(result[2])
-                result[1:] += done[1:]
-    # Float duals are checked against verify's per-entry rule on every row (one more read of
-    # the rows). They miss it, rarely, where prices rounded at the scale of their spread meet an
-    # entry whose own terms are far smaller (a tight pair of tiny costs next to the top price:
-    # 1 of 36 random, geometric and disjoint instances at n = 1500 and 3000); one exact pass
-    # from the final prices (the polish: every path one edge, each row's dual its smallest
-    # reduced cost) recomputes them at their own scale. A rectangular source and a warm start
-    # have had their polish: where they still miss it (prices rounded at a cost scale far above
-    # some rows' own, or a warm start's prices far off the costs' scale), a warm start is solved
-    # again without its hint, a rectangular source padded, whose ε-passes shape the prices.
-    retries, solve_again, dual_repair_rows = 0, False, 0
-    while not integral and not certified and result[0] == STATUS_OK and not duals_hold():
-        if rectangular or init_v is not None:
-            solve_again = True
-            break
-        if retries == 2:
-            kept = v.copy()
-            repaired = _repair_duals(src, n2, row_dtype, v, row_to_col, estimate_context)
-            if repaired >= 0:  # its last sweep checked every row as verify will
-                dual_repair_rows = repaired
-                break
-            v[:] = kept
-            warnings.warn("epslap: the float duals of this solve miss epslap.verify's per-entry "
-                          "rule after two polishing passes and a repair (the assignment is "
-                          "optimal up to float rounding); please report the problem",
-                          RuntimeWarning, stacklevel=_user_level())
-            break
-        polish_rows += polish()
-        retries += 1
+                polish_rows += passes.polish(prog, square=True)
+    solve_again, dual_repair_rows = False, 0
+    if not integral and not certified:
+        more, dual_repair_rows, solve_again = _settle_float_duals(
+            passes, src, n2, row_dtype, estimate_context, gathered, prog,
+            retry_elsewhere=rectangular or init_v is not None)
+        polish_rows += more
     time_solve = time.perf_counter() - t0
     if solve_again:
         if prog:
@@ -502,13 +574,13 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     if prog:
         prog.close({"passes": int(n_pass), "rows_evaluated": int(rows_evaluated)})
     raise_for_status(status, "cpu")
-    if team["degraded_at"] is not None:
+    if passes.degraded_at is not None:
         warnings.warn(f"epslap: the {nthreads} solver threads stalled each other (another "
                       f"process is using the cores); one thread finished the solve after "
-                      f"{team['degraded_at']:.2f} s", RuntimeWarning, stacklevel=_user_level())
+                      f"{passes.degraded_at:.2f} s", RuntimeWarning, stacklevel=_user_level())
     stats = {
         "backend": "cpu",
-        "method": "rectangular" if rectangular else ("eps" if epsilon else "ssp"),
+        "method": mode,
         "rows_evaluated": int(rows_evaluated),
         "passes": int(n_pass),
         "epsilons": [float(e) for e in eps_log[:min(n_pass, ker.MAX_PASSES)]],
@@ -518,7 +590,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         "time_solve_s": time_solve,
         "compile_s": compile_s,
         "threads": nthreads,
-        "threads_stalled_after_s": team["degraded_at"],
+        "threads_stalled_after_s": passes.degraded_at,
         "certified_by_estimate": bool(certified),
         "polish_rows": polish_rows,
     }
@@ -526,11 +598,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         stats["dual_repair_rows"] = dual_repair_rows
     if init_v is not None:
         stats["warm_start"] = "used"
-    if print_ is not None:
-        stats["checkpoints_written"] = checkpoint.written
-        if state is not None:
-            stats["resumed_from"] = checkpoint.resume_path
-            stats["rows_evaluated_before_resume"] = rows_before
+    stats.update(checkpoints.stats(rows_before))
     return row_to_col, v, stats
 
 
@@ -556,7 +624,7 @@ def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assign
     """``passes.duals_hold_rows`` over the rows of ``src`` (inside ``estimate_context``: a
     source whose rows helper threads compute); the assigned costs into ``assigned``."""
     from ..certificate import RTOL
-    stop = sync_mod.new_sync()
+    stop = new_sync()
 
     def run():
         return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, stop,
@@ -570,7 +638,7 @@ def _repair_duals(src, n2: int, row_dtype, v, row_to_col, estimate_context) -> i
     1000 more); its rows read, -1 where it did not finish."""
     from ..certificate import RTOL
     from .dual_repair import repair_duals
-    stop = sync_mod.new_sync()
+    stop = new_sync()
     budget = np.int64(8 * len(row_to_col) + 1000)
 
     def run():
@@ -591,7 +659,7 @@ def assigned_costs(src, n2: int, row_dtype, row_to_col: np.ndarray, work) -> np.
     """Canonical cost of every assigned pair, read through ``src``."""
     out = np.empty(len(row_to_col), dtype=work)
     if len(row_to_col):  # on a worker thread: computing the rows again may take a while
-        stop = sync_mod.new_sync()
+        stop = new_sync()
         _run_interruptibly(lambda: ker.gather_assigned(src, np.empty(n2, row_dtype), row_to_col,
                                                        out, stop),
                            np.zeros(8, np.int64), sync=stop)
