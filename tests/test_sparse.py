@@ -168,6 +168,37 @@ def test_exact_pass_from_scratch_after_the_auction_gives_up(monkeypatch):
     assert epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
 
 
+@pytest.mark.parametrize("integral", [False, True])
+def test_auction_on_threads_leaves_the_exact_answer(integral, monkeypatch):
+    """The lock-free auction phase on two threads (``cpu.parallel_auction``, the host's end of
+    the GPU's phases): whatever the races do to the prices, ``mend`` leaves a consistent
+    assignment and the exact pass the optimum (every phase shared, down to a few free rows)."""
+    import epslap.cpu.parallel_auction as pa
+    monkeypatch.setattr(pa, "PARALLEL_MIN", 2)
+    rng = np.random.default_rng(11)
+    for trial in range(6):
+        n = int(rng.integers(50, 400))
+        dense = rng.integers(0, 40, (n, n)).astype(float) if integral else rng.random((n, n))
+        dense[rng.random(dense.shape) < 0.85] = np.inf
+        np.fill_diagonal(dense, rng.integers(0, 40, n) if integral else rng.random(n))
+        rows, cols = np.nonzero(np.isfinite(dense))
+        vals = dense[rows, cols].astype(np.int64 if integral else np.float64)
+        prob = canonical_sparse(sp.csr_array((vals, (rows, cols)), shape=(n, n)), False)
+        row_to_col, v, assigned, st_ = solve_canonical(prob, auction=pa.parallel_auction(2))
+        assert st_["auction_bids"] > 0 and len(st_["epsilons"]) > 1
+        assert sorted(row_to_col) == list(range(n))
+        assert assigned.sum() == pytest.approx(_reference(dense, False), rel=1e-12)
+
+
+def test_mend_keeps_only_pairs_both_sides_name():
+    from epslap.cpu.parallel_auction import mend
+    row_to_col = np.array([0, 0, 2, -1, 1], np.int64)   # rows 0 and 1 both claim column 0
+    col_to_row = np.array([1, 3, 2, -1, -1], np.int64)  # column 1 names row 3, which is free
+    assert mend(row_to_col, col_to_row) == 3
+    assert row_to_col.tolist() == [-1, 0, 2, -1, -1]
+    assert col_to_row.tolist() == [1, -1, 2, -1, -1]
+
+
 def test_wrong_duals_never_certify():
     rng = np.random.default_rng(5)
     dense = rng.integers(0, 100, (30, 30))

@@ -24,8 +24,8 @@ BLOCK = 256
 PASS_BLOCKS_PER_SM = 4
 AUCTION_BLOCKS_PER_SM = 2
 #: the device's auction rounds stop when fewer rows than this are free: the host's Gauss–Seidel
-#: auction (``cpu.sparse.auction``) assigns the rest (a device round costs several
-#: microseconds whatever the number of bidders, a host bid a fraction of one)
+#: auction (``cpu.parallel_auction``, on the free cores) assigns the rest (a device round costs
+#: several microseconds whatever the number of bidders, a host bid a fraction of one)
 AUCTION_HOST_BELOW = 64
 #: the list length of the passes' default build (a row's candidates, or a failing row's
 #: violating pairs); a longer list has a build of its own
@@ -91,6 +91,7 @@ class DevicePasses:
             self.module = self._module(LIST_MAX)
             self.sms = multiprocessors(cupy)
         self._csr = None
+        self._host_phase = None
         self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids,
         #                               device s, host s)
 
@@ -139,6 +140,15 @@ class DevicePasses:
             return (rows[at.get()], cols[at].get(), vals[at].get(),
                     counts[at].get().astype(np.int64), row_min.get())
 
+    def _host_auction(self):
+        """The host's end of an auction phase: the rows the device left free, shared among
+        the free cores (``cpu.parallel_auction``; their chains of bids lie far apart)."""
+        from ..cpu.parallel_auction import parallel_auction
+        from ..cpu.solver import resolve_threads
+        if self._host_phase is None:
+            self._host_phase = parallel_auction(resolve_threads(None, self.n2))
+        return self._host_phase
+
     def auction(self, indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bids,
                 big):
         """One auction phase (``cpu.sparse.auction``'s arguments and result) on the device:
@@ -171,10 +181,9 @@ class DevicePasses:
             v[:] = d_v.get()
             row_to_col[:] = d_r2c.get()
             col_to_row[:] = d_c2r.get()
-        from ..cpu.sparse import auction as host_auction
         t_host = time.perf_counter()
-        host = host_auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump,
-                            max_bids - bids, big)
+        host = self._host_auction()(indptr, indices, data, v, row_to_col, col_to_row, eps,
+                                    jump, max_bids - bids, big)
         t_end = time.perf_counter()
         self.auction_log.append((float(eps), rounds, bids, host, round(t_host - t_start, 3),
                                  round(t_end - t_host, 3)))
