@@ -147,6 +147,21 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         ``EPSLAP_GPU_THREADS``, ``EPSLAP_GPU_BLOCKS``, ``EPSLAP_GPU_SMEM_STATE``,
         ``EPSLAP_GPU_PHASE_CLOCKS`` and ``EPSLAP_HUNGARIAN_BLOCKS``
         (:meth:`epslap.gpu.LaunchConfig.from_env`), read here once. Not for ``backend="cpu"``.
+    candidates : "auto", True, False or int
+        Solve on each row's cheapest columns, then certify the answer against every cost
+        (``epslap.candidates``): a streaming pass finds each row's k cheapest columns, a sparse
+        solve over them gives the duals, and a pass over all costs proves them feasible or adds
+        the pairs that violate them, until none does. The result is exact either way.
+        ``"auto"`` (default): taken on ``backend="cpu"`` for matrices and cost sources, on
+        ``backend="gpu"`` for cost sources, from ``candidates.AUTO_MIN_SIDE`` rows and columns
+        (4000 on the CPU, 16,000 on the GPU) where a sample of rows shows that it pays; the
+        dense ε method otherwise. ``True``: 4 columns per row per doubling of n, from 8 to 64;
+        an int: that many; ``False``: the dense method. A problem whose certificate keeps
+        failing goes to the dense method, and ``stats["candidates"]`` says why. With
+        ``cost_limit``, ``init``, checkpoints or ``epsilon=False``, ``"auto"`` takes the dense
+        method and an explicit request is refused (ValueError). On the GPU the
+        host's end of each auction phase runs on several threads: where several assignments
+        are optimal, which one is returned may change from run to run.
 
     Returns
     -------
