@@ -134,18 +134,29 @@ def _item_ptr(context, builder, aryty, ary, idx, idxty):
     return cgutils.get_item_pointer(context, builder, aryty, arr, [k], wraparound=False)
 
 
-@intrinsic
-def atomic_add(typingctx, ary, idx, val):
-    """Atomically ``ary[idx] += val`` (int64, seq_cst); returns the old value."""
-    if not (isinstance(ary, types.Array) and ary.dtype == types.int64):
-        return None
-    sig = types.int64(ary, idx, val)
+def _int64_write(name: str, doc: str, result, emit):
+    """An intrinsic ``name(ary, idx, val)`` on an int64 array's element: ``emit(context,
+    builder, pointer, value)`` writes it (``val`` cast to int64) and gives the result, of
+    Numba type ``result``."""
+    def write(typingctx, ary, idx, val):
+        if not (isinstance(ary, types.Array) and ary.dtype == types.int64):
+            return None
+        sig = result(ary, idx, val)
 
-    def codegen(context, builder, signature, args):
-        ptr = _item_ptr(context, builder, signature.args[0], args[0], args[1], signature.args[1])
-        x = context.cast(builder, args[2], signature.args[2], types.int64)
-        return builder.atomic_rmw("add", ptr, x, "seq_cst")
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            ptr = _item_ptr(context, builder, signature.args[0], args[0], args[1],
+                            signature.args[1])
+            x = context.cast(builder, args[2], signature.args[2], types.int64)
+            return emit(context, builder, ptr, x)
+        return sig, codegen
+    write.__name__ = write.__qualname__ = name  # distinct names for Numba's typing
+    write.__doc__ = doc
+    return intrinsic(write)
+
+
+atomic_add = _int64_write(
+    "atomic_add", "Atomically ``ary[idx] += val`` (int64, seq_cst); returns the old value.",
+    types.int64, lambda context, builder, ptr, x: builder.atomic_rmw("add", ptr, x, "seq_cst"))
 
 
 def _atomic_load(ordering: str, doc: str):
@@ -211,19 +222,14 @@ def _futex(typingctx, ary, idx, op, val, ts_idx):
     return sig, codegen
 
 
-@intrinsic
-def _store_release(typingctx, ary, idx, val):
-    """``ary[idx] = val`` as an atomic release store (int64)."""
-    if not (isinstance(ary, types.Array) and ary.dtype == types.int64):
-        return None
-    sig = types.void(ary, idx, val)
+def _emit_store_release(context, builder, ptr, x):
+    builder.store_atomic(x, ptr, "release", 8)
+    return context.get_dummy_value()
 
-    def codegen(context, builder, signature, args):
-        ptr = _item_ptr(context, builder, signature.args[0], args[0], args[1], signature.args[1])
-        x = context.cast(builder, args[2], signature.args[2], types.int64)
-        builder.store_atomic(x, ptr, "release", 8)
-        return context.get_dummy_value()
-    return sig, codegen
+
+_store_release = _int64_write("_store_release",
+                              "``ary[idx] = val`` as an atomic release store (int64).",
+                              types.void, _emit_store_release)
 
 
 @intrinsic

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .sparse import auction
+from .sparse import auction, best_two
 
 #: free rows below which a phase runs on one thread (``cpu.sparse.auction``): the GPU's auction
 #: hands the host phases with 64 rows free (``gpu.candidates.AUCTION_HOST_BELOW``)
@@ -45,17 +45,7 @@ def auction_share(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, m
         size -= 1
         if row_to_col[i] >= 0:  # taken by another thread's bid meanwhile
             continue
-        best = big
-        second = big
-        arg = -1
-        for p in range(indptr[i], indptr[i + 1]):
-            r = data[p] - v[indices[p]]
-            if r < best:
-                second = best
-                best = r
-                arg = indices[p]
-            elif r < second:
-                second = r
+        arg, best, second = best_two(indptr, indices, data, v, i, big)
         if arg < 0:
             out[0] = -1
             return

@@ -241,6 +241,24 @@ def augment(indptr, indices, data, v, row_to_col, col_to_row, assigned, big, cou
     return SPARSE_OK
 
 
+@njit(cache=True, nogil=True, inline="always")
+def best_two(indptr, indices, data, v, i, big):
+    """A bid's view of row ``i``: ``(column, least, second least)`` of ``c - v`` over its
+    stored pairs (column -1 where it stores none; ``big`` where there is no second)."""
+    best = big
+    second = big
+    arg = -1
+    for p in range(indptr[i], indptr[i + 1]):
+        r = data[p] - v[indices[p]]
+        if r < best:
+            second = best
+            best = r
+            arg = indices[p]
+        elif r < second:
+            second = r
+    return arg, best, second
+
+
 @njit(cache=True, nogil=True)
 def auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bids, big):
     """One ε-phase of the forward auction (Gauss–Seidel, a queue of free rows): each free row
@@ -265,17 +283,7 @@ def auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bid
         if head == n1:
             head = 0
         size -= 1
-        best = big
-        second = big
-        arg = -1
-        for p in range(indptr[i], indptr[i + 1]):
-            r = data[p] - v[indices[p]]
-            if r < best:
-                second = best
-                best = r
-                arg = indices[p]
-            elif r < second:
-                second = r
+        arg, best, second = best_two(indptr, indices, data, v, i, big)
         if arg < 0:
             return -1
         step = (second - best) if second < big else jump
