@@ -41,6 +41,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="largest n with a dense reference solve (default: every n)")
     ap.add_argument("--matrix", action="store_true",
                     help="each class's costs as a matrix in memory instead of on demand")
+    ap.add_argument("--verify", action="store_true",
+                    help="time epslap.verify of each answer against its cost source (checked "
+                         "optimal); a 'verify s' column")
 
 
 def _timed(fn):
@@ -95,6 +98,10 @@ def run(args: argparse.Namespace, out: Output) -> None:
                                "time_candidates_s", "time_auction_s", "time_sparse_s",
                                "time_certify_s", "auction_bids", "augmentations")
                                if key in st})
+                if args.verify:
+                    report, rec["verify_s"] = _timed(lambda: epslap.verify(
+                        cost, sol.row_ind, sol.col_ind, sol.u, sol.v))
+                    assert report["optimal"], (name, n, label, report["reason"])
                 out.add(rec)
                 ratio = "" if rec["ratio"] is None else f" ({rec['ratio']:.3f} x dense)"
                 print(f"{name} n={n} {label} [{args.backend}]: {t:.2f} s{ratio} "
@@ -132,5 +139,10 @@ def render(meta: dict, rows: list[dict]) -> str:
              r["chose"] if r["declined"] is None else f"dense ({r['declined']})",
              num(r["rounds"]), num(r["candidate_edges"]), num(r["edges_added"]),
              num(r["rows_streamed"])] for r in rows]
-    return markdown(["class", "n", "method", "backend", "seconds", "/ dense", "solved by", "rounds",
-                     "candidate pairs", "pairs added", "rows streamed"], body)
+    head = ["class", "n", "method", "backend", "seconds", "/ dense", "solved by", "rounds",
+            "candidate pairs", "pairs added", "rows streamed"]
+    if any("verify_s" in r for r in rows):
+        head.append("verify s")
+        for line, r in zip(body, rows):
+            line.append(seconds(r["verify_s"], 2) if "verify_s" in r else "–")
+    return markdown(head, body)

@@ -107,7 +107,9 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     Parameters
     ----------
     cost : array_like (n1, n2), a sparse matrix (the stored pairs, as ``epslap.solve`` takes
-        it: absent pairs are forbidden) or a ``costfns.CostSource`` (its rows are streamed)
+        it: absent pairs are forbidden) or a ``costfns.CostSource`` (its rows are streamed; of
+        a squared Euclidean point set, minimised, only the pairs that could violate the duals
+        are read: ``epslap.point_passes.verify_pairs``, about n log n)
     row_ind, col_ind : 1-D integer arrays
         The assignment (scipy's convention); indices are checked (integer dtype, in range).
     u, v : arrays of shape (n1,) and (n2,)
@@ -138,12 +140,14 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         duals of the wrong shape.
     """
     from .sparse_input import is_sparse, stored_pairs
+    streamed = False  # a cost source, whose rows are computed
     if is_sparse(cost):
         csr = stored_pairs(cost)
         shape, cdtype = (csr.n1, csr.n2), csr.data.dtype
         block_of = csr
     elif hasattr(cost, "rows") and hasattr(cost, "shape") and not isinstance(cost, np.ndarray):
         shape, block_of = tuple(cost.shape), cost.rows  # a cost source: stream its rows
+        streamed = True
         cdtype = np.dtype(cost.dtype)
     else:
         c = np.asarray(cost)
@@ -176,6 +180,11 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     whole = cost_limit is not None and float(cost_limit).is_integer()
     exact = (cdtype.kind in "biu" and iu is not None and iv is not None
              and (cost_limit is None or (whole and int(cost_limit) % 2 == 0)))
+    if streamed and cost_limit is None:
+        from .point_passes import applies, verify_pairs
+        pairs = verify_pairs(cost, r, k, u, v) if applies(cost, maximize) else None
+        if pairs is not None:  # a point set: only the pairs that could violate are read
+            block_of = pairs
     if exact:
         half = None if cost_limit is None else int(cost_limit) // 2
         rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize, half)

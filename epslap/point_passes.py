@@ -113,3 +113,54 @@ class PointPasses(HostPasses):
             pad = ((0, 0), (0, cap - width))
             out_cols, out_vals = np.pad(out_cols, pad), np.pad(out_vals, pad)
         return rows[failing], out_cols, out_vals, counts[failing], row_min
+
+
+#: the lifted ball of ``verify_pairs`` is widened by this fraction of the magnitudes involved
+#: (the tree's distances and the lifted heights are rounded; a pair read needlessly costs
+#: nothing but its check)
+VERIFY_MARGIN = 1e-9
+
+
+def verify_pairs(cost, row_ind, col_ind, u, v):
+    """The pairs ``epslap.verify`` must read to judge duals of a squared Euclidean point set
+    (``costfns.SqEuclidean``, minimised, the caller's orientation), with their exact costs, as
+    stored pairs (``epslap.sparse_input.SparseProblem``): every assigned pair, and every pair
+    whose ``u_i + v_j - c_ij`` could be positive — the lifted points of the module docstring
+    within distance ``sqrt(u_i + max v)`` of ``(x_i, 0)``, the radius widened by VERIFY_MARGIN
+    of the magnitudes. A pair outside has a negative excess, which neither the worst
+    violation nor the per-entry rule can count; so the check over these pairs is the check
+    over all n1 x n2. ``None`` where a dual is not finite (the full check says why)."""
+    from scipy.spatial import cKDTree
+    from .cpu.solver import available_cores
+    from .sparse_input import SparseProblem
+    u = np.asarray(u, np.float64)
+    v = np.asarray(v, np.float64)
+    if not (np.isfinite(u).all() and np.isfinite(v).all()):
+        return None
+    x, y = cost.X, cost.Y
+    n1, n2 = x.shape[0], y.shape[0]
+    vmax = float(v.max()) if n2 else 0.0
+    reach = u + vmax
+    scale = (np.abs(u) + 2.0 * float(np.abs(v).max() if n2 else 0.0)
+             + (x * x).sum(axis=1) + float((y * y).sum(axis=1).max() if n2 else 0.0))
+    reach = reach + VERIFY_MARGIN * scale
+    near = np.flatnonzero(reach >= 0.0)
+    rows = [np.asarray(row_ind, np.int64)]
+    cols = [np.asarray(col_ind, np.int64)]
+    if near.size and n2:
+        tree = cKDTree(np.column_stack([y, np.sqrt(np.maximum(vmax - v, 0.0))]))
+        found = tree.query_ball_point(np.column_stack([x[near], np.zeros(near.size)]),
+                                      np.sqrt(reach[near]), workers=available_cores(),
+                                      return_sorted=False)
+        counts = np.fromiter((len(f) for f in found), np.int64, near.size)
+        rows.append(np.repeat(near, counts))
+        cols.append(np.fromiter((j for f in found for j in f), np.int64, int(counts.sum())))
+    key = np.unique(np.concatenate(rows) * max(n2, 1) + np.concatenate(cols))
+    pr, pc = key // max(n2, 1), key % max(n2, 1)
+    data = np.empty((key.size, 1))
+    entries = cost.specialized_state()._replace(yt=y.T)
+    _pair_costs(entries, pr, pc[:, None], data)
+    indptr = np.zeros(n1 + 1, np.int64)
+    np.cumsum(np.bincount(pr, minlength=n1), out=indptr[1:])
+    return SparseProblem(indptr, pc, data[:, 0], n1, n2, False, False)
+

@@ -86,3 +86,30 @@ def test_wrong_duals_never_certify():
     src = _source(300, 300, 2, seed=9)
     sol = epslap.solve(src, candidates=True)
     assert_certificate_catches_planted_violations(PointPasses(src, False, 1), src, sol)
+
+
+@pytest.mark.parametrize("shape", [(300, 300), (180, 300), (300, 180)])
+def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(shape):
+    """``epslap.verify`` of a squared Euclidean source reads only the pairs within each row's
+    lifted ball (``point_passes.verify_pairs``), and its report equals the matrix form's for
+    the solver's duals, for duals made infeasible and for a wrong assignment."""
+    from epslap.point_passes import verify_pairs
+    src = _source(*shape, 2, 7)
+    dense = src.dense()
+    sol = epslap.solve(src, candidates=False)
+    pairs = verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v)
+    assert pairs.data.size < 4 * min(shape)  # the own pairs and a few near ties, not n1 x n2
+    u_bad = sol.u.copy()
+    u_bad[3] += 1e-3
+    v_bad = sol.v.copy()
+    v_bad[np.argmax(v_bad)] += 1e-6
+    wrong = sol.col_ind.copy()
+    wrong[[0, 1]] = wrong[[1, 0]]
+    for row_ind, col_ind, u, v in ((sol.row_ind, sol.col_ind, sol.u, sol.v),
+                                   (sol.row_ind, sol.col_ind, u_bad, sol.v),
+                                   (sol.row_ind, sol.col_ind, sol.u, v_bad),
+                                   (sol.row_ind, wrong, sol.u, sol.v)):
+        got = epslap.verify(src, row_ind, col_ind, u, v)
+        assert got == epslap.verify(dense, row_ind, col_ind, u, v)
+    assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+    assert not epslap.verify(src, sol.row_ind, sol.col_ind, u_bad, sol.v)["optimal"]
