@@ -220,8 +220,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
             from .gpu.candidates import DevicePasses
             passes = DevicePasses(labeled, maximize, device)
         else:
-            from . import point_passes
-            passes = (point_passes.PointPasses if point_passes.applies(labeled, maximize)
+            from .lifted import applies
+            from .point_passes import PointPasses
+            passes = (PointPasses if applies(labeled, maximize)
                       else HostPasses)(labeled, maximize, threads)
         sol, declined = solve_candidates(passes, maximize=maximize, k=k, t_start=t_start,
                                          auto=candidates == "auto", progress=progress,

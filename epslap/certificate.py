@@ -109,7 +109,7 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     cost : array_like (n1, n2), a sparse matrix (the stored pairs, as ``epslap.solve`` takes
         it: absent pairs are forbidden) or a ``costfns.CostSource`` (its rows are streamed; of
         a squared Euclidean point set, minimised, only the pairs that could violate the duals
-        are read: ``epslap.point_passes.verify_pairs``, about n log n)
+        are read: ``epslap.lifted.verify_pairs``, about n log n)
     row_ind, col_ind : 1-D integer arrays
         The assignment (scipy's convention); indices are checked (integer dtype, in range).
     u, v : arrays of shape (n1,) and (n2,)
@@ -181,7 +181,7 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     exact = (cdtype.kind in "biu" and iu is not None and iv is not None
              and (cost_limit is None or (whole and int(cost_limit) % 2 == 0)))
     if streamed and cost_limit is None:
-        from .point_passes import applies, verify_pairs
+        from .lifted import applies, verify_pairs
         pairs = verify_pairs(cost, r, k, u, v) if applies(cost, maximize) else None
         if pairs is not None:  # a point set: only the pairs that could violate are read
             block_of = pairs

@@ -21,32 +21,13 @@ beyond ``cap`` (``EXTRA``) absorb such reordering among ties.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
-
-from costfns.rows import cost_at
 
 from .candidates import HostPasses, check_values
+from .lifted import pair_costs
 
 #: neighbours read per row beyond the ones a pass keeps: the own pair, and ties that rounding
 #: in the tree's lifted distances may order before a violating pair
 EXTRA = 4
-
-
-def applies(cost, maximize: bool) -> bool:
-    """Whether the lifted nearest-neighbour passes can serve ``cost`` (squared Euclidean point
-    sets, minimised; a subclass such as ``costfns.Euclidean`` changes the formula)."""
-    from costfns import SqEuclidean
-    return type(cost) is SqEuclidean and not maximize
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _pair_costs(src, rows, cols, out):
-    """``out[t, q] = c[rows[t], cols[t, q]]`` by the source's own entry form (``cost_at``), so
-    the values are bit-identical to the costs the other passes read."""
-    for t in prange(rows.size):
-        i = rows[t]
-        for q in range(cols.shape[1]):
-            out[t, q] = cost_at(src, i, cols[t, q])
 
 
 class PointPasses(HostPasses):
@@ -75,7 +56,7 @@ class PointPasses(HostPasses):
         _, cols = tree.query(queries, k=k, workers=self.threads)
         cols = np.asarray(cols, np.int64).reshape(rows.size, k)
         vals = np.empty(cols.shape)
-        _pair_costs(self.entries, rows, cols, vals)
+        pair_costs(self.entries, rows, cols, vals)
         return cols, vals
 
     def candidates(self, v, k: int, rows, maximize: bool):
@@ -87,7 +68,7 @@ class PointPasses(HostPasses):
         cols = np.take_along_axis(cols, order, axis=1)
         vals = np.take_along_axis(vals, order, axis=1)
         diag = np.empty((rows.size, 1))
-        _pair_costs(self.entries, rows, rows[:, None], diag)
+        pair_costs(self.entries, rows, rows[:, None], diag)
         return cols, vals, np.full(rows.size, k, np.int64), diag[:, 0]
 
     def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
@@ -113,54 +94,3 @@ class PointPasses(HostPasses):
             pad = ((0, 0), (0, cap - width))
             out_cols, out_vals = np.pad(out_cols, pad), np.pad(out_vals, pad)
         return rows[failing], out_cols, out_vals, counts[failing], row_min
-
-
-#: the lifted ball of ``verify_pairs`` is widened by this fraction of the magnitudes involved
-#: (the tree's distances and the lifted heights are rounded; a pair read needlessly costs
-#: nothing but its check)
-VERIFY_MARGIN = 1e-9
-
-
-def verify_pairs(cost, row_ind, col_ind, u, v):
-    """The pairs ``epslap.verify`` must read to judge duals of a squared Euclidean point set
-    (``costfns.SqEuclidean``, minimised, the caller's orientation), with their exact costs, as
-    stored pairs (``epslap.sparse_input.SparseProblem``): every assigned pair, and every pair
-    whose ``u_i + v_j - c_ij`` could be positive — the lifted points of the module docstring
-    within distance ``sqrt(u_i + max v)`` of ``(x_i, 0)``, the radius widened by VERIFY_MARGIN
-    of the magnitudes. A pair outside has a negative excess, which neither the worst
-    violation nor the per-entry rule can count; so the check over these pairs is the check
-    over all n1 x n2. ``None`` where a dual is not finite (the full check says why)."""
-    from scipy.spatial import cKDTree
-    from .cpu.solver import available_cores
-    from .sparse_input import SparseProblem
-    u = np.asarray(u, np.float64)
-    v = np.asarray(v, np.float64)
-    if not (np.isfinite(u).all() and np.isfinite(v).all()):
-        return None
-    x, y = cost.X, cost.Y
-    n1, n2 = x.shape[0], y.shape[0]
-    vmax = float(v.max()) if n2 else 0.0
-    reach = u + vmax
-    scale = (np.abs(u) + 2.0 * float(np.abs(v).max() if n2 else 0.0)
-             + (x * x).sum(axis=1) + float((y * y).sum(axis=1).max() if n2 else 0.0))
-    reach = reach + VERIFY_MARGIN * scale
-    near = np.flatnonzero(reach >= 0.0)
-    rows = [np.asarray(row_ind, np.int64)]
-    cols = [np.asarray(col_ind, np.int64)]
-    if near.size and n2:
-        tree = cKDTree(np.column_stack([y, np.sqrt(np.maximum(vmax - v, 0.0))]))
-        found = tree.query_ball_point(np.column_stack([x[near], np.zeros(near.size)]),
-                                      np.sqrt(reach[near]), workers=available_cores(),
-                                      return_sorted=False)
-        counts = np.fromiter((len(f) for f in found), np.int64, near.size)
-        rows.append(np.repeat(near, counts))
-        cols.append(np.fromiter((j for f in found for j in f), np.int64, int(counts.sum())))
-    key = np.unique(np.concatenate(rows) * max(n2, 1) + np.concatenate(cols))
-    pr, pc = key // max(n2, 1), key % max(n2, 1)
-    data = np.empty((key.size, 1))
-    entries = cost.specialized_state()._replace(yt=y.T)
-    _pair_costs(entries, pr, pc[:, None], data)
-    indptr = np.zeros(n1 + 1, np.int64)
-    np.cumsum(np.bincount(pr, minlength=n1), out=indptr[1:])
-    return SparseProblem(indptr, pc, data[:, 0], n1, n2, False, False)
-

@@ -9,7 +9,8 @@ import costfns
 import epslap
 import epslap.candidates as cand
 from conftest import assert_certificate_catches_planted_violations, assert_optimal
-from epslap.point_passes import PointPasses, applies
+from epslap.lifted import applies
+from epslap.point_passes import PointPasses
 
 
 def _source(n1, n2, d, seed):
@@ -91,9 +92,9 @@ def test_wrong_duals_never_certify():
 @pytest.mark.parametrize("shape", [(300, 300), (180, 300), (300, 180)])
 def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(shape):
     """``epslap.verify`` of a squared Euclidean source reads only the pairs within each row's
-    lifted ball (``point_passes.verify_pairs``), and its report equals the matrix form's for
+    lifted ball (``lifted.verify_pairs``), and its report equals the matrix form's for
     the solver's duals, for duals made infeasible and for a wrong assignment."""
-    from epslap.point_passes import verify_pairs
+    from epslap.lifted import verify_pairs
     src = _source(*shape, 2, 7)
     dense = src.dense()
     sol = epslap.solve(src, candidates=False)
