@@ -93,6 +93,19 @@ def load_keys(row, taken, bkey, bmask):
 
 
 @njit(cache=True, nogil=True)
+def slice_workspace(lo, hi):
+    """A stage's arrays for its slice [lo, hi) of the columns: ``(tmp, tk, bkey, mask, bmask,
+    scratch)`` — the reduced costs (``tk`` their int64 view), the block minima of their keys,
+    a mask of taken columns (all free: KEY_MIN), the block minima of the masked keys, one
+    scratch key."""
+    m = hi - lo
+    n_blocks = (m + BLOCK - 1) // BLOCK
+    tmp = np.empty(m)
+    return (tmp, tmp.view(np.int64), np.empty(n_blocks, np.int64), np.full(m, KEY_MIN),
+            np.empty(n_blocks, np.int64), np.empty(1, np.int64))
+
+
+@njit(cache=True, nogil=True)
 def first_in_row(row, taken, bmask, k0):
     """Lowest j with max(key(float64(row[j]) + 0.0), taken[j]) == k0; -1 if none."""
     n = row.shape[0]

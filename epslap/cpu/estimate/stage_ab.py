@@ -15,8 +15,8 @@ from ..._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK
 from ..._sync import arrive, await_or_stop, barrier
 from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits, col_range_jit
 from .keys import (KEY_NEG_INF, KEY_POS_INF, first_in_row, from_key, greedy_pick, key, load_keys,
-                   load_reduced_keys, min_key_except, rows_are_views, update_two_smallest,
-                   update_two_smallest4, v_before_shift)
+                   load_reduced_keys, min_key_except, rows_are_views, slice_workspace,
+                   update_two_smallest, update_two_smallest4, v_before_shift)
 from .slots import (STAGE_SLOT, first_smallest, flagged_float, own_slot, shift_slices_to_max_zero,
                     slots_min)
 
@@ -207,14 +207,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
     counted) and the greedy pick follow in column order. Pipelined as ``_greedy_cols``: the next
     row is read between arriving at a row's barrier and waiting at it.
     """
-    m = hi - lo
-    n_blocks = (m + BLOCK - 1) // BLOCK
-    tmp = np.empty(m)
-    tk = tmp.view(np.int64)
-    bkey = np.empty(n_blocks, np.int64)
-    pmask = np.full(m, KEY_MIN)
-    bmask = np.empty(n_blocks, np.int64)
-    scratch = np.empty(1, np.int64)
+    tmp, tk, bkey, pmask, bmask, scratch = slice_workspace(lo, hi)
     vl = vf[lo:hi]
     lb_b = 0.0
     ub_b = 0.0

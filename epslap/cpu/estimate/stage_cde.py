@@ -11,8 +11,8 @@ from numba import njit
 from costfns.rows import get_row
 
 from ..._sync import arrive, await_or_stop, barrier
-from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits, col_range_jit
-from .keys import from_key, greedy_pick, key, load_reduced_keys
+from ..passes import KEY_MAX, bits, col_range_jit
+from .keys import from_key, greedy_pick, key, load_reduced_keys, slice_workspace
 from .slots import (STAGE_SLOT, first_smallest, flagged_float, own_slot, shift_slices_to_max_zero,
                     slots_min)
 
@@ -47,14 +47,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
     A thread that is early spends its wait on the next row's memory traffic instead of spinning.
     The row's buffer then already holds the next row, so the pick's cost travels in the slot.
     """
-    m = hi - lo
-    n_blocks = (m + BLOCK - 1) // BLOCK
-    tmp = np.empty(m)
-    tk = tmp.view(np.int64)
-    bkey = np.empty(n_blocks, np.int64)
-    taken = np.full(m, KEY_MIN)
-    bmask = np.empty(n_blocks, np.int64)
-    scratch = np.empty(1, np.int64)
+    tmp, tk, bkey, taken, bmask, scratch = slice_workspace(lo, hi)
     vl = vf[lo:hi]
     ub = 0.0
     lb = 0.0
