@@ -40,6 +40,12 @@ def pair_costs(src, rows, cols, out):
 #: (the tree's distances and the lifted heights are rounded; a pair read needlessly costs
 #: nothing but its check)
 VERIFY_MARGIN = 1e-9
+#: ``verify_pairs`` lists at most this many pairs per row and column, plus VERIFY_PAIRS_MIN
+#: (optimal duals put 1-2 per row in the balls), its rows' balls VERIFY_CHUNK rows at a time;
+#: beyond that it hands the check back (``None``)
+VERIFY_PAIRS_PER_LINE = 16
+VERIFY_PAIRS_MIN = 1 << 20
+VERIFY_CHUNK = 1 << 14
 
 
 def verify_pairs(cost, row_ind, col_ind, u, v):
@@ -50,7 +56,9 @@ def verify_pairs(cost, row_ind, col_ind, u, v):
     within distance ``sqrt(u_i + max v)`` of ``(x_i, 0)``, the radius widened by VERIFY_MARGIN
     of the magnitudes. A pair outside has a negative excess, which neither the worst
     violation nor the per-entry rule can count; so the check over these pairs is the check
-    over all n1 x n2. ``None`` where a dual is not finite (the full check says why)."""
+    over all n1 x n2. ``None`` where a dual is not finite (the full check says why), or where
+    the balls hold more pairs than VERIFY_PAIRS_PER_LINE a line (duals far from optimal: the
+    full check streams every cost then)."""
     from scipy.spatial import cKDTree
     u = np.asarray(u, np.float64)
     v = np.asarray(v, np.float64)
@@ -68,12 +76,22 @@ def verify_pairs(cost, row_ind, col_ind, u, v):
     cols = [np.asarray(col_ind, np.int64)]
     if near.size and n2:
         tree = cKDTree(np.column_stack([y, np.sqrt(np.maximum(vmax - v, 0.0))]))
-        found = tree.query_ball_point(np.column_stack([x[near], np.zeros(near.size)]),
-                                      np.sqrt(reach[near]), workers=-1,
-                                      return_sorted=False)
-        counts = np.fromiter((len(f) for f in found), np.int64, near.size)
-        rows.append(np.repeat(near, counts))
-        cols.append(np.fromiter((j for f in found for j in f), np.int64, int(counts.sum())))
+        budget = VERIFY_PAIRS_PER_LINE * (n1 + n2) + VERIFY_PAIRS_MIN
+        for lo in range(0, near.size, VERIFY_CHUNK):
+            part = near[lo:lo + VERIFY_CHUNK]
+            points = np.column_stack([x[part], np.zeros(part.size)])
+            radii = np.sqrt(reach[part])
+            # counted before they are listed: duals far off the costs' scale put most pairs
+            # in the balls, and the full check then streams the costs instead
+            budget -= int(tree.query_ball_point(points, radii, workers=-1,
+                                                return_length=True).sum())
+            if budget < 0:
+                return None
+            found = tree.query_ball_point(points, radii, workers=-1, return_sorted=False)
+            counts = np.fromiter((len(f) for f in found), np.int64, part.size)
+            rows.append(np.repeat(part, counts))
+            cols.append(np.fromiter((j for f in found for j in f), np.int64,
+                                    int(counts.sum())))
     key = np.unique(np.concatenate(rows) * max(n2, 1) + np.concatenate(cols))
     pr, pc = key // max(n2, 1), key % max(n2, 1)
     data = np.empty((key.size, 1))

@@ -114,3 +114,20 @@ def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(sha
         assert got == epslap.verify(dense, row_ind, col_ind, u, v)
     assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
     assert not epslap.verify(src, sol.row_ind, sol.col_ind, u_bad, sol.v)["optimal"]
+
+
+def test_verify_of_a_point_set_with_duals_far_off_streams_every_cost(monkeypatch):
+    """Duals far above the costs put most pairs in the lifted balls: past the pair budget
+    ``verify_pairs`` hands the check back, and the full stream gives the matrix's report."""
+    import epslap.lifted as lifted
+    src = _source(200, 200, 2, 9)
+    sol = epslap.solve(src, candidates=False)
+    u = sol.u + 10.0
+    assert lifted.verify_pairs(src, sol.row_ind, sol.col_ind, u, sol.v) is not None
+    monkeypatch.setattr(lifted, "VERIFY_PAIRS_MIN", 0)
+    monkeypatch.setattr(lifted, "VERIFY_CHUNK", 16)
+    assert lifted.verify_pairs(src, sol.row_ind, sol.col_ind, u, sol.v) is None
+    got = epslap.verify(src, sol.row_ind, sol.col_ind, u, sol.v)
+    assert got == epslap.verify(src.dense(), sol.row_ind, sol.col_ind, u, sol.v)
+    assert not got["optimal"]
+    assert lifted.verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v) is not None
