@@ -190,7 +190,9 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize, half)
     else:
         half = None if cost_limit is None else float(cost_limit) / 2
-        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize, half)
+        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize, half,
+                           source=cost if streamed and block_of is not None
+                           and not hasattr(block_of, "indptr") else None)
     if not rep.pop("finite"):
         incomplete.append("an assigned pair has an infinite cost")
     reasons = incomplete + rep.pop("reasons")
@@ -315,7 +317,26 @@ def _scale_exponent(*arrays) -> int:
     return -(math.frexp(top)[1] - 900)
 
 
-def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
+def _compiled_scan(source, us, vs, au, av, sign, r, k):
+    """The scan of :func:`_check_float` over every cost of a cost source, compiled
+    (``cpu.verify_rows``): ``(worst, excess, picked)``, or None where it does not serve (no
+    source, one it cannot compile, a NaN, -inf or huge cost: the NumPy loop says what)."""
+    if source is None or np.dtype(source.dtype).kind != "f":
+        return None
+    from numba.core.errors import NumbaError
+    from .cpu import verify_rows
+    try:
+        worst, excess, flags = verify_rows.scan_source(source, us, vs, au, av, sign)
+        if flags:
+            return None
+        picked = np.empty(r.size)
+        verify_rows.pair_costs(source.state(), r.astype(np.int64), k.astype(np.int64), picked)
+    except NumbaError:
+        return None
+    return max(worst, 0.0), excess, sign * picked
+
+
+def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None) -> dict:
     """Float check with a tolerance per entry (module docstring); ``half``: half the cost
     limit, None without one.
 
@@ -345,7 +366,12 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     scales = [e0]
     worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
     excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij, scaled: > 0 fails
-    for rows, cols, block, here, chosen in _pieces(block_of, n1, n2, r, k, np.float64):
+    pieces = _pieces(block_of, n1, n2, r, k, np.float64)
+    scanned = _compiled_scan(source, us, vs, au, av, sign, r, k) if e0 == 0 else None
+    if scanned is not None:  # the same check, compiled; NaN, -inf and huge costs come here
+        worst, excess, picked = scanned
+        pieces = ()
+    for rows, cols, block, here, chosen in pieces:
         block = sign * block
         picked[here] = sign * chosen
         if np.isnan(block).any():

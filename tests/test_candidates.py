@@ -95,6 +95,51 @@ def test_streamed_verify_equals_the_matrix_form():
         assert a["gap"] == pytest.approx(b["gap"], rel=1e-12, abs=1e-12)
 
 
+def _sources_for_verify():
+    rng = np.random.default_rng(0)
+    x, y = rng.random((300, 2)), rng.random((250, 2))
+    m = rng.random((200, 260))
+    m[rng.random(m.shape) < 0.05] = np.inf  # forbidden pairs
+    return [(costfns.Euclidean(x, y), False), (costfns.Euclidean(y, x), True),
+            (costfns.Dense(m), False),
+            (costfns.Dense(rng.random((150, 150)).astype(np.float32)), True),
+            (costfns.problem("rank8", 300, seed=3), False),
+            (costfns.problem("sanity", 300, seed=3), True)]
+
+
+def test_compiled_verify_of_a_source_reports_what_the_matrix_form_reports(monkeypatch):
+    """``verify`` of a float cost source scans its rows compiled (``cpu.verify_rows``): the
+    same report as the matrix form, for the solver's duals and for one dual made infeasible,
+    rectangular both ways, maximised, float32, with forbidden pairs; a NaN cost still raises
+    the matrix form's error."""
+    import epslap.certificate as certificate
+    used = []
+    scan = certificate._compiled_scan
+
+    def spy(source, *rest):
+        out = scan(source, *rest)
+        if source is not None:  # the matrix form passes none
+            used.append(out)
+        return out
+    monkeypatch.setattr(certificate, "_compiled_scan", spy)
+    for src, maximize in _sources_for_verify():
+        sol = epslap.solve(src, maximize=maximize, candidates=False)
+        bad = sol.u.copy()
+        bad[4] += -1e-3 if maximize else 1e-3
+        for u in (sol.u, bad):
+            a = epslap.verify(src, sol.row_ind, sol.col_ind, u, sol.v, maximize=maximize)
+            assert a == epslap.verify(src.dense(), sol.row_ind, sol.col_ind, u, sol.v,
+                                      maximize=maximize)
+            assert a["optimal"] == (u is sol.u)
+    assert used and all(x is not None for x in used)
+    m = np.random.default_rng(1).random((40, 40))
+    sol = epslap.solve(m)
+    m[3, 5] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        epslap.verify(costfns.Dense(m), sol.row_ind, sol.col_ind, sol.u, sol.v)
+    assert used[-1] is None  # handed to the NumPy loop, which names the NaN
+
+
 def test_auto_takes_candidates_where_they_spread(monkeypatch):
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
     geo = costfns.problem("geometric", 400, seed=1)
