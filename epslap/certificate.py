@@ -27,8 +27,8 @@ import math
 import numpy as np
 from numba import njit
 
-#: relative tolerance of a float reduced cost and of the gap: 16 units of roundoff (2**-53 each)
-RTOL = 2.0**-49
+from ._exact import RTOL, exact_excess  # noqa: F401  (RTOL: the rule's tolerance, for every module)
+
 _CHUNK = 1 << 22  # matrix entries checked per block: bounded extra memory for big matrices
 _INT64_SAFE = 2**62  # |c| + |u| + |v| below this: c - u - v cannot overflow int64
 
@@ -290,20 +290,6 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
     return {"primal": picked_sum, "dual": dual, "gap": gap,
             "max_violation": max(worst, long_worst), "max_assigned_slack": slack,
             "finite": finite, "reasons": reasons}
-
-
-def exact_excess(u, v, c):
-    """``(u + v) - c`` accurate to a unit in the last place of the result, whatever the
-    magnitudes of ``u`` and ``v`` (compensated: Knuth's TwoSum carries the rounding of each
-    sum). The rule judges the duals as given, not the rounding of this arithmetic. Plain
-    arithmetic: NumPy arrays here, compiled for scalars in ``cpu.dual_repair``."""
-    s = u + v
-    bb = s - u
-    e1 = (u - (s - bb)) + (v - bb)
-    d = s - c
-    dd = d - s
-    e2 = (s - (d - dd)) + (-c - dd)
-    return d + (e1 + e2)
 
 
 def _scale_exponent(*arrays) -> int:

@@ -40,6 +40,8 @@ def pair_costs(src, rows, cols, out):
 #: (the tree's distances and the lifted heights are rounded; a pair read needlessly costs
 #: nothing but its check)
 VERIFY_MARGIN = 1e-9
+#: ... and by this much outright (magnitudes in the subnormal range round in absolute steps)
+VERIFY_FLOOR = 2.0**-1000
 #: ``verify_pairs`` lists at most this many pairs per row and column, plus VERIFY_PAIRS_MIN
 #: (optimal duals put 1-2 per row in the balls), its rows' balls VERIFY_CHUNK rows at a time;
 #: beyond that it hands the check back (``None``)
@@ -54,7 +56,8 @@ def verify_pairs(cost, row_ind, col_ind, u, v):
     stored pairs (``epslap.sparse_input.SparseProblem``): every assigned pair, and every pair
     whose ``u_i + v_j - c_ij`` could be positive — the lifted points of the module docstring
     within distance ``sqrt(u_i + max v)`` of ``(x_i, 0)``, the radius widened by VERIFY_MARGIN
-    of the magnitudes. A pair outside has a negative excess, which neither the worst
+    of the magnitudes (the points centred first). A pair outside has a negative excess, which
+    neither the worst
     violation nor the per-entry rule can count; so the check over these pairs is the check
     over all n1 x n2. ``None`` where a dual is not finite (the full check says why), or where
     the balls hold more pairs than VERIFY_PAIRS_PER_LINE a line (duals far from optimal: the
@@ -66,16 +69,23 @@ def verify_pairs(cost, row_ind, col_ind, u, v):
         return None
     x, y = cost.X, cost.Y
     n1, n2 = x.shape[0], y.shape[0]
+    if n1 and n2:  # centred: the tree's rounding then scales with the cloud, not its place
+        centre = (np.minimum(x.min(axis=0), y.min(axis=0))
+                  + np.maximum(x.max(axis=0), y.max(axis=0))) / 2
+        x, y = x - centre, y - centre
     vmax = float(v.max()) if n2 else 0.0
-    reach = u + vmax
-    scale = (np.abs(u) + 2.0 * float(np.abs(v).max() if n2 else 0.0)
-             + (x * x).sum(axis=1) + float((y * y).sum(axis=1).max() if n2 else 0.0))
-    reach = reach + VERIFY_MARGIN * scale
+    with np.errstate(over="ignore", invalid="ignore"):
+        height2 = vmax - v
+        scale = (np.abs(u) + 2.0 * float(np.abs(v).max() if n2 else 0.0)
+                 + (x * x).sum(axis=1) + float((y * y).sum(axis=1).max() if n2 else 0.0))
+        reach = (u + vmax) + VERIFY_MARGIN * scale + VERIFY_FLOOR
+    if not (np.isfinite(height2).all() and np.isfinite(reach).all()):
+        return None  # duals spread beyond the float range: the full check scales them
     near = np.flatnonzero(reach >= 0.0)
     rows = [np.asarray(row_ind, np.int64)]
     cols = [np.asarray(col_ind, np.int64)]
     if near.size and n2:
-        tree = cKDTree(np.column_stack([y, np.sqrt(np.maximum(vmax - v, 0.0))]))
+        tree = cKDTree(np.column_stack([y, np.sqrt(np.maximum(height2, 0.0))]))
         budget = VERIFY_PAIRS_PER_LINE * (n1 + n2) + VERIFY_PAIRS_MIN
         for lo in range(0, near.size, VERIFY_CHUNK):
             part = near[lo:lo + VERIFY_CHUNK]
@@ -95,7 +105,7 @@ def verify_pairs(cost, row_ind, col_ind, u, v):
     key = np.unique(np.concatenate(rows) * max(n2, 1) + np.concatenate(cols))
     pr, pc = key // max(n2, 1), key % max(n2, 1)
     data = np.empty((key.size, 1))
-    entries = cost.specialized_state()._replace(yt=y.T)
+    entries = cost.specialized_state()._replace(yt=cost.Y.T)  # the costs as given
     pair_costs(entries, pr, pc[:, None], data)
     indptr = np.zeros(n1 + 1, np.int64)
     np.cumsum(np.bincount(pr, minlength=n1), out=indptr[1:])

@@ -131,3 +131,25 @@ def test_verify_of_a_point_set_with_duals_far_off_streams_every_cost(monkeypatch
     assert got == epslap.verify(src.dense(), sol.row_ind, sol.col_ind, u, sol.v)
     assert not got["optimal"]
     assert lifted.verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v) is not None
+
+
+def test_verify_of_a_point_set_far_from_the_origin_or_with_huge_duals():
+    """The points are centred before the tree (a cloud far from the origin lists as few pairs
+    as at the origin), and duals spread beyond the float range go to the full check, which
+    reports them."""
+    from epslap.lifted import verify_pairs
+    rng = np.random.default_rng(3)
+    x, y = rng.random((200, 2)), rng.random((200, 2))
+    listed = []
+    for offset in (0.0, 1e6):
+        src = costfns.SqEuclidean(x + offset, y + offset)
+        sol = epslap.solve(src, candidates=False)
+        listed.append(verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v).data.size)
+        assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v) == epslap.verify(
+            src.dense(), sol.row_ind, sol.col_ind, sol.u, sol.v)
+    assert listed[1] <= 2 * listed[0] < 2000
+    v = sol.v.copy()
+    v[:2] = 1e308, -1e308
+    assert verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, v) is None
+    report = epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, v)
+    assert not report["optimal"] and "dual infeasible" in report["reason"]

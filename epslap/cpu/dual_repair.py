@@ -18,11 +18,10 @@ from numba import njit
 from costfns.rows import get_row
 
 from .._sync import aborted
-from ..certificate import exact_excess
+from .._exact import exact_excess_scalar
 
 
 #: verify's compensated ``(u + w) - c``, compiled for scalars
-exact_excess_scalar = njit(cache=True, nogil=True, inline="always")(exact_excess)
 
 
 @njit(cache=True, nogil=True)

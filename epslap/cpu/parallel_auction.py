@@ -6,9 +6,10 @@ of bids. Those chains mostly lie in different parts of the problem, and here eac
 its own share of the free rows and the chains they start, reading and writing the prices and
 the assignment with plain loads and stores. Two threads that bid for one column at the same
 moment may both think they hold it, or lower its price by one step instead of two: nothing
-here is trusted. Afterwards :func:`mend` keeps every column with one owner that points back to
-it and frees the rest, and the sequential auction assigns the rows left free, so the phase ends
-as a sequential one does (every row assigned, the prices only lowered). The auction only sets
+here is trusted (a stale read may even raise a price a little). Afterwards :func:`mend` keeps
+every column with one owner that points back to it and frees the rest, and the sequential
+auction assigns the rows left free, so the phase ends as a sequential one does: every row
+assigned, though some pair may lie more than ε from its row's minimum. The auction only sets
 prices for the exact pass that follows (``epslap.sparse``), whose result does not depend on
 them; a race can cost bids, never the answer.
 """

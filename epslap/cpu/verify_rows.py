@@ -13,14 +13,28 @@ from numba import njit
 
 from costfns.rows import cost_at, get_row
 
-from ..certificate import RTOL
-from .dual_repair import exact_excess_scalar
+from .._exact import RTOL, exact_excess_scalar
 
 #: ``flags`` of :func:`scan_rows`: a NaN cost, a -inf cost (after the sign), a cost too large
 #: for the unscaled arithmetic (the NumPy check scales it)
 SAW_NAN, SAW_NEG_INF, SAW_HUGE = 1, 2, 4
 #: costs at or above this magnitude go to the NumPy check (``certificate._scale_exponent``)
 HUGE = 2.0**900
+#: sources with fewer rows are scanned on the calling thread
+SCAN_MIN_ROWS = 256
+
+
+def _cores() -> int:
+    """The threads of a read-only scan: the cores this process may run on, at most the
+    threads Numba may use."""
+    import os
+
+    import numba
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, numba.get_num_threads()))
 
 
 @njit(cache=True, nogil=True)
@@ -65,9 +79,8 @@ def scan_source(cost, us, vs, au, av, sign: float):
     from costfns.functions import FunctionSource
 
     from .._sync import new_sync, run_workers
-    from .solver import resolve_threads
     n1, n2 = cost.shape
-    threads = 1 if isinstance(cost, FunctionSource) else resolve_threads(None, n2)
+    threads = 1 if isinstance(cost, FunctionSource) or n1 < SCAN_MIN_ROWS else _cores()
     src = cost.state()
     out = np.zeros((threads, 2))
     out[:, 1] = -1.0
