@@ -291,7 +291,9 @@ def test_a_worker_lost_mid_run_loses_nothing(tmp_path, client, how):
         pid = next(iter(client.run(os.getpid).values()))
         os.kill(pid, signal.SIGKILL)
     else:
-        client.restart()  # every task under way is cancelled: solve_many submits them again
+        # every task under way is cancelled: solve_many submits them again (a worker that
+        # starts again on a loaded 2-core machine has taken more than Dask's default 120 s)
+        client.restart(timeout=300)
     thread.join(300)
     assert "error" not in box, box.get("error")
     results = box["results"]
