@@ -19,9 +19,11 @@ can be left waiting forever; after ``SPINS_BEFORE_SLEEP`` polls (with the x86 ``
 sleeps in ``futex_wait`` (Linux; a bounded spin elsewhere) so that a descheduled peer on a
 loaded machine gets the core back.
 """
+import os
 import threading
 
 from llvmlite import ir
+import numba
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -34,6 +36,20 @@ _SLEEPERS = 10  # threads asleep in futex_wait
 _TIMESPEC = 12  # struct timespec {sec, nsec}: the sleep's timeout, so an abort is seen
 SYNC_SIZE = 16
 SLEEP_NS = 2_000_000
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity; ``os.cpu_count()`` elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def usable_cores() -> int:
+    """The threads a compiled kernel may run on at once: the cores this process may run on, at
+    most the threads Numba may use."""
+    return max(1, min(available_cores(), numba.get_num_threads()))
 
 
 def new_sync():

@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 
 from ._status import STATUS_OK, raise_for_status
@@ -278,8 +277,8 @@ def _batch_threads(threads) -> int:
     """Threads for a batch: the cores this process may run on (at most the threads Numba may
     use) by default; an explicit count up to those cores (above them, capped with a warning,
     as ``cpu.solver.resolve_threads`` caps a single solve's)."""
-    from .cpu.solver import available_cores
-    cap = max(1, min(available_cores(), numba.get_num_threads()))
+    from ._sync import usable_cores
+    cap = usable_cores()
     if threads is None:
         return cap
     if int(threads) > cap:

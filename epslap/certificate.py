@@ -180,19 +180,18 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     whole = cost_limit is not None and float(cost_limit).is_integer()
     exact = (cdtype.kind in "biu" and iu is not None and iv is not None
              and (cost_limit is None or (whole and int(cost_limit) % 2 == 0)))
+    source = cost if streamed else None  # its rows are computed: a compiled scan may read them
     if streamed and cost_limit is None:
         from .lifted import applies, verify_pairs
         pairs = verify_pairs(cost, r, k, u, v) if applies(cost, maximize) else None
         if pairs is not None:  # a point set: only the pairs that could violate are read
-            block_of = pairs
+            block_of, source = pairs, None
     if exact:
         half = None if cost_limit is None else int(cost_limit) // 2
         rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize, half)
     else:
         half = None if cost_limit is None else float(cost_limit) / 2
-        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize, half,
-                           source=cost if streamed and block_of is not None
-                           and not hasattr(block_of, "indptr") else None)
+        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=source)
     if not rep.pop("finite"):
         incomplete.append("an assigned pair has an infinite cost")
     reasons = incomplete + rep.pop("reasons")
@@ -310,16 +309,17 @@ def _compiled_scan(source, us, vs, au, av, sign, r, k):
     if source is None or np.dtype(source.dtype).kind != "f":
         return None
     from numba.core.errors import NumbaError
-    from .cpu import verify_rows
+    from .cpu.verify_rows import scan_source
+    from .lifted import pair_costs
     try:
-        worst, excess, flags = verify_rows.scan_source(source, us, vs, au, av, sign)
+        worst, excess, flags = scan_source(source, us, vs, au, av, sign)
         if flags:
             return None
-        picked = np.empty(r.size)
-        verify_rows.pair_costs(source.state(), r.astype(np.int64), k.astype(np.int64), picked)
+        picked = np.empty((r.size, 1))
+        pair_costs(source.state(), r.astype(np.int64), k.astype(np.int64)[:, None], picked)
     except NumbaError:
         return None
-    return max(worst, 0.0), excess, sign * picked
+    return worst, excess, sign * picked[:, 0]
 
 
 def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None) -> dict:
@@ -352,11 +352,10 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None) -> d
     scales = [e0]
     worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
     excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij, scaled: > 0 fails
-    pieces = _pieces(block_of, n1, n2, r, k, np.float64)
     scanned = _compiled_scan(source, us, vs, au, av, sign, r, k) if e0 == 0 else None
     if scanned is not None:  # the same check, compiled; NaN, -inf and huge costs come here
         worst, excess, picked = scanned
-        pieces = ()
+    pieces = () if scanned is not None else _pieces(block_of, n1, n2, r, k, np.float64)
     for rows, cols, block, here, chosen in pieces:
         block = sign * block
         picked[here] = sign * chosen

@@ -21,9 +21,6 @@ from .._sync import aborted
 from .._exact import exact_excess_scalar
 
 
-#: verify's compensated ``(u + w) - c``, compiled for scalars
-
-
 @njit(cache=True, nogil=True)
 def repair_start(v, row_to_col):
     """The repair's state: the prices in the reported position ``w = v - max(v)``, each

@@ -16,7 +16,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .._sync import LoadWatch, new_sync, request_abort, run_workers
+from .._sync import LoadWatch, available_cores, new_sync, request_abort, run_workers
 from .._progress import SolveProgress
 from .._schedule import rectangular_from_zero
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
@@ -100,14 +100,6 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
     return box["result"]
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity; ``os.cpu_count()`` elsewhere)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def _own_running() -> int:
     """Runnable threads of this process, the caller included (1 where unknown): the threads
     of an earlier parallel region that still spin count in /proc/loadavg, but they are ours."""
@@ -156,7 +148,7 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     whatever else runs; above that it is capped, with one warning. Every count keeps at least
     8 columns per thread.
     """
-    cap = min(available_cores(), numba.get_num_threads())
+    cap = min(available_cores(), numba.get_num_threads())  # this module's name: tests pin it
     if threads is None:
         threads = cap if n2 >= min_cols else 1
         if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own

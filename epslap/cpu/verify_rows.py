@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from costfns.rows import cost_at, get_row
+from costfns.rows import get_row
 
 from .._exact import RTOL, exact_excess_scalar
 
@@ -23,18 +23,6 @@ HUGE = 2.0**900
 #: sources with fewer rows are scanned on the calling thread
 SCAN_MIN_ROWS = 256
 
-
-def _cores() -> int:
-    """The threads of a read-only scan: the cores this process may run on, at most the
-    threads Numba may use."""
-    import os
-
-    import numba
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, numba.get_num_threads()))
 
 
 @njit(cache=True, nogil=True)
@@ -78,9 +66,9 @@ def scan_source(cost, us, vs, au, av, sign: float):
     user's function on the calling thread): ``(worst, excess, flags)``."""
     from costfns.functions import FunctionSource
 
-    from .._sync import new_sync, run_workers
+    from .._sync import new_sync, run_workers, usable_cores
     n1, n2 = cost.shape
-    threads = 1 if isinstance(cost, FunctionSource) or n1 < SCAN_MIN_ROWS else _cores()
+    threads = 1 if isinstance(cost, FunctionSource) or n1 < SCAN_MIN_ROWS else usable_cores()
     src = cost.state()
     out = np.zeros((threads, 2))
     out[:, 1] = -1.0
@@ -91,10 +79,3 @@ def scan_source(cost, us, vs, au, av, sign: float):
                 t, threads, n1, out[t], flags[t])
     run_workers(scan_rows, args_of, threads, new_sync())
     return float(out[:, 0].max()), float(out[:, 1].max()), int(np.bitwise_or.reduce(flags[:, 0]))
-
-
-@njit(cache=True, nogil=True)
-def pair_costs(src, rows, cols, out):
-    """``out[t] = c[rows[t], cols[t]]`` by the source's entry form."""
-    for t in range(rows.size):
-        out[t] = np.float64(cost_at(src, rows[t], cols[t]))
