@@ -43,7 +43,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="each class's costs as a matrix in memory instead of on demand")
     ap.add_argument("--verify", action="store_true",
                     help="time epslap.verify of each answer against its cost source (checked "
-                         "optimal); a 'verify s' column")
+                         "optimal; on --backend); a 'verify s' column")
 
 
 def _timed(fn):
@@ -60,9 +60,11 @@ def run(args: argparse.Namespace, out: Output) -> None:
     if not gpu:
         epslap.precompile()
     for name in ("geometric", "integer"):  # compile the candidates path's kernels
-        epslap.solve(costfns.problem(name, 300, seed=2), candidates=True, **opts)
-    if gpu:
-        epslap.solve(costfns.problem("geometric", 300, seed=2), candidates=False, **opts)
+        warm = costfns.problem(name, 300, seed=2)
+        warm = warm.dense() if args.matrix else warm
+        epslap.solve(warm, candidates=True, **opts)
+        if gpu:  # and the dense method's (a module per cost form and dtype)
+            epslap.solve(warm, candidates=False, **opts)
     for n in args.sizes:
         for name in args.classes:
             src = costfns.problem(name, n, seed=1)
@@ -99,8 +101,9 @@ def run(args: argparse.Namespace, out: Output) -> None:
                                "time_certify_s", "auction_bids", "augmentations")
                                if key in st})
                 if args.verify:
+                    # on the backend solved on (backend="gpu": every cost scanned there)
                     report, rec["verify_s"] = _timed(lambda: epslap.verify(
-                        cost, sol.row_ind, sol.col_ind, sol.u, sol.v))
+                        cost, sol.row_ind, sol.col_ind, sol.u, sol.v, backend=args.backend))
                     assert report["optimal"], (name, n, label, report["reason"])
                 out.add(rec)
                 ratio = "" if rec["ratio"] is None else f" ({rec['ratio']:.3f} x dense)"

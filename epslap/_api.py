@@ -152,8 +152,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         (``epslap.candidates``): a streaming pass finds each row's k cheapest columns, a sparse
         solve over them gives the duals, and a pass over all costs proves them feasible or adds
         the pairs that violate them, until none does. The result is exact either way.
-        ``"auto"`` (default): taken on ``backend="cpu"`` for matrices and cost sources, on
-        ``backend="gpu"`` for cost sources, from ``candidates.AUTO_MIN_SIDE`` rows and columns
+        ``"auto"`` (default): taken for NumPy matrices and cost sources (on ``backend="gpu"``
+        a CuPy matrix takes the dense method), from ``candidates.AUTO_MIN_SIDE`` rows and columns
         (4000 on the CPU, 16,000 on the GPU) where a sample of rows shows that it pays; the
         dense ε method otherwise. ``True``: 4 columns per row per doubling of n, from 8 to 64;
         an int: that many; ``False``: the dense method. A problem whose certificate keeps

@@ -101,7 +101,7 @@ def _as_exact_ints(a: np.ndarray):
 
 
 def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
-           cost_limit: float | None = None) -> dict:
+           cost_limit: float | None = None, backend: str = "cpu", device: int = 0) -> dict:
     """Check an assignment and its duals against the cost matrix.
 
     Parameters
@@ -121,6 +121,14 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         number of pairs may be assigned, every unassigned row and column costs ``L / 2``, and
         every dual must be at most ``L / 2`` (at least, when maximising) instead of the longer
         side's duals at most 0; ``primal`` then includes those penalties.
+    backend : {"cpu", "gpu"}
+        Where every cost is scanned. ``"gpu"`` (CuPy) takes a cost source with a device form
+        or a CuPy matrix and scans all n1 x n2 costs on device ``device``, computed there as a
+        GPU solve computes them; only the blocks' results and the assigned pairs' costs come
+        back (a problem whose costs hold NaN, -inf or magnitudes the device's arithmetic does
+        not judge is checked on the host, with the same report).
+    device : int
+        The CUDA device of ``backend="gpu"``.
 
     Returns
     -------
@@ -141,7 +149,14 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     """
     from .sparse_input import is_sparse, stored_pairs
     streamed = False  # a cost source, whose rows are computed
-    if is_sparse(cost):
+    on_device = None  # the costs on a GPU (backend="gpu")
+    if backend not in ("cpu", "gpu"):
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+    if backend == "gpu":
+        from .gpu.verify import DeviceCosts
+        on_device = DeviceCosts(cost, device)
+        shape, block_of, cdtype = on_device.shape, on_device.rows, on_device.dtype
+    elif is_sparse(cost):
         csr = stored_pairs(cost)
         shape, cdtype = (csr.n1, csr.n2), csr.data.dtype
         block_of = csr
@@ -181,17 +196,18 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     exact = (cdtype.kind in "biu" and iu is not None and iv is not None
              and (cost_limit is None or (whole and int(cost_limit) % 2 == 0)))
     source = cost if streamed else None  # its rows are computed: a compiled scan may read them
-    if streamed and cost_limit is None:
+    if streamed and cost_limit is None and on_device is None:
         from .lifted import applies, verify_pairs
         pairs = verify_pairs(cost, r, k, u, v) if applies(cost, maximize) else None
         if pairs is not None:  # a point set: only the pairs that could violate are read
             block_of, source = pairs, None
     if exact:
         half = None if cost_limit is None else int(cost_limit) // 2
-        rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize, half)
+        rep = _check_int(block_of, n1, n2, r, k, iu, iv, maximize, half, device=on_device)
     else:
         half = None if cost_limit is None else float(cost_limit) / 2
-        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=source)
+        rep = _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=source,
+                           device=on_device)
     if not rep.pop("finite"):
         incomplete.append("an assigned pair has an infinite cost")
     reasons = incomplete + rep.pop("reasons")
@@ -249,14 +265,22 @@ def _long_side(n1: int, n2: int, u, v):
     return (v, "v") if n1 < n2 else (u, "u")
 
 
-def _check_int(block_of, n1, n2, r, k, u, v, maximize, half) -> dict:
+def _check_int(block_of, n1, n2, r, k, u, v, maximize, half, device=None) -> dict:
     """Exact check for integer costs and integer duals (Python integers where int64 could
-    overflow); ``half``: half the cost limit (an integer), None without one."""
+    overflow); ``half``: half the cost limit (an integer), None without one. ``device``: the
+    costs on a GPU (``gpu.verify.DeviceCosts``), scanned there where its int64 arithmetic
+    holds them."""
     sign = -1 if maximize else 1
     picked = np.zeros(r.size, dtype=object)
     worst = None
     big = max((int(np.abs(x).max()) if x.size else 0) for x in (u, v)) >= _INT64_SAFE // 2
-    for rows, cols, block, here, chosen in _pieces(block_of, n1, n2, r, k, None):
+    pieces = _pieces(block_of, n1, n2, r, k, None)
+    if device is not None:
+        worst = device.scan_int(u, v, sign)
+        if worst is not None:
+            picked[:] = list(device.pair_costs(r, k).tolist())
+            pieces = ()
+    for rows, cols, block, here, chosen in pieces:
         if block.dtype.kind == "u" and block.size and int(block.max()) >= _INT64_SAFE // 2:
             block = block.astype(object)  # uint64 beyond int64: a cast would wrap
         else:
@@ -322,7 +346,16 @@ def _compiled_scan(source, us, vs, au, av, sign, r, k):
     return worst, excess, sign * picked[:, 0]
 
 
-def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None) -> dict:
+def _device_scan(device, us, vs, au, av, sign, r, k):
+    """:func:`_compiled_scan` on a GPU (``gpu.verify.DeviceCosts``)."""
+    scanned = device.scan_float(us, vs, au, av, sign)
+    if scanned is None or scanned[2]:
+        return None
+    return scanned[0], scanned[1], sign * device.pair_costs(r, k)
+
+
+def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
+                 device=None) -> dict:
     """Float check with a tolerance per entry (module docstring); ``half``: half the cost
     limit, None without one.
 
@@ -352,7 +385,10 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None) -> d
     scales = [e0]
     worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
     excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij, scaled: > 0 fails
-    scanned = _compiled_scan(source, us, vs, au, av, sign, r, k) if e0 == 0 else None
+    scanned = None
+    if e0 == 0:  # the compiled scans' arithmetic is unscaled
+        scanned = (_compiled_scan(source, us, vs, au, av, sign, r, k) if device is None
+                   else _device_scan(device, us, vs, au, av, sign, r, k))
     if scanned is not None:  # the same check, compiled; NaN, -inf and huge costs come here
         worst, excess, picked = scanned
     pieces = () if scanned is not None else _pieces(block_of, n1, n2, r, k, np.float64)

@@ -361,6 +361,11 @@ def test_gpu_auto_takes_candidates_where_they_spread(monkeypatch):
     sol = epslap.solve(low, backend="gpu")
     assert "share their columns" in sol.stats["candidates"]
     assert_optimal(low.dense(), sol)
+    for src, taken in ((geo, True), (low, False)):  # the same choice for NumPy matrices
+        sol = epslap.solve(src.dense(), backend="gpu")
+        assert (sol.stats.get("method") == "candidates") == taken
+        assert sol.stats["backend"] == "gpu"
+        assert_optimal(src.dense(), sol)
 
 
 @gpu

@@ -36,7 +36,7 @@ BOX_DIM_MAX = 8
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def _matrix_cost(m):
+def matrix_cost(m):
     """A matrix on the device as a cost form: ``cost_fn`` reads its entry."""
     from costfns import CudaCost
     ctype = {"f": {4: "float", 8: "double"},
@@ -82,7 +82,7 @@ class DevicePasses:
                 m, self.transposed, self.integral = device_matrix(cupy, cost, maximize)
                 self.shape = m.shape[::-1] if self.transposed else m.shape
                 n1, n2 = m.shape
-                cc = _matrix_cost(m)
+                cc = matrix_cost(m)
             self.n1, self.n2 = n1, n2
             self.work = np.dtype(np.int64 if self.integral else np.float64)
             self.args, self._arrays = cost_args(cupy, cc, n1, n2)

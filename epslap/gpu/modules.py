@@ -30,6 +30,7 @@ EPS_SSP = GPU_DIR / "eps_ssp.cu"
 ESTIMATE = GPU_DIR / "estimate.cu"
 DIAGNOSTICS = GPU_DIR / "diagnostics.cu"
 CANDIDATES = GPU_DIR / "candidates.cu"
+VERIFY = GPU_DIR / "verify.cu"
 
 # NVRTC options of the ε-SSP sources: no fused multiply-add, so that the device's arithmetic is
 # the CPU's, operation by operation
@@ -100,6 +101,13 @@ def candidates_module(cupy, code: str, integral: bool, k_max: int, point_dim: in
     defines = {"COST_INTEGRAL": int(integral), "K_MAX": k_max, "POINT_DIM": point_dim,
                "POINT_ROOT": int(point_root), "TILE": CANDIDATE_TILE}
     return build_module(cupy, CANDIDATES, cost_headers(code), defines, EPS_OPTIONS)
+
+
+def verify_module(cupy, code: str, integral: bool):
+    """``verify.cu`` for a cost code: ``epslap.verify``'s scan of every cost (verify_scan) and
+    the assigned pairs' costs (pair_costs)."""
+    return build_module(cupy, VERIFY, cost_headers(code), {"COST_INTEGRAL": int(integral)},
+                        EPS_OPTIONS)
 
 
 def diagnostics_module(cupy, threads: int = THREADS, integral: bool = False):
