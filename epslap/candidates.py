@@ -36,10 +36,18 @@ from .errors import InfeasibleError
 from .sparse import SparseProblem, solve_canonical
 
 #: candidates per row for ``candidates=True``/``"auto"``: K_PER_LOG2 per doubling of n, within
-#: [K_MIN, K_MAX] (measured on geometric and random costs, benchmark page)
+#: [K_MIN, K_MAX] (measured on geometric and random costs, benchmark page) up to K_GROW_ABOVE
+#: columns; beyond, K_PER_DOUBLING_LARGE more per doubling: the share of rows whose optimum
+#: lies outside their cheapest columns grows with n, and at millions of rows the re-solve of
+#: each such row is an exact search over a large part of the graph (NVIDIA H200, geometric:
+#: 1,024,000 points 43.4 s with 64 per row, 46.2 s with 80; 4,096,000 points with 84 or 88 per
+#: row not within 330-420 s, with 104 in 277 s: 374 rows failed the first certificate pass,
+#: and their re-solve took about 95 s)
 K_PER_LOG2 = 4
 K_MIN = 8
 K_MAX = 64
+K_GROW_ABOVE = 2**20
+K_PER_DOUBLING_LARGE = 20
 #: ``"auto"`` takes candidates for a cost source (costs on demand) with at least this many rows
 #: and columns, per backend (measured against the dense method on every class, benchmark page;
 #: on the GPU from 16,000, the smallest size measured there)
@@ -77,6 +85,9 @@ CAP = 12
 
 def default_k(n2: int) -> int:
     """Candidates per row for ``candidates=True``/``"auto"`` (see K_PER_LOG2)."""
+    if n2 > K_GROW_ABOVE:
+        doublings = int(np.ceil(np.log2(n2 / K_GROW_ABOVE)))
+        return K_MAX + K_PER_DOUBLING_LARGE * doublings
     return int(min(K_MAX, max(K_MIN, K_PER_LOG2 * int(np.log2(max(n2, 2))))))
 
 

@@ -6,6 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validate import canonical_dense, check_int_range, parse_memory
+from .device_costs import device_form
 from .launch import LaunchConfig
 from .runtime import import_cupy
 from .solver import CacheSpec, HostRowsSpec, solve_device
@@ -214,17 +215,6 @@ def oriented_source(source) -> tuple:
     n1, n2 = source.shape
     transposed = n1 > n2
     return (source.transpose() if transposed else source), transposed
-
-
-def device_form(src):
-    """The source's device form (a ``costfns.CudaCost``), None where it has none."""
-    from costfns import RowKernel
-    if isinstance(src, RowKernel):
-        return None
-    try:
-        return src.cuda_source()
-    except NotImplementedError:
-        return None
 
 
 def _device_cost_route(src, transposed: bool, cuda_cost, maximize: bool, cache: str,

@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 from ..candidates import check_values
-from .api import device_form, device_matrix, negated, oriented_source
-from .device_costs import check_device_range
+from .api import device_matrix, negated, oriented_source
+from .device_costs import check_device_range, device_form, matrix_cost
 from .modules import CANDIDATE_TILE, candidates_module
 from .runtime import cost_args, import_cupy, multiprocessors
 
@@ -34,19 +34,6 @@ LIST_MAX = 64
 #: dimensions rarely skips a tile)
 BOX_DIM_MAX = 8
 _INT64_MAX = np.iinfo(np.int64).max
-
-
-def matrix_cost(m):
-    """A matrix on the device as a cost form: ``cost_fn`` reads its entry."""
-    from costfns import CudaCost
-    ctype = {"f": {4: "float", 8: "double"},
-             "i": {1: "signed char", 2: "short", 4: "int", 8: "long long"},
-             "u": {1: "unsigned char", 2: "unsigned short", 4: "unsigned int"},
-             "b": {1: "unsigned char"}}[m.dtype.kind][m.itemsize]
-    m = m if m.flags.c_contiguous else m.copy(order="C")
-    code = ("__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, "
-            f"long long j) {{\n    return (cost_t)((const {ctype}*)a.p[0])[i * a.n2 + j];\n}}")
-    return CudaCost(code, [m], [], [])
 
 
 class DevicePasses:

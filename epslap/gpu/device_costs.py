@@ -1,5 +1,6 @@
-"""Kernels over a cost source's device form outside the passes: the range rule of integer costs
-before a solve, and the dense matrix on the device."""
+"""A cost's device form (a cost source's, or a matrix's on the device) and the kernels over it
+outside the passes: the range rule of integer costs before a solve, and the dense matrix on
+the device."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,3 +43,27 @@ def materialise(source, device: int = 0):
         cupy.cuda.Device().synchronize()
         del keep
     return out
+
+
+def device_form(src):
+    """The source's device form (a ``costfns.CudaCost``), None where it has none."""
+    from costfns import RowKernel
+    if isinstance(src, RowKernel):
+        return None
+    try:
+        return src.cuda_source()
+    except NotImplementedError:
+        return None
+
+
+def matrix_cost(m):
+    """A matrix on the device as a cost form: ``cost_fn`` reads its entry."""
+    from costfns import CudaCost
+    ctype = {"f": {4: "float", 8: "double"},
+             "i": {1: "signed char", 2: "short", 4: "int", 8: "long long"},
+             "u": {1: "unsigned char", 2: "unsigned short", 4: "unsigned int"},
+             "b": {1: "unsigned char"}}[m.dtype.kind][m.itemsize]
+    m = m if m.flags.c_contiguous else m.copy(order="C")
+    code = ("__device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, "
+            f"long long j) {{\n    return (cost_t)((const {ctype}*)a.p[0])[i * a.n2 + j];\n}}")
+    return CudaCost(code, [m], [], [])

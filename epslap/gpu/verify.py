@@ -30,8 +30,7 @@ class DeviceCosts:
     def __init__(self, cost, device: int):
         from costfns import CostSource
 
-        from .api import device_form
-        from .candidates import matrix_cost
+        from .device_costs import device_form, matrix_cost
         cupy = self.cupy = import_cupy()
         self.device = device
         self._matrix = None
