@@ -49,6 +49,7 @@ from .._validate import (FLOAT_BIG, as_matrix, check_before_compile, check_float
                          check_int_matrix_range)
 from ..certificate import RTOL, row_duals_hold
 from ..solution import Solution, assemble
+from .kinds import is_integral
 
 #: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
 NEEDS_EPSILON = -1
@@ -100,18 +101,6 @@ def _work_empty_typed(c, n):
     if isinstance(c.dtype, types.Integer):
         return lambda c, n: np.empty(n, np.int64)
     return lambda c, n: np.empty(n, np.float64)
-
-
-def _is_integral(c):
-    """Whether ``c`` holds integers (solved in exact int64 arithmetic)."""
-    return c.dtype.kind in "biu"
-
-
-@overload(_is_integral)
-def _is_integral_typed(c):
-    """:func:`_is_integral` resolved at compile time."""
-    flag = isinstance(c.dtype, types.Integer)
-    return lambda c: flag
 
 
 def _bitcast(src, dst, doc: str):
@@ -736,7 +725,7 @@ def solve_small(c, maximize, xs, duals):
     (row_ind then col_ind, 2·min(n1, n2)) and ``duals`` (u then v, n1 + n2; work dtype), which
     the caller allocates (cheaper than returning arrays). Returns (status, total, rows
     evaluated, polish rows); status OK, INVALID, INFEASIBLE, OUT_OF_RANGE or NEEDS_EPSILON."""
-    integral = _is_integral(c)
+    integral = is_integral(c)
     m, transposed = _canonical(c, maximize)
     n1, n2 = m.shape
     limit = np.int64((_INT_BIG - 1) // (4 * n2 + 8))

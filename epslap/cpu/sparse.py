@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from .dual_repair import mend, next_row, own_pair_misses, repair_start, sweep_start
+from .kinds import is_integral
 
 #: status of ``augment``: every row assigned
 SPARSE_OK = -1
@@ -95,11 +96,13 @@ def prepare(indptr, indices, data, v, row_to_col, col_to_row, assigned, big):
     # the two pairs' |c| + |v| (epslap.verify allows 16); freed, each costs a search over the
     # ties around it (on a million points the re-solves after a certificate pass freed ~4 %
     # of the rows so)
-    tie = 0.0 if data.dtype.kind in "iu" else 2.0**-52
+    tie = 0.0 if is_integral(data) else 2.0**-52
     freed = 0
     while True:  # a rectangular problem's freed columns go to the top too, which may undercut
         if v.size > n1:  # (more columns than rows): repeat until nothing changes
-            top = v.max()
+            top = v[0]
+            for j in range(1, v.size):
+                top = v[j] if v[j] > top else top
             for j in range(v.size):
                 if col_to_row[j] < 0:
                     v[j] = top
