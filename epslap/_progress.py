@@ -68,18 +68,10 @@ class SolveProgress:
 
     @contextmanager
     def compiling(self, what: str):
-        """Around a compile that this process has not done yet; a load from Numba's disk cache
-        (under a second) leaves no line behind."""
-        self._open(f"compiling {what} (first use in this process; cached on disk for the next)",
-                   fmt=_PHASE_FORMAT)
-        t0 = time.perf_counter()
-        try:
+        """Around a compile that this process has not done yet (:func:`compile_clock`)."""
+        self._close_bar()
+        with compile_clock(what, self.stream):
             yield
-        finally:
-            took = time.perf_counter() - t0
-            self.bar.leave = took >= 1.0
-            self.bar.set_postfix_str(f"done in {took:.1f} s", refresh=True)
-            self._close_bar()
 
     def estimate(self) -> None:
         """The estimate starts (its ticks only move the clock)."""
@@ -166,3 +158,37 @@ class SolveProgress:
             line += (f": {stats.get('passes', 0)} passes, "
                      f"{stats.get('rows_evaluated', 0):,} rows evaluated")
         self.note(line)
+
+
+#: seconds between two redraws of a compile's clock
+_CLOCK_S = 0.25
+
+
+@contextmanager
+def compile_clock(what: str, stream=None):
+    """A line for a compile this process has not done yet, whose clock runs while it does: a
+    thread redraws it (the compile holds the calling thread; Numba's front end lets others run
+    between its steps). A load from Numba's disk cache (under a second) leaves no line behind."""
+    import threading
+
+    from tqdm import tqdm
+    bar = tqdm(desc=f"compiling {what} (first use in this process; cached on disk for the next)",
+               file=stream if stream is not None else sys.stderr, bar_format=_PHASE_FORMAT,
+               leave=True, dynamic_ncols=True, mininterval=0.1)
+    stop = threading.Event()
+
+    def redraw():
+        while not stop.wait(_CLOCK_S):
+            bar.refresh()
+    clock = threading.Thread(target=redraw, name="epslap-compile-clock", daemon=True)
+    clock.start()
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        stop.set()
+        clock.join()
+        took = time.perf_counter() - t0
+        bar.leave = took >= 1.0
+        bar.set_postfix_str(f"done in {took:.1f} s", refresh=True)
+        bar.close()

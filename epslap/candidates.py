@@ -245,6 +245,9 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     time_candidates = time.perf_counter() - t0
     sparse = _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, prob.integral)
     del cand_cols, cand_vals
+    if progress:  # a clock for the first use's compile, instead of silence inside the solve
+        from .sparse import compile_kernels
+        compile_kernels(sparse, progress=True)
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
     edges0 = int(sparse.data.size)
     rounds, added, streamed, first_failing = 0, 0, 0, 0

@@ -184,6 +184,23 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     return row_to_col, v, assigned, stats
 
 
+def compile_kernels(prob: SparseProblem, progress: bool = False) -> float:
+    """Compile (or load) the sparse solve's kernels for ``prob``'s types before it runs, with a
+    running clock when ``progress`` and this process has not compiled them yet; returns the
+    seconds spent (a compile would otherwise happen, silently, inside the first solve)."""
+    from .cpu import sparse as core
+    from .cpu.solver import compile_kernels as compile_all
+    work = np.int64 if prob.integral else np.float64
+    big = work(INT_BIG) if prob.integral else np.inf
+    one = np.zeros(1, np.int64)
+    args = (prob.indptr, prob.indices, prob.data, np.zeros(1, work), one, one.copy(),
+            np.zeros(1, work), big)
+    kernels = [(core.prepare, args), (core.greedy, args),
+               (core.augment, args + (np.zeros(4, np.int64),)),
+               (core.auction, args[:6] + (work(1), work(1), np.int64(1), big))]
+    return compile_all(kernels, progress, "the sparse solve")
+
+
 def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilons,
                     auction) -> int:
     """The auction's ε-phases (see AUCTION_STEP): the total bids, or -1 if it gave up."""

@@ -41,6 +41,21 @@ def test_compile_phase_names_its_reason_and_time():
         time.sleep(1.05)
     text = stream.getvalue()
     assert "compiling the passes (first use in this process" in text and "done in 1." in text
+    assert "[00:01" in text  # the clock moved while the block held the calling thread
+
+
+def test_compile_clock_runs_while_the_compile_holds_the_thread():
+    """A compile holds the calling thread: a thread of the clock redraws the line, so its
+    elapsed time moves (it stood at [00:00] until the end before)."""
+    from epslap._progress import compile_clock
+    stream = io.StringIO()
+    with compile_clock("the sparse solve", stream):
+        t = time.perf_counter()
+        while time.perf_counter() - t < 2.1:  # busy, as a compile is
+            pass
+    draws = stream.getvalue().split("\r")
+    assert any("[00:01" in d for d in draws) and any("[00:02" in d for d in draws)
+    assert "done in 2." in draws[-1] or "done in 2." in stream.getvalue()
 
 
 def test_the_pass_bar_measures_work_not_rows():

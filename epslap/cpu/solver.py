@@ -163,16 +163,16 @@ def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
     return int(max(1, min(int(threads), n2 // 8)))
 
 
-def _compile_all(kernels, progress=None, what: str = "the CPU kernels") -> float:
+def compile_kernels(kernels, progress=None, what: str = "the CPU kernels") -> float:
     """Compile every (dispatcher, arguments) of a step's kernel table; return seconds spent.
-    With ``progress`` (a :class:`SolveProgress`), a compile this process has not done yet is
-    shown as a phase."""
+    With ``progress`` (a :class:`SolveProgress`, or True for a line of its own), a compile this
+    process has not done yet is shown as a phase whose clock runs."""
     def compile_all():
         return sum(_compile(dispatcher, args) for dispatcher, args in kernels)
-    if progress is not None and any(
-            tuple(numba.typeof(a) for a in args) not in dispatcher.overloads
-            for dispatcher, args in kernels):
-        with progress.compiling(what):
+    if progress and any(tuple(numba.typeof(a) for a in args) not in dispatcher.overloads
+                        for dispatcher, args in kernels):
+        from .._progress import compile_clock
+        with (compile_clock(what) if progress is True else progress.compiling(what)):
             return compile_all()
     return compile_all()
 
@@ -206,7 +206,7 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
         kernels = stages.kernels() + (cert.kernels(src, buf, n1, n2) if speculate else [])
     else:  # only the validation of the rows; v = 0 and the rows in their order, as set above
         kernels = [(validate_rows, (src, buf, np.int64(n1), stop))]
-    compile_s = _compile_all(kernels, progress, "the estimate")
+    compile_s = compile_kernels(kernels, progress, "the estimate")
 
     def run():
         if not epsilon:
@@ -323,7 +323,7 @@ class _Passes:
 
     def compile(self, eps_hi, eps_lo, prog) -> float:
         args = self.worker_args(eps_hi, eps_lo, self.eps_log, new_sync())(0)
-        return _compile_all([(ker.pass_worker, args)], prog, "the passes")
+        return compile_kernels([(ker.pass_worker, args)], prog, "the passes")
 
     def run(self, eps_hi, eps_lo, log, on_tick=None, keep: bool = False) -> None:
         """Run the pass loop on every thread; fills ``result``. ``keep``: the main passes,
