@@ -390,11 +390,22 @@ def _solve(args) -> int:
     print(f"peak RSS       {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     result = {"problem": label, "cost": sol.cost, "stats": st}
     if args.verify:
+        # a cost source solved on the GPU is checked there too (every cost computed by its
+        # device form); anything else on the host
+        from costfns import CostSource
+        on_gpu = (args.backend == "gpu" and isinstance(cost, CostSource)
+                  and _has_device_form(cost))
         if args.progress:  # the certificate reads every cost again: say so while it runs
             print(f"certificate: checking the duals against all {st['n_rows']:,} x "
-                  f"{st['n_cols']:,} costs", file=sys.stderr, flush=True)
+                  f"{st['n_cols']:,} costs{' on the GPU' if on_gpu else ''}", file=sys.stderr,
+                  flush=True)
         t_cert = time.perf_counter()
-        cert = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=args.maximize)
+        where = {}
+        if on_gpu:
+            device = args.device[0] if isinstance(args.device, list) else (args.device or 0)
+            where = dict(backend="gpu", device=device)
+        cert = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=args.maximize,
+                             **where)
         if args.progress:
             print(f"certificate: done in {time.perf_counter() - t_cert:.1f} s", file=sys.stderr,
                   flush=True)
@@ -409,6 +420,15 @@ def _solve(args) -> int:
             json.dump(result, fh, indent=1, default=float)
         print(f"wrote {args.json}")
     return 0
+
+
+def _has_device_form(source) -> bool:
+    """Whether the cost source computes its costs on a GPU (``cuda_source``)."""
+    try:
+        source.cuda_source()
+    except NotImplementedError:
+        return False
+    return True
 
 
 def _candidates(text: str):

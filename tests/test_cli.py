@@ -278,6 +278,32 @@ def test_device_reaches_the_gpu_solve(text, device, monkeypatch):
     assert seen["device"] == device and seen["backend"] == "gpu"
 
 
+@pytest.mark.parametrize("extra, where", [([], {"backend": "gpu", "device": 1}),
+                                          (["--dense"], {})])
+def test_a_gpu_solve_of_a_cost_source_is_certified_on_the_gpu(extra, where, capsys,
+                                                              monkeypatch):
+    """``--backend gpu`` with a cost source: the certificate scans every cost on the GPU (the
+    solve's device); a matrix (``--dense``) is checked on the host."""
+    real_solve, real_verify = epslap.solve, epslap.verify
+    seen = {}
+
+    def cpu_solve(cost, **kw):  # the answer of the CPU, standing in for the device's
+        kw["backend"] = "cpu"
+        kw.pop("device", None)
+        return real_solve(cost, **kw)
+
+    def spy_verify(*args, **kw):
+        seen.update(kw)
+        kw.pop("backend", None), kw.pop("device", None)
+        return real_verify(*args, **kw)
+    monkeypatch.setattr(epslap, "solve", cpu_solve)
+    monkeypatch.setattr(epslap, "verify", spy_verify)
+    code, out, _ = run(["solve", "--problem", "geometric", "--n", "200", "--backend", "gpu",
+                        "--device", "1"] + extra, capsys)
+    assert code == 0 and "OPTIMAL" in out
+    assert {k: seen[k] for k in ("backend", "device") if k in seen} == where
+
+
 def test_candidates_option(capsys):
     code, out, _ = run(["solve", "--problem", "geometric", "--n", "300", "--candidates", "6"],
                        capsys)
