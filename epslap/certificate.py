@@ -195,7 +195,11 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     whole = cost_limit is not None and float(cost_limit).is_integer()
     exact = (cdtype.kind in "biu" and iu is not None and iv is not None
              and (cost_limit is None or (whole and int(cost_limit) % 2 == 0)))
-    source = cost if streamed else None  # its rows are computed: a compiled scan may read them
+    # a cost source's rows are computed: a compiled scan may read them (through its state);
+    # another object that only gives rows (the GPU certificate's rows from the host) is read
+    # by the NumPy loop
+    from costfns import CostSource
+    source = cost if streamed and isinstance(cost, CostSource) else None
     if streamed and cost_limit is None and on_device is None:
         from .lifted import applies, verify_pairs
         pairs = verify_pairs(cost, r, k, u, v) if applies(cost, maximize) else None

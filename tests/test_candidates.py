@@ -140,6 +140,23 @@ def test_compiled_verify_of_a_source_reports_what_the_matrix_form_reports(monkey
     assert used[-1] is None  # handed to the NumPy loop, which names the NaN
 
 
+def test_verify_of_rows_given_by_an_object_that_is_not_a_cost_source():
+    """``verify`` takes any object with ``rows``, ``shape`` and ``dtype`` (the GPU certificate
+    passes the host's rows so): read by the NumPy loop, the matrix form's report (the compiled
+    scan needs a cost source's state, and called that object's attribute before)."""
+    from epslap.gpu.certificate import StateRows
+
+    def cost(i, j):
+        return float((i * 7 + j * 13) % 31) + 0.25 * ((i + 2 * j) % 5)
+    src = costfns.from_function(cost, (90, 150))
+    sol = epslap.solve(src)
+    rows = StateRows(src.state(), (90, 150), np.dtype(np.float64))
+    for u in (sol.u, sol.u + 1e-3):
+        got = epslap.verify(rows, sol.row_ind, sol.col_ind, u, sol.v)
+        assert got == epslap.verify(src.dense(), sol.row_ind, sol.col_ind, u, sol.v)
+        assert got["optimal"] == (u is sol.u)
+
+
 def test_auto_takes_candidates_where_they_spread(monkeypatch):
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
     geo = costfns.problem("geometric", 400, seed=1)
