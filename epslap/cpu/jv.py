@@ -223,43 +223,18 @@ def _int_status(lo, hi, limit):
 
 
 @_inlined
-def _check_values(m, integral, limit):
+def _check_values(m, v, imin, integral, limit, minima):
     """(status, has_inf): NaN/-inf are STATUS_INVALID, integers beyond ``limit`` OUT_OF_RANGE.
     One branch-free sweep (x - x is NaN exactly for NaN and ±inf, summed per column so that the
-    sweep compiles to vector code); the rare non-finite matrix is classified by a second one."""
-    n1, n2 = m.shape
-    if integral:
-        lo = np.int64(0)
-        hi = np.int64(0)
-        for i in range(n1):
-            row = m[i]
-            for j in range(n2):
-                x = np.int64(row[j])
-                lo = min(lo, x)
-                hi = max(hi, x)
-        return _int_status(lo, hi, limit), False
-    acc = np.zeros(n2)
-    s = _overflow_scale(m)
-    for i in range(n1):
-        row = m[i]
-        for j in range(n2):
-            x = np.float64(row[j]) * s
-            acc[j] += x - x
-    if acc.sum() == 0.0:
-        return STATUS_OK, False
-    return _classify(m)
-
-
-@_inlined
-def _column_minima(m, v, imin, integral, limit):
-    """v = column minima, imin = their rows (the first on ties), in the sweep that checks the
-    values as :func:`_check_values` does (one loop per kind, so that each compiles to vector
-    code); returns (status, has_inf)."""
+    sweep compiles to vector code); the rare non-finite matrix is classified by a second one.
+    With ``minima`` (a square problem) the same sweep also sets v = column minima and imin =
+    their rows (the first on ties)."""
     n1, n2 = m.shape
     wt = v.dtype.type
-    for j in range(n2):
-        v[j] = wt(m[0, j])
-        imin[j] = 0
+    if minima:
+        for j in range(n2):
+            v[j] = wt(m[0, j])
+            imin[j] = 0
     if integral:
         lo = np.int64(0)
         hi = np.int64(0)
@@ -269,9 +244,10 @@ def _column_minima(m, v, imin, integral, limit):
                 x = wt(row[j])
                 lo = min(lo, np.int64(x))
                 hi = max(hi, np.int64(x))
-                lower = x < v[j]
-                v[j] = x if lower else v[j]
-                imin[j] = i if lower else imin[j]
+                if minima:
+                    lower = x < v[j]
+                    v[j] = x if lower else v[j]
+                    imin[j] = i if lower else imin[j]
         return _int_status(lo, hi, limit), False
     acc = np.zeros(n2)
     s = _overflow_scale(m)
@@ -281,9 +257,10 @@ def _column_minima(m, v, imin, integral, limit):
             x = wt(row[j])
             y = np.float64(x) * s
             acc[j] += y - y
-            lower = x < v[j]
-            v[j] = x if lower else v[j]
-            imin[j] = i if lower else imin[j]
+            if minima:
+                lower = x < v[j]
+                v[j] = x if lower else v[j]
+                imin[j] = i if lower else imin[j]
     if acc.sum() == 0.0:
         return STATUS_OK, False
     return _classify(m)
@@ -560,11 +537,8 @@ def _solve_canonical(c, integral, limit, v, x, y, iw, fw):
     y[:] = -1
     reads = 0
     square = n1 == n2 and n2 > 1
-    if square:
-        imin = iw[n1:n1 + n2]
-        status, has_inf = _column_minima(c, v, imin, integral, limit)
-    else:
-        status, has_inf = _check_values(c, integral, limit)
+    imin = iw[n1:n1 + n2]
+    status, has_inf = _check_values(c, v, imin, integral, limit, square)
     if status != STATUS_OK:
         return status, 0
     if square and not has_inf:
