@@ -49,6 +49,7 @@ from .._validate import (FLOAT_BIG, as_matrix, check_before_compile, check_float
                          check_int_matrix_range)
 from ..certificate import RTOL, row_duals_hold
 from ..solution import Solution, assemble
+from . import jv_numpy
 from .kinds import is_integral
 
 #: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
@@ -863,9 +864,7 @@ def _entry(m: np.ndarray):
     directly, without the dispatcher's typing of its arguments; ``m`` must be what
     ``_kernel_matrix`` returns (the type it was compiled for)."""
     t0 = time.perf_counter()
-    work = np.int64 if m.dtype.kind == "i" else np.float64
-    sig = (numba.typeof(m), numba.types.boolean, numba.typeof(np.empty(0, np.int64)),
-           numba.typeof(np.empty(0, work)))
+    sig = _signature(m)
     solve_small.compile(sig)
     entry = solve_small.overloads[sig].entry_point
     _ENTRIES[m.dtype] = entry
@@ -892,9 +891,28 @@ _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
 
 
+def _signature(m: np.ndarray) -> tuple:
+    """The types ``solve_small`` is compiled for with the matrix ``m`` (``_kernel_matrix``'s)."""
+    work = np.int64 if m.dtype.kind == "i" else np.float64
+    return (numba.typeof(m), numba.types.boolean, numba.typeof(np.empty(0, np.int64)),
+            numba.typeof(np.empty(0, work)))
+
+
+def _on_disk(m: np.ndarray) -> bool:
+    """Whether Numba's disk cache holds ``solve_small`` for ``m``'s type (a load, not a compile,
+    would serve it). Read through the dispatcher's cache, which Numba does not document: where
+    that fails, True (compile as before)."""
+    try:
+        return solve_small._cache.load_overload(_signature(m), solve_small.targetctx) is not None
+    except Exception:  # noqa: BLE001 - any change of Numba's internals: the old behaviour
+        return True
+
+
 def _prepare(arr: np.ndarray, maximize: bool):
-    """(matrix, compiled entry, compile seconds) for a matrix the entries do not take as it
-    is, or whose dtype has no entry yet."""
+    """(matrix, entry, compile seconds) for a matrix the entries do not take as it is, or whose
+    dtype has no entry yet. Before this process has compiled the kernel, and where Numba's disk
+    cache does not hold it, the entry is ``jv_numpy.solve_small`` (no compile) for as long as
+    the ski rental of that module says."""
     m = arr
     entry = _ENTRIES.get(arr.dtype) if arr.flags.carray else None
     if entry is None or (maximize and arr.dtype == _INT32):
@@ -903,6 +921,8 @@ def _prepare(arr: np.ndarray, maximize: bool):
     if entry is not None:
         return m, entry, 0.0
     check_before_compile(m, maximize)
+    if jv_numpy.rent_pays() and not _on_disk(m):
+        return m, jv_numpy.solve_small, 0.0
     entry, compile_s = _entry(m)
     return m, entry, compile_s
 
@@ -912,7 +932,7 @@ _STATS = {"backend": "cpu", "method": "jv", "rows_evaluated": 0, "passes": 1, "e
           "eps_upper": 0.0, "eps_lower": 0.0, "time_estimate_s": 0.0, "time_solve_s": 0.0,
           "compile_s": 0.0, "threads": 1, "certified_by_estimate": False, "polish_rows": 0,
           "n_rows": 0, "n_cols": 0, "transposed": False, "maximize": False,
-          "time_total_s": 0.0}
+          "time_total_s": 0.0, "compiled": True}
 
 
 def small_solution(arr: np.ndarray, maximize: bool, t_start: float) -> Solution | None:
@@ -947,6 +967,8 @@ def small_solution(arr: np.ndarray, maximize: bool, t_start: float) -> Solution 
     stats["transposed"] = n_rows > n_cols
     stats["maximize"] = maximize
     stats["time_total_s"] = time.perf_counter() - t_start
+    if entry is jv_numpy.solve_small:  # the first calls' vector form (no kernel compiled)
+        stats["compiled"] = False
     return assemble(xs[:k], xs[k:], int(total) if integral else float(total), duals[:n_rows],
                     duals[n_rows:], stats)
 

@@ -1,0 +1,164 @@
+"""The small path's first calls in a fresh environment, before its kernel is compiled.
+
+Compiling ``jv.solve_small`` takes about 15 s on the 2-core machine, once per environment
+(Numba's disk cache serves every later process in well under a second). Until that compile
+pays, a call is answered by :func:`solve_small`, the same shortest augmenting paths (a column
+reduction for square problems, then one Dijkstra search per free row) written with NumPy's
+vector operations: each step of a search is a few operations over the row's unscanned columns.
+It has ``jv.solve_small``'s arguments and results, so the small path's callers take it as they
+take a compiled entry.
+
+The rule that decides between them is the ski rental's: the vector form is used while the time
+it has spent stays below what the compile would cost (``COMPILE_S``), then the kernel is
+compiled; a process that solves one problem never waits for a compile, and one that solves many
+pays at most about twice the compile. Where Numba's disk cache holds the kernel already, it is
+loaded at once (``jv._prepare``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .._exact import RTOL
+from .._status import STATUS_INFEASIBLE, STATUS_OK
+
+#: what the first compile of ``jv.solve_small`` costs in a fresh environment, about (2-core
+#: machine: 15-18 s); the vector form's calls stop once they have spent this much
+COMPILE_S = 15.0
+#: the vector form's time spent in this process (ski rental: rent until it reaches COMPILE_S)
+_SPENT = [0.0]
+#: ``jv.NEEDS_EPSILON``: float duals that miss ``verify``'s rule (the ε path solves then)
+NEEDS_EPSILON = -1
+_INT_BIG = 2**62
+
+
+def rent_pays() -> bool:
+    """Whether a call should take the vector form rather than compile the kernel now."""
+    return _SPENT[0] < COMPILE_S
+
+
+def solve_small(c, maximize, xs, duals):
+    """``jv.solve_small`` in NumPy (module docstring): the same arguments, results and statuses
+    (the caller checked the values: no NaN, -inf, or costs beyond the range rules)."""
+    t0 = time.perf_counter()
+    try:
+        return _solve_small(c, maximize, xs, duals)
+    finally:
+        _SPENT[0] += time.perf_counter() - t0
+
+
+def _solve_small(c, maximize, xs, duals):
+    integral = c.dtype.kind in "biu"
+    work = np.int64 if integral else np.float64
+    transposed = c.shape[0] > c.shape[1]
+    m = (c.T if transposed else c).astype(work)  # a copy: negated in place below
+    if maximize:
+        np.negative(m, out=m)
+    n1, n2 = m.shape
+    status, x, y, v, reads = _shortest_paths(m, integral)
+    if status != STATUS_OK:
+        return status, work(0), reads, 0
+    v -= v.max()  # the reported position: the largest price 0 (every free column's)
+    rows = np.arange(n1)
+    if integral:
+        u = m[rows, x] - v[x]
+    else:
+        with np.errstate(invalid="ignore"):
+            u = (m - v).min(axis=1)
+        cx = m[rows, x]
+        slack = (cx - u) - v[x]
+        if (np.abs(slack) > RTOL * ((np.abs(cx) + np.abs(u)) + np.abs(v[x]))).any():
+            return NEEDS_EPSILON, work(0), reads, 0
+    total = np.cumsum(m[rows, x])[-1]  # in row order, as the kernel sums
+    if transposed:
+        cols = np.flatnonzero(y >= 0)
+        xs[:n1], xs[n1:] = cols, y[cols]
+        first, second = v, u
+    else:
+        xs[:n1], xs[n1:] = rows, x
+        first, second = u, v
+    if duals.shape[0]:
+        k = first.shape[0]
+        duals[:k] = -first if maximize else first
+        duals[k:] = -second if maximize else second
+    return STATUS_OK, (-total if maximize else total), reads, 0
+
+
+def _shortest_paths(m, integral: bool):
+    """Assign every row of the canonical ``m`` (n1 <= n2, minimised; +inf forbidden) by
+    shortest augmenting paths from prices ``v`` with ``c_ij - u_i - v_j >= 0``; a square
+    problem starts from its column minima. Returns ``(status, x, y, v, rows evaluated)``;
+    NEEDS_EPSILON past ``jv.ROW_BUDGET`` rows a row, as the kernel (long paths: the ε path's
+    case). Each step works on whole rows: ``key`` holds the open columns' distances (closed
+    ones at ``big``, so that argmin skips them), ``bound`` the same with closed ones at
+    ``-big`` (so that no relaxation reaches them)."""
+    from .jv import ROW_BUDGET
+    n1, n2 = m.shape
+    big = _INT_BIG if integral else np.inf
+    x = np.full(n1, -1, np.int64)
+    y = np.full(n2, -1, np.int64)
+    u = np.zeros(n1, m.dtype)
+    v = np.zeros(n2, m.dtype)
+    reads = 0
+    budget = ROW_BUDGET * n1 + 64
+    if n1 == n2:  # column reduction: each column's minimum, taken by its row where free
+        v = m.min(axis=0)
+        reads = n1
+        if not integral and not np.isfinite(v).all():
+            v = np.where(np.isfinite(v), v, 0.0)
+        else:
+            first = m.argmin(axis=0)
+            for j in range(n2):
+                i = first[j]
+                if x[i] < 0:
+                    x[i], y[j] = j, i
+    for f in range(n1):
+        if x[f] >= 0:
+            continue
+        key = np.full(n2, big, m.dtype)
+        bound = key.copy()
+        pred = np.full(n2, -1, np.int64)
+        closed, at = [], []  # columns closed in order, their distances
+        reached = []         # rows reached through an assigned column, in order
+        i, low = f, m.dtype.type(0)
+        while True:
+            reads += 1
+            if reads > budget:
+                return NEEDS_EPSILON, x, y, v, reads
+            with np.errstate(invalid="ignore"):
+                r = (low + (m[i] - u[i])) - v
+            better = r < bound
+            key[better] = r[better]
+            bound[better] = r[better]
+            pred[better] = i
+            j = int(np.argmin(key))
+            low = key[j]
+            if not low < big:
+                return STATUS_INFEASIBLE, x, y, v, reads
+            if y[j] >= 0:  # a tie with a free column ends the search there
+                ties = np.flatnonzero(key == low)
+                free = ties[y[ties] < 0]
+                j = int(free[0]) if free.size else j
+            closed.append(j)
+            at.append(low)
+            key[j] = big
+            bound[j] = -big
+            if y[j] < 0:
+                break
+            i = int(y[j])
+            reached.append(i)
+        cols = np.array(closed)
+        # prices: the closed columns fall by what their path saved on the final distance
+        v[cols] -= low - np.array(at, dtype=m.dtype)
+        u[f] += low
+        if reached:
+            r_rows = np.array(reached)
+            u[r_rows] += low - np.array(at[:-1], dtype=m.dtype)
+        while True:  # flip the path back to f
+            i = int(pred[j])
+            y[j] = i
+            j, x[i] = x[i], j
+            if i == f:
+                break
+    return STATUS_OK, x, y, v, reads

@@ -1,0 +1,103 @@
+"""The small path's first calls before its kernel is compiled (``epslap/cpu/jv_numpy.py``): the
+vector form gives the optimum with certified duals on every kind of small matrix, hands long
+paths to the ε path as the kernel does, and gives way to the kernel once its time reaches a
+compile's (the ski rental); a fresh process answers without compiling."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import epslap
+import epslap.cpu.jv as jv
+import epslap.cpu.jv_numpy as jv_numpy
+
+
+@pytest.fixture
+def uncompiled(monkeypatch):
+    """This process as a fresh one: no compiled entry, nothing on disk, no time spent."""
+    monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
+    monkeypatch.setattr(jv, "_on_disk", lambda m: False)
+    monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
+
+
+def _matrices():
+    rng = np.random.default_rng(11)
+    forbidden = rng.random((40, 50))
+    forbidden[rng.random(forbidden.shape) < 0.3] = np.inf
+    return [rng.random((60, 60)), rng.random((30, 70)), rng.random((70, 30)),
+            rng.random((45, 45)).astype(np.float32),
+            rng.integers(-10**12, 10**12, (50, 50)), rng.integers(0, 40, (35, 60)).astype(np.int32),
+            forbidden, np.zeros((20, 20)), np.array([[3.5]]), rng.random((1, 9)),
+            rng.integers(0, 3, (25, 25)).astype(np.uint8), rng.random((30, 30)) < 0.5]
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_the_vector_form_is_optimal_with_certified_duals(uncompiled, maximize):
+    for c in _matrices():
+        if maximize and np.isinf(c).any():
+            continue  # +inf when maximising is refused, as everywhere
+        sol = epslap.solve(c, maximize=maximize)
+        assert sol.stats["compiled"] is False and sol.stats["compile_s"] == 0.0
+        r, k = scipy_lsa(c, maximize=maximize)
+        best = c[r, k].astype(np.float64).sum() if c.dtype.kind == "f" else int(c[r, k].sum())
+        if c.dtype.kind == "f":
+            assert sol.cost == pytest.approx(best, rel=1e-12, abs=1e-12)
+        else:
+            assert sol.cost == best
+        report = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
+        assert report["optimal"], report["reason"]
+        rows, cols = epslap.linear_sum_assignment(c, maximize=maximize)
+        assert np.array_equal(rows, np.sort(rows)) and rows.size == min(c.shape)
+        assert c[rows, cols].sum() == pytest.approx(c[r, k].sum(), rel=1e-12, abs=1e-12)
+    assert all(jv._ENTRIES[t] is None for t in jv._ENTRIES)  # nothing compiled for them
+
+
+def test_the_vector_form_names_an_infeasible_problem(uncompiled):
+    c = np.full((3, 3), np.inf)
+    c[:, 0] = 1.0  # every row only in column 0 (each row has a finite cost)
+    with pytest.raises(epslap.InfeasibleError):
+        epslap.solve(c)
+
+
+def test_long_paths_go_to_the_eps_path_as_from_the_kernel(uncompiled, monkeypatch):
+    monkeypatch.setattr(jv, "ROW_BUDGET", 0)  # 64 rows in all: a 120 x 120 problem needs more
+    c = np.random.default_rng(3).random((120, 120))
+    sol = epslap.solve(c)
+    assert sol.stats["method"] == "eps"
+    r, k = scipy_lsa(c)
+    assert sol.cost == pytest.approx(c[r, k].sum(), rel=1e-12)
+
+
+def test_the_kernel_takes_over_once_the_rent_reaches_a_compile(uncompiled):
+    c = np.random.default_rng(4).random((30, 30))
+    assert epslap.solve(c).stats["compiled"] is False
+    jv_numpy._SPENT[0] = jv_numpy.COMPILE_S
+    sol = epslap.solve(c)  # compiled (or loaded) now, and kept
+    assert sol.stats["compiled"] is True and jv._ENTRIES[np.dtype(np.float64)] is not None
+
+
+_FRESH = """
+import numpy as np, epslap, epslap.cpu.jv as jv
+from scipy.optimize import linear_sum_assignment
+c = np.random.default_rng(0).random((300, 300))
+r, k = epslap.linear_sum_assignment(c)
+rs, ks = linear_sum_assignment(c)
+assert abs(c[r, k].sum() - c[rs, ks].sum()) < 1e-12
+assert epslap.solve(c).stats["compiled"] is False
+print(len(jv.solve_small.overloads))
+"""
+
+
+def test_a_fresh_process_answers_without_compiling(tmp_path):
+    """An empty Numba cache: the first calls compile nothing (their time is on the benchmark
+    page: about a second with the import)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    out = subprocess.run([sys.executable, "-c", _FRESH], env=env, text=True,
+                         capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "0"
