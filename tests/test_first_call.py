@@ -18,11 +18,16 @@ import epslap.cpu.jv_numpy as jv_numpy
 
 
 @pytest.fixture
-def uncompiled(monkeypatch):
-    """This process as a fresh one: no compiled entry, nothing on disk, no time spent."""
+def uncompiled(monkeypatch, tmp_path):
+    """This process as a fresh one: no compiled entry, nothing on disk, no time spent (here or
+    in the rent file, which lives in ``tmp_path``)."""
     monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
-    monkeypatch.setattr(jv, "_on_disk", lambda m: False)
+    monkeypatch.setattr(jv, "_COMPILED", set())
+    monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
     monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
+    monkeypatch.setattr(jv_numpy, "_BEFORE", [None])
+    monkeypatch.setattr(jv_numpy, "_rent_path", lambda: str(tmp_path / jv_numpy.RENT_FILE))
+    return tmp_path / jv_numpy.RENT_FILE
 
 
 def _matrices():
@@ -65,7 +70,7 @@ def test_the_vector_form_names_an_infeasible_problem(uncompiled):
 
 
 def test_long_paths_go_to_the_eps_path_as_from_the_kernel(uncompiled, monkeypatch):
-    monkeypatch.setattr(jv, "ROW_BUDGET", 0)  # 64 rows in all: a 120 x 120 problem needs more
+    monkeypatch.setattr(jv_numpy, "ROW_BUDGET", 0)  # 64 rows in all: 120 x 120 needs more
     c = np.random.default_rng(3).random((120, 120))
     sol = epslap.solve(c)
     assert sol.stats["method"] == "eps"
@@ -79,6 +84,32 @@ def test_the_kernel_takes_over_once_the_rent_reaches_a_compile(uncompiled):
     jv_numpy._SPENT[0] = jv_numpy.COMPILE_S
     sol = epslap.solve(c)  # compiled (or loaded) now, and kept
     assert sol.stats["compiled"] is True and jv._ENTRIES[np.dtype(np.float64)] is not None
+
+
+def test_the_rent_is_counted_across_processes(uncompiled):
+    """Short processes run again and again reach the compile as one long one would: each adds
+    its vector-form time to the file beside Numba's cache, and a process that finds the total
+    at a compile's cost compiles."""
+    c = np.random.default_rng(5).random((40, 40))
+    assert epslap.solve(c).stats["compiled"] is False
+    spent = float(uncompiled.read_text())
+    assert 0.0 < spent == pytest.approx(jv_numpy._SPENT[0], abs=1e-5)
+    uncompiled.write_text(f"{jv_numpy.COMPILE_S}\n")  # as left by earlier processes
+    jv_numpy._BEFORE[0], jv_numpy._SPENT[0] = None, 0.0  # a new process reads it
+    assert epslap.solve(c).stats["compiled"] is True
+
+
+def test_a_cost_source_table_takes_the_vector_form_first(uncompiled):
+    """A small cost source (computed as a table) is solved by the vector form too before the
+    kernel is compiled: a user's element function costs no small-path compile."""
+    import costfns
+    src = costfns.problem("geometric", 200, seed=3)
+    sol = epslap.solve(src, candidates=False)
+    assert sol.stats["method"] == "jv" and sol.stats["compile_s"] == 0.0
+    assert not jv._COMPILED
+    r, k = scipy_lsa(src.dense())
+    assert sol.cost == pytest.approx(src.dense()[r, k].sum(), rel=1e-12)
+    assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
 
 
 _FRESH = """

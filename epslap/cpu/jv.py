@@ -55,11 +55,12 @@ from .kinds import is_integral
 #: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
 NEEDS_EPSILON = -1
 
-#: rows a problem's augmentations may read, per row, before the ε path takes it over. Random,
-#: geometric, sanity and integer costs read 5–15 per row up to n = 384 (disjoint 34, rank 8 28 at
-#: n = 200); rank-1 costs read 250–500 (plain successive shortest paths, docs/algorithm.md §5),
-#: where the ε-passes are 7–20x faster. Cutting there costs such a problem 2–4x the ε path.
-ROW_BUDGET = 48
+#: rows a problem's augmentations may read, per row, before the ε path takes it over
+#: (``jv_numpy.ROW_BUDGET``, 48, for both forms). Random, geometric, sanity and integer costs
+#: read 5–15 per row up to n = 384 (disjoint 34, rank 8 28 at n = 200); rank-1 costs read
+#: 250–500 (plain successive shortest paths, docs/algorithm.md §5), where the ε-passes are
+#: 7–20x faster. Cutting there costs such a problem 2–4x the ε path.
+ROW_BUDGET = jv_numpy.ROW_BUDGET
 #: a cost beyond the range rule (``_validate.int_cost_limit``, ``float_cost_limit``): the caller
 #: raises
 OUT_OF_RANGE = -2
@@ -724,6 +725,9 @@ def solve_small(c, maximize, xs, duals):
     return status, total, reads + polish_rows, polish_rows
 
 
+jv_numpy.keep_rent_beside(solve_small)  # the first calls' time, beside this kernel's cache
+
+
 @njit(cache=True, nogil=True)
 def solve_share(c, integral, lo, hi, x, v, status, rows, u, assigned):
     """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), as :func:`solve_jv`
@@ -803,10 +807,13 @@ def solve_jv(m: np.ndarray, integral: bool):
     row_to_col = np.empty(n1, np.int64)
     compile_s = 0.0
     key = (m.dtype.num, integral)  # m is C-contiguous (canonical_dense)
+    sig = (numba.typeof(m), numba.typeof(integral), numba.typeof(v), numba.typeof(row_to_col))
+    if key not in _COMPILED and jv_numpy.rent_pays() and not _on_disk(solve_dense, sig):
+        out = jv_numpy.solve_dense(m, integral)  # the first calls: no compile (jv_numpy)
+        return None if out is None else (out[0], out[1], small_stats(out[2], 0, out[3], 0.0))
     if key not in _COMPILED:
         t0 = time.perf_counter()
-        solve_dense.compile((numba.typeof(m), numba.typeof(integral), numba.typeof(v),
-                             numba.typeof(row_to_col)))
+        solve_dense.compile(sig)
         compile_s = time.perf_counter() - t0
         _COMPILED.add(key)
     t0 = time.perf_counter()
@@ -898,12 +905,12 @@ def _signature(m: np.ndarray) -> tuple:
             numba.typeof(np.empty(0, work)))
 
 
-def _on_disk(m: np.ndarray) -> bool:
-    """Whether Numba's disk cache holds ``solve_small`` for ``m``'s type (a load, not a compile,
+def _on_disk(dispatcher, sig) -> bool:
+    """Whether Numba's disk cache holds ``dispatcher`` for ``sig`` (a load, not a compile,
     would serve it). Read through the dispatcher's cache, which Numba does not document: where
     that fails, True (compile as before)."""
     try:
-        return solve_small._cache.load_overload(_signature(m), solve_small.targetctx) is not None
+        return dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None
     except Exception:  # noqa: BLE001 - any change of Numba's internals: the old behaviour
         return True
 
@@ -921,7 +928,7 @@ def _prepare(arr: np.ndarray, maximize: bool):
     if entry is not None:
         return m, entry, 0.0
     check_before_compile(m, maximize)
-    if jv_numpy.rent_pays() and not _on_disk(m):
+    if jv_numpy.rent_pays() and not _on_disk(solve_small, _signature(m)):
         return m, jv_numpy.solve_small, 0.0
     entry, compile_s = _entry(m)
     return m, entry, compile_s

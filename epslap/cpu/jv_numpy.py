@@ -11,8 +11,11 @@ take a compiled entry.
 The rule that decides between them is the ski rental's: the vector form is used while the time
 it has spent stays below what the compile would cost (``COMPILE_S``), then the kernel is
 compiled; a process that solves one problem never waits for a compile, and one that solves many
-pays at most about twice the compile. Where Numba's disk cache holds the kernel already, it is
-loaded at once (``jv._prepare``).
+pays at most about twice the compile. The compile serves every later process (Numba's disk
+cache), so the time spent is counted across processes too: a small file beside that cache
+(``RENT_FILE``) carries it, so that short processes run again and again reach the compile as
+one long one would. Where Numba's disk cache holds the kernel already, it is loaded at once
+(``jv._prepare``).
 """
 from __future__ import annotations
 
@@ -26,16 +29,67 @@ from .._status import STATUS_INFEASIBLE, STATUS_OK
 #: what the first compile of ``jv.solve_small`` costs in a fresh environment, about (2-core
 #: machine: 15-18 s); the vector form's calls stop once they have spent this much
 COMPILE_S = 15.0
-#: the vector form's time spent in this process (ski rental: rent until it reaches COMPILE_S)
+#: the vector form's time spent (ski rental: rent until it reaches COMPILE_S): this process's,
+#: and what earlier processes left in RENT_FILE (read once, None until then)
 _SPENT = [0.0]
+_BEFORE: list = [None]
+#: the file beside Numba's disk cache of the small path's kernel that carries the time spent
+RENT_FILE = "epslap-first-calls.seconds"
 #: ``jv.NEEDS_EPSILON``: float duals that miss ``verify``'s rule (the ε path solves then)
 NEEDS_EPSILON = -1
+#: rows read per row after which either form of the small path hands the problem to the ε path
+#: (``jv`` takes it from here; docs/algorithm.md §9)
+ROW_BUDGET = 48
 _INT_BIG = 2**62
 
 
 def rent_pays() -> bool:
     """Whether a call should take the vector form rather than compile the kernel now."""
-    return _SPENT[0] < COMPILE_S
+    if _BEFORE[0] is None:
+        _BEFORE[0] = _read_rent()
+    return _BEFORE[0] + _SPENT[0] < COMPILE_S
+
+
+_RENT_DIR: list = [None]
+
+
+def keep_rent_beside(dispatcher) -> None:
+    """Keep RENT_FILE in the directory of ``dispatcher``'s disk cache (the small path's kernel;
+    ``jv`` says so once). Read through Numba's undocumented cache object: where that fails,
+    this process's time alone counts."""
+    try:
+        _RENT_DIR[0] = dispatcher._cache._cache_path
+    except Exception:  # noqa: BLE001 - Numba's internals changed
+        _RENT_DIR[0] = None
+
+
+def _rent_path():
+    import os
+    return None if _RENT_DIR[0] is None else os.path.join(_RENT_DIR[0], RENT_FILE)
+
+
+def _read_rent() -> float:
+    path = _rent_path()
+    try:
+        with open(path, encoding="ascii") as fh:
+            return max(0.0, float(fh.read().strip() or 0.0))
+    except (OSError, TypeError, ValueError):
+        return 0.0
+
+
+def _add_rent(seconds: float) -> None:
+    """This call's time, in this process and in RENT_FILE (read, added, written; processes
+    that write at once may lose a little of it, which only delays the compile)."""
+    _SPENT[0] += seconds
+    path = _rent_path()
+    if path is None:
+        return
+    try:
+        total = _read_rent() + seconds
+        with open(path, "w", encoding="ascii") as fh:
+            fh.write(f"{total:.6f}\n")
+    except OSError:
+        pass
 
 
 def solve_small(c, maximize, xs, duals):
@@ -45,7 +99,36 @@ def solve_small(c, maximize, xs, duals):
     try:
         return _solve_small(c, maximize, xs, duals)
     finally:
-        _SPENT[0] += time.perf_counter() - t0
+        _add_rent(time.perf_counter() - t0)
+
+
+def solve_dense(m, integral: bool):
+    """``jv.solve_jv``'s solve in NumPy for the canonical matrix ``m`` (checked: n1 <= n2,
+    minimised): ``(row_to_col, v, rows evaluated, seconds)``, or None for the ε path (the row
+    budget, or float duals that miss ``verify``'s rule for u taken from the assigned pairs, as
+    ``jv.duals_hold`` checks)."""
+    from .._exact import exact_excess
+    from .._status import raise_for_status
+    t0 = time.perf_counter()
+    try:
+        work = np.int64 if integral else np.float64
+        status, x, _, v, reads = _shortest_paths(np.asarray(m, dtype=work), integral)
+        if status == NEEDS_EPSILON:
+            return None
+        raise_for_status(status, "cpu")
+        if not integral:  # the duals the caller reports: v at max 0, u from the pairs
+            vs = v - v.max()
+            cx = m[np.arange(m.shape[0]), x].astype(np.float64)
+            u = cx - vs[x]
+            c = m.astype(np.float64)
+            with np.errstate(invalid="ignore"):
+                excess = exact_excess(u[:, None], vs[None, :], c)
+                tol = RTOL * ((np.abs(c) + np.abs(u)[:, None]) + np.abs(vs)[None, :])
+            if ((excess > tol) & np.isfinite(c)).any():
+                return None
+        return x, v, int(reads), time.perf_counter() - t0
+    finally:
+        _add_rent(time.perf_counter() - t0)
 
 
 def _solve_small(c, maximize, xs, duals):
@@ -93,7 +176,6 @@ def _shortest_paths(m, integral: bool):
     case). Each step works on whole rows: ``key`` holds the open columns' distances (closed
     ones at ``big``, so that argmin skips them), ``bound`` the same with closed ones at
     ``-big`` (so that no relaxation reaches them)."""
-    from .jv import ROW_BUDGET
     n1, n2 = m.shape
     big = _INT_BIG if integral else np.inf
     x = np.full(n1, -1, np.int64)
