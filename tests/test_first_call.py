@@ -62,6 +62,31 @@ def test_the_vector_form_is_optimal_with_certified_duals(uncompiled, maximize):
     assert all(jv._ENTRIES[t] is None for t in jv._ENTRIES)  # nothing compiled for them
 
 
+def test_the_vector_form_against_scipy_on_random_small_problems(uncompiled):
+    """Shapes 1-24 either way, floats, small integers, many ties, forbidden pairs (infeasible
+    ones named as scipy names them), maximised: the optimum and a certificate every time."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        jv_numpy._SPENT[0] = 0.0
+        n1, n2 = rng.integers(1, 25, 2)
+        kind = rng.integers(0, 4)
+        c = (rng.random((n1, n2)), rng.integers(-5, 6, (n1, n2)),
+             rng.integers(0, 3, (n1, n2)).astype(np.float64), rng.random((n1, n2)))[kind]
+        if kind == 3:
+            c[rng.random(c.shape) < 0.4] = np.inf
+        maximize = bool(rng.integers(0, 2)) and not np.isinf(c).any()
+        try:
+            r, k = scipy_lsa(c, maximize=maximize)
+        except ValueError:  # scipy: infeasible
+            with pytest.raises(epslap.InfeasibleError):
+                epslap.solve(c, maximize=maximize)
+            continue
+        sol = epslap.solve(c, maximize=maximize)
+        assert sol.cost == pytest.approx(c[r, k].sum(), rel=1e-12, abs=1e-12)
+        assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v,
+                             maximize=maximize)["optimal"]
+
+
 def test_the_vector_form_names_an_infeasible_problem(uncompiled):
     c = np.full((3, 3), np.inf)
     c[:, 0] = 1.0  # every row only in column 0 (each row has a finite cost)
