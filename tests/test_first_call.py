@@ -25,6 +25,7 @@ def uncompiled(monkeypatch, tmp_path):
     monkeypatch.setattr(jv, "_COMPILED", set())
     monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
     monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
+    monkeypatch.setattr(jv_numpy, "_UNSAVED", [0.0])
     monkeypatch.setattr(jv_numpy, "_BEFORE", [None])
     monkeypatch.setattr(jv_numpy, "_rent_path", lambda: str(tmp_path / jv_numpy.RENT_FILE))
     return tmp_path / jv_numpy.RENT_FILE
@@ -87,6 +88,30 @@ def test_the_vector_form_against_scipy_on_random_small_problems(uncompiled):
                              maximize=maximize)["optimal"]
 
 
+def test_the_vector_form_gives_the_kernels_answer_where_it_is_delicate(monkeypatch, tmp_path):
+    """Ties (the column reduction's order), a signed zero total, and rank-one costs whose
+    float duals need the polish pass (they went to the ε path, and its compile, before): the
+    same assignment, cost and route as the compiled kernel."""
+    rng = np.random.default_rng(1)
+    cases = [(np.ones((3, 3)), False), (np.array([[-0.0, 0.0], [0.0, -0.0]]), False),
+             (np.outer(rng.random(40), rng.random(40)), True)]
+    kernel = [epslap.solve(c, maximize=mx) for c, mx in cases]
+    monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
+    monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
+    monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
+    monkeypatch.setattr(jv_numpy, "_UNSAVED", [0.0])
+    monkeypatch.setattr(jv_numpy, "_BEFORE", [0.0])
+    monkeypatch.setattr(jv_numpy, "_rent_path", lambda: str(tmp_path / "rent"))
+    for (c, mx), ref in zip(cases, kernel):
+        sol = epslap.solve(c, maximize=mx)
+        assert sol.stats["method"] == ref.stats["method"] == "jv"
+        assert sol.stats["compiled"] is False
+        assert np.array_equal(sol.col_ind, ref.col_ind)
+        assert repr(sol.cost) == repr(ref.cost)
+        assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=mx)["optimal"]
+    assert sol.stats["polish_rows"] > 0  # the rank-one problem was polished
+
+
 def test_the_vector_form_names_an_infeasible_problem(uncompiled):
     c = np.full((3, 3), np.inf)
     c[:, 0] = 1.0  # every row only in column 0 (each row has a finite cost)
@@ -117,6 +142,7 @@ def test_the_rent_is_counted_across_processes(uncompiled):
     at a compile's cost compiles."""
     c = np.random.default_rng(5).random((40, 40))
     assert epslap.solve(c).stats["compiled"] is False
+    jv_numpy._flush_rent()  # as at the process's end (written in batches before)
     spent = float(uncompiled.read_text())
     assert 0.0 < spent == pytest.approx(jv_numpy._SPENT[0], abs=1e-5)
     uncompiled.write_text(f"{jv_numpy.COMPILE_S}\n")  # as left by earlier processes

@@ -810,7 +810,12 @@ def solve_jv(m: np.ndarray, integral: bool):
     sig = (numba.typeof(m), numba.typeof(integral), numba.typeof(v), numba.typeof(row_to_col))
     if key not in _COMPILED and jv_numpy.rent_pays() and not _on_disk(solve_dense, sig):
         out = jv_numpy.solve_dense(m, integral)  # the first calls: no compile (jv_numpy)
-        return None if out is None else (out[0], out[1], small_stats(out[2], 0, out[3], 0.0))
+        if out is None:
+            return None
+        row_to_col, v, reads, polish_rows, seconds = out
+        stats = small_stats(reads, polish_rows, seconds, 0.0)
+        stats["compiled"] = False
+        return row_to_col, v, stats
     if key not in _COMPILED:
         t0 = time.perf_counter()
         solve_dense.compile(sig)
@@ -843,7 +848,7 @@ def small_stats(reads: int, polish_rows: int, elapsed: float, compile_s: float) 
     return {"backend": "cpu", "method": "jv", "rows_evaluated": reads, "passes": 1,
             "epsilons": [0.0], "eps_upper": 0.0, "eps_lower": 0.0, "time_estimate_s": 0.0,
             "time_solve_s": elapsed, "compile_s": compile_s, "threads": 1,
-            "certified_by_estimate": False, "polish_rows": polish_rows}
+            "certified_by_estimate": False, "polish_rows": polish_rows, "compiled": True}
 
 
 #: the dtypes ``solve_small`` is compiled for -> its compiled entry point, once compiled
@@ -905,14 +910,27 @@ def _signature(m: np.ndarray) -> tuple:
             numba.typeof(np.empty(0, work)))
 
 
+#: (kernel, signature) that Numba's disk cache did not hold when this process looked (a look
+#: costs about a millisecond: the first calls' vector form looks once)
+_NOT_ON_DISK: set = set()
+
+
 def _on_disk(dispatcher, sig) -> bool:
-    """Whether Numba's disk cache holds ``dispatcher`` for ``sig`` (a load, not a compile,
-    would serve it). Read through the dispatcher's cache, which Numba does not document: where
-    that fails, True (compile as before)."""
+    """Whether Numba's disk cache may hold ``dispatcher`` (for ``sig``): its index file exists
+    (a load, not a compile, would likely serve it; where it holds another signature, the
+    compile happens as before). The index is found through the dispatcher's cache object,
+    which Numba does not document: where that fails, True (compile as before). Asking the
+    cache itself (``load_overload``) would cost the first call 1.5 s of Numba's target set-up."""
+    import os
+    if (dispatcher, sig) in _NOT_ON_DISK:
+        return False
     try:
-        return dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None
+        held = os.path.exists(dispatcher._cache._cache_file._index_path)
     except Exception:  # noqa: BLE001 - any change of Numba's internals: the old behaviour
         return True
+    if not held:
+        _NOT_ON_DISK.add((dispatcher, sig))
+    return held
 
 
 def _prepare(arr: np.ndarray, maximize: bool):

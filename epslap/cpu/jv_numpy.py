@@ -19,6 +19,7 @@ one long one would. Where Numba's disk cache holds the kernel already, it is loa
 """
 from __future__ import annotations
 
+import atexit
 import time
 
 import numpy as np
@@ -68,28 +69,43 @@ def _rent_path():
     return None if _RENT_DIR[0] is None else os.path.join(_RENT_DIR[0], RENT_FILE)
 
 
+#: rent not yet written to RENT_FILE; written once it reaches RENT_FLUSH_S, and at exit
+_UNSAVED = [0.0]
+RENT_FLUSH_S = 0.25
+
+
 def _read_rent() -> float:
+    """The seconds RENT_FILE holds: one line per write, appended (processes writing at once
+    each add their own line; an append this short is written whole)."""
     path = _rent_path()
     try:
         with open(path, encoding="ascii") as fh:
-            return max(0.0, float(fh.read().strip() or 0.0))
+            return max(0.0, sum(float(line) for line in fh if line.strip()))
     except (OSError, TypeError, ValueError):
         return 0.0
 
 
 def _add_rent(seconds: float) -> None:
-    """This call's time, in this process and in RENT_FILE (read, added, written; processes
-    that write at once may lose a little of it, which only delays the compile)."""
+    """This call's time, in this process and, in batches of RENT_FLUSH_S, in RENT_FILE."""
     _SPENT[0] += seconds
+    _UNSAVED[0] += seconds
+    if _UNSAVED[0] >= RENT_FLUSH_S:
+        _flush_rent()
+
+
+def _flush_rent() -> None:
+    seconds, _UNSAVED[0] = _UNSAVED[0], 0.0
     path = _rent_path()
-    if path is None:
+    if path is None or seconds <= 0.0:
         return
     try:
-        total = _read_rent() + seconds
-        with open(path, "w", encoding="ascii") as fh:
-            fh.write(f"{total:.6f}\n")
+        with open(path, "a", encoding="ascii") as fh:
+            fh.write(f"{seconds:.6f}\n")
     except OSError:
         pass
+
+
+atexit.register(_flush_rent)  # the rent of the last calls, when the process ends
 
 
 def solve_small(c, maximize, xs, duals):
@@ -104,29 +120,19 @@ def solve_small(c, maximize, xs, duals):
 
 def solve_dense(m, integral: bool):
     """``jv.solve_jv``'s solve in NumPy for the canonical matrix ``m`` (checked: n1 <= n2,
-    minimised): ``(row_to_col, v, rows evaluated, seconds)``, or None for the ε path (the row
-    budget, or float duals that miss ``verify``'s rule for u taken from the assigned pairs, as
-    ``jv.duals_hold`` checks)."""
-    from .._exact import exact_excess
+    minimised): ``(row_to_col, v, rows evaluated, polish rows, seconds)``, or None for the ε
+    path (the row budget, or float duals that miss ``verify``'s rule for u taken from the
+    assigned pairs after one polish, as ``jv.solve_jv`` decides)."""
     from .._status import raise_for_status
     t0 = time.perf_counter()
     try:
         work = np.int64 if integral else np.float64
-        status, x, _, v, reads = _shortest_paths(np.asarray(m, dtype=work), integral)
+        status, x, _, v, reads, polish_rows = _certified(np.asarray(m, dtype=work), integral,
+                                                         _pair_duals_hold)
         if status == NEEDS_EPSILON:
             return None
         raise_for_status(status, "cpu")
-        if not integral:  # the duals the caller reports: v at max 0, u from the pairs
-            vs = v - v.max()
-            cx = m[np.arange(m.shape[0]), x].astype(np.float64)
-            u = cx - vs[x]
-            c = m.astype(np.float64)
-            with np.errstate(invalid="ignore"):
-                excess = exact_excess(u[:, None], vs[None, :], c)
-                tol = RTOL * ((np.abs(c) + np.abs(u)[:, None]) + np.abs(vs)[None, :])
-            if ((excess > tol) & np.isfinite(c)).any():
-                return None
-        return x, v, int(reads), time.perf_counter() - t0
+        return x, v, int(reads), int(polish_rows), time.perf_counter() - t0
     finally:
         _add_rent(time.perf_counter() - t0)
 
@@ -139,21 +145,16 @@ def _solve_small(c, maximize, xs, duals):
     if maximize:
         np.negative(m, out=m)
     n1, n2 = m.shape
-    status, x, y, v, reads = _shortest_paths(m, integral)
+    status, x, y, v, reads, polish_rows = _certified(m, integral, _row_duals_hold)
     if status != STATUS_OK:
-        return status, work(0), reads, 0
-    v -= v.max()  # the reported position: the largest price 0 (every free column's)
+        return status, work(0), reads, polish_rows
     rows = np.arange(n1)
     if integral:
         u = m[rows, x] - v[x]
     else:
         with np.errstate(invalid="ignore"):
             u = (m - v).min(axis=1)
-        cx = m[rows, x]
-        slack = (cx - u) - v[x]
-        if (np.abs(slack) > RTOL * ((np.abs(cx) + np.abs(u)) + np.abs(v[x]))).any():
-            return NEEDS_EPSILON, work(0), reads, 0
-    total = np.cumsum(m[rows, x])[-1]  # in row order, as the kernel sums
+    total = work(0) + np.cumsum(m[rows, x])[-1]  # in row order from 0, as the kernel sums
     if transposed:
         cols = np.flatnonzero(y >= 0)
         xs[:n1], xs[n1:] = cols, y[cols]
@@ -165,36 +166,84 @@ def _solve_small(c, maximize, xs, duals):
         k = first.shape[0]
         duals[:k] = -first if maximize else first
         duals[k:] = -second if maximize else second
-    return STATUS_OK, (-total if maximize else total), reads, 0
+    return STATUS_OK, (-total if maximize else total), reads, polish_rows
 
 
-def _shortest_paths(m, integral: bool):
+def _certified(m, integral: bool, duals_hold):
+    """Solve and bring float duals within ``verify``'s rule as the kernel does: prices at max
+    0, checked by ``duals_hold(m, v, x)``; where they miss, one more solve of every row from
+    those prices (``jv.polish``), checked again, else NEEDS_EPSILON. Returns ``(status, x, y,
+    v, rows evaluated, polish rows)``."""
+    status, x, y, v, reads = _shortest_paths(m, integral)
+    polish_rows = 0
+    if status == STATUS_OK:
+        v -= v.max()  # the reported position: the largest price 0 (every free column's)
+        if not integral and not duals_hold(m, v, x):
+            status, x, y, v, polish_rows = _shortest_paths(m, integral, v)
+            reads += polish_rows
+            if status == STATUS_OK:
+                v -= v.max()
+                if not duals_hold(m, v, x):
+                    status = NEEDS_EPSILON
+    return status, x, y, v, reads, polish_rows
+
+
+def _row_duals_hold(m, v, x) -> bool:
+    """``jv._row_duals``'s test: with u the rows' least reduced costs, every assigned pair's
+    slack within the rule."""
+    rows = np.arange(m.shape[0])
+    with np.errstate(invalid="ignore"):
+        u = (m - v).min(axis=1)
+    cx = m[rows, x]
+    slack = (cx - u) - v[x]
+    return not (np.abs(slack) > RTOL * ((np.abs(cx) + np.abs(u)) + np.abs(v[x]))).any()
+
+
+def _pair_duals_hold(m, v, x) -> bool:
+    """``jv.duals_hold``'s test: with u from the assigned pairs, every finite entry within the
+    rule."""
+    from .._exact import exact_excess
+    cx = m[np.arange(m.shape[0]), x]
+    u = cx - v[x]
+    with np.errstate(invalid="ignore"):
+        excess = exact_excess(u[:, None], v[None, :], m)
+        tol = RTOL * ((np.abs(m) + np.abs(u)[:, None]) + np.abs(v)[None, :])
+    return not ((excess > tol) & np.isfinite(m)).any()
+
+
+def _shortest_paths(m, integral: bool, v=None):
     """Assign every row of the canonical ``m`` (n1 <= n2, minimised; +inf forbidden) by
-    shortest augmenting paths from prices ``v`` with ``c_ij - u_i - v_j >= 0``; a square
-    problem starts from its column minima. Returns ``(status, x, y, v, rows evaluated)``;
-    NEEDS_EPSILON past ``jv.ROW_BUDGET`` rows a row, as the kernel (long paths: the ε path's
-    case). Each step works on whole rows: ``key`` holds the open columns' distances (closed
-    ones at ``big``, so that argmin skips them), ``bound`` the same with closed ones at
-    ``-big`` (so that no relaxation reaches them)."""
+    shortest augmenting paths; a square problem without start prices ``v`` starts from its
+    column minima (each taken by its row where free, last column first, as the kernel does).
+    Returns ``(status, x, y, v, rows evaluated)``; NEEDS_EPSILON past ROW_BUDGET rows a row,
+    as the kernel (long paths: the ε path's case).
+
+    As in the kernel, a search measures a row reached through its column ``jp`` at distance
+    ``low`` as ``((c_i - c_ij_p) - (v - v_jp)) + low``, clamped at ``low``, so rounding cannot
+    make a reduced cost negative. Each step works on whole rows: ``key`` holds the open
+    columns' distances (closed ones at ``big``, so that argmin skips them), ``bound`` the same
+    with closed ones at ``-big`` (so that no relaxation reaches them)."""
     n1, n2 = m.shape
     big = _INT_BIG if integral else np.inf
     x = np.full(n1, -1, np.int64)
     y = np.full(n2, -1, np.int64)
-    u = np.zeros(n1, m.dtype)
-    v = np.zeros(n2, m.dtype)
     reads = 0
     budget = ROW_BUDGET * n1 + 64
-    if n1 == n2:  # column reduction: each column's minimum, taken by its row where free
+    if v is not None:
+        v = v.copy()
+    elif n1 == n2:  # column reduction: each column's minimum, taken by its row where free
         v = m.min(axis=0)
         reads = n1
         if not integral and not np.isfinite(v).all():
             v = np.where(np.isfinite(v), v, 0.0)
         else:
             first = m.argmin(axis=0)
-            for j in range(n2):
+            for j in range(n2 - 1, -1, -1):
                 i = first[j]
                 if x[i] < 0:
                     x[i], y[j] = j, i
+    else:
+        v = np.zeros(n2, m.dtype)
     for f in range(n1):
         if x[f] >= 0:
             continue
@@ -202,14 +251,20 @@ def _shortest_paths(m, integral: bool):
         bound = key.copy()
         pred = np.full(n2, -1, np.int64)
         closed, at = [], []  # columns closed in order, their distances
-        reached = []         # rows reached through an assigned column, in order
-        i, low = f, m.dtype.type(0)
+        i, jp, low = f, -1, m.dtype.type(0)
         while True:
             reads += 1
             if reads > budget:
                 return NEEDS_EPSILON, x, y, v, reads
             with np.errstate(invalid="ignore"):
-                r = (low + (m[i] - u[i])) - v
+                if jp < 0:  # the free row: its reduced costs less their least
+                    red = m[f] - v
+                    least = red.min()
+                    if not least < big:
+                        return STATUS_INFEASIBLE, x, y, v, reads
+                    r = red - least
+                else:
+                    r = np.maximum(((m[i] - m[i, jp]) - (v - v[jp])) + low, low)
             better = r < bound
             key[better] = r[better]
             bound[better] = r[better]
@@ -228,15 +283,10 @@ def _shortest_paths(m, integral: bool):
             bound[j] = -big
             if y[j] < 0:
                 break
-            i = int(y[j])
-            reached.append(i)
+            i, jp = int(y[j]), j
         cols = np.array(closed)
         # prices: the closed columns fall by what their path saved on the final distance
         v[cols] -= low - np.array(at, dtype=m.dtype)
-        u[f] += low
-        if reached:
-            r_rows = np.array(reached)
-            u[r_rows] += low - np.array(at[:-1], dtype=m.dtype)
         while True:  # flip the path back to f
             i = int(pred[j])
             y[j] = i
