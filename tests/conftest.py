@@ -25,6 +25,12 @@ _cpu_solver.LOAD_WATCH = False
 # about uneven column slices, not speed: let them run on a 2-core machine
 _real_cores = _cpu_solver.available_cores()
 _cpu_solver.available_cores = lambda: max(4, _real_cores)
+# the small path's kernel from the first call, whatever Numba's disk cache holds (a clean
+# checkout holds nothing: its first calls would take the vector form, which
+# tests/test_first_call.py tests on its own)
+import epslap.cpu.jv_numpy as _jv_numpy  # noqa: E402
+
+_jv_numpy.COMPILE_S = 0.0
 
 
 def scipy_optimum(cost, maximize=False):

@@ -24,6 +24,7 @@ def uncompiled(monkeypatch, tmp_path):
     monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
     monkeypatch.setattr(jv, "_COMPILED", set())
     monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
+    monkeypatch.setattr(jv_numpy, "COMPILE_S", 15.0)  # conftest sets 0: the kernel at once
     monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
     monkeypatch.setattr(jv_numpy, "_UNSAVED", [0.0])
     monkeypatch.setattr(jv_numpy, "_BEFORE", [None])
@@ -98,6 +99,7 @@ def test_the_vector_form_gives_the_kernels_answer_where_it_is_delicate(monkeypat
     kernel = [epslap.solve(c, maximize=mx) for c, mx in cases]
     monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
     monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
+    monkeypatch.setattr(jv_numpy, "COMPILE_S", 15.0)  # conftest sets 0: the kernel at once
     monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
     monkeypatch.setattr(jv_numpy, "_UNSAVED", [0.0])
     monkeypatch.setattr(jv_numpy, "_BEFORE", [0.0])

@@ -36,8 +36,25 @@ def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0")
     with distributed.Client(cluster) as c:
+        c.register_plugin(_KernelFromTheFirstCall())  # kept by restarted workers too
         yield c
     cluster.close()
+
+
+try:
+    from distributed import WorkerPlugin as _WorkerPlugin
+except ImportError:  # the client fixture skips
+    _WorkerPlugin = object
+
+
+class _KernelFromTheFirstCall(_WorkerPlugin):
+    """On each worker, as conftest does here: the small path's kernel from the first call, so
+    that the workers' answers on ties are the test process's whatever Numba's disk cache
+    holds (a clean checkout's first calls would take the vector form)."""
+
+    def setup(self, worker):
+        import epslap.cpu.jv_numpy
+        epslap.cpu.jv_numpy.COMPILE_S = 0.0
 
 
 def mixed(tmp_path):
