@@ -52,7 +52,10 @@ def precompile(functions: bool = True, sources: bool = True) -> float:
     from numba import njit
 
     import costfns
+
+    from .cpu import jv_numpy
     t0 = time.perf_counter()
+    jv_numpy.compile_from_now()  # the small path's kernels, not its first calls' vector form
     rng = np.random.default_rng(0)
     for dtype in (np.float64, np.float32, np.int64, np.int32):
         solve(np.arange(9, dtype=dtype).reshape(3, 3))  # the small path

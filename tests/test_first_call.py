@@ -165,6 +165,15 @@ def test_a_cost_source_table_takes_the_vector_form_first(uncompiled):
     assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
 
 
+def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
+    """``epslap.precompile`` (and the benchmarks) want the kernels, not the first calls'
+    vector form: the small path's entries are compiled, and later calls use them."""
+    epslap.precompile(functions=False, sources=False)
+    assert all(jv._ENTRIES[t] is not None for t in jv._ENTRIES)
+    assert not jv_numpy.rent_pays()
+    assert epslap.solve(np.random.default_rng(6).random((20, 20))).stats["compiled"] is True
+
+
 _FRESH = """
 import numpy as np, epslap, epslap.cpu.jv as jv
 from scipy.optimize import linear_sum_assignment
