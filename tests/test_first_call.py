@@ -174,6 +174,16 @@ def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
     assert epslap.solve(np.random.default_rng(6).random((20, 20))).stats["compiled"] is True
 
 
+def test_the_disk_cache_is_read_per_signature():
+    """The small path's kernel is on disk here for float64 matrices (this process compiled or
+    loaded it), not for a signature never compiled."""
+    import numba
+    m = np.zeros((3, 3))
+    epslap.solve(m)
+    assert jv._on_disk(jv.solve_small, jv._signature(m))
+    assert not jv._on_disk(jv.solve_small, (numba.types.float64,))
+
+
 _FRESH = """
 import numpy as np, epslap, epslap.cpu.jv as jv
 from scipy.optimize import linear_sum_assignment

@@ -916,16 +916,15 @@ _NOT_ON_DISK: set = set()
 
 
 def _on_disk(dispatcher, sig) -> bool:
-    """Whether Numba's disk cache may hold ``dispatcher`` (for ``sig``): its index file exists
-    (a load, not a compile, would likely serve it; where it holds another signature, the
-    compile happens as before). The index is found through the dispatcher's cache object,
-    which Numba does not document: where that fails, True (compile as before). Asking the
-    cache itself (``load_overload``) would cost the first call 1.5 s of Numba's target set-up."""
-    import os
+    """Whether Numba's disk cache holds ``dispatcher`` for ``sig``: its index (current for the
+    source, else empty) names that signature (for this machine or another: where another, the
+    compile happens as before). Read through the dispatcher's cache object, which Numba does
+    not document: where that fails, True (compile as before). Asking the cache itself
+    (``load_overload``) would cost the first call 1.5 s of Numba's target set-up."""
     if (dispatcher, sig) in _NOT_ON_DISK:
         return False
     try:
-        held = os.path.exists(dispatcher._cache._cache_file._index_path)
+        held = any(key[0] == sig for key in dispatcher._cache._cache_file._load_index())
     except Exception:  # noqa: BLE001 - any change of Numba's internals: the old behaviour
         return True
     if not held:
