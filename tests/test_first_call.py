@@ -174,6 +174,25 @@ def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
     assert epslap.solve(np.random.default_rng(6).random((20, 20))).stats["compiled"] is True
 
 
+_RENTER = """
+import sys
+import epslap.cpu.jv_numpy as j
+j._rent_path = lambda: sys.argv[1]
+for _ in range(200):
+    j._add_rent(0.25)  # one line each (RENT_FLUSH_S)
+"""
+
+
+def test_processes_adding_rent_at_once_keep_every_second(tmp_path, monkeypatch):
+    """Four processes append their rent to one file at once: every line is kept (a rewrite of
+    the whole file had let one erase another's)."""
+    path = str(tmp_path / "rent")
+    procs = [subprocess.Popen([sys.executable, "-c", _RENTER, path]) for _ in range(4)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    monkeypatch.setattr(jv_numpy, "_rent_path", lambda: path)
+    assert jv_numpy._read_rent() == pytest.approx(4 * 200 * 0.25)
+
+
 def test_the_disk_cache_is_read_per_signature():
     """The small path's kernel is on disk here for float64 matrices (this process compiled or
     loaded it), not for a signature never compiled."""
