@@ -282,7 +282,7 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half, device=None) -> dic
     if device is not None:
         worst = device.scan_int(u, v, sign)
         if worst is not None:
-            picked[:] = list(device.pair_costs(r, k).tolist())
+            picked[:] = device.pair_costs(r, k).tolist()
             pieces = ()
     for rows, cols, block, here, chosen in pieces:
         if block.dtype.kind == "u" and block.size and int(block.max()) >= _INT64_SAFE // 2:

@@ -393,8 +393,10 @@ def _solve(args) -> int:
         # a cost source solved on the GPU is checked there too (every cost computed by its
         # device form); anything else on the host
         from costfns import CostSource
-        on_gpu = (args.backend == "gpu" and isinstance(cost, CostSource)
-                  and _has_device_form(cost))
+        on_gpu = args.backend == "gpu" and isinstance(cost, CostSource)
+        if on_gpu:
+            from .gpu.device_costs import device_form
+            on_gpu = device_form(cost) is not None
         if args.progress:  # the certificate reads every cost again: say so while it runs
             print(f"certificate: checking the duals against all {st['n_rows']:,} x "
                   f"{st['n_cols']:,} costs{' on the GPU' if on_gpu else ''}", file=sys.stderr,
@@ -420,15 +422,6 @@ def _solve(args) -> int:
             json.dump(result, fh, indent=1, default=float)
         print(f"wrote {args.json}")
     return 0
-
-
-def _has_device_form(source) -> bool:
-    """Whether the cost source computes its costs on a GPU (``cuda_source``)."""
-    try:
-        source.cuda_source()
-    except NotImplementedError:
-        return False
-    return True
 
 
 def _candidates(text: str):

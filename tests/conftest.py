@@ -30,7 +30,7 @@ _cpu_solver.available_cores = lambda: max(4, _real_cores)
 # tests/test_first_call.py tests on its own)
 import epslap.cpu.jv_numpy as _jv_numpy  # noqa: E402
 
-_jv_numpy.COMPILE_S = 0.0
+_jv_numpy.compile_from_now()
 
 
 def scipy_optimum(cost, maximize=False):

@@ -53,7 +53,8 @@ from . import jv_numpy
 from .kinds import is_integral
 
 #: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
-NEEDS_EPSILON = -1
+#: (one value for both forms of the small path: ``jv_numpy`` owns it)
+NEEDS_EPSILON = jv_numpy.NEEDS_EPSILON
 
 #: rows a problem's augmentations may read, per row, before the ε path takes it over
 #: (``jv_numpy.ROW_BUDGET``, 48, for both forms). Random, geometric, sanity and integer costs

@@ -24,7 +24,6 @@ HUGE = 2.0**900
 SCAN_MIN_ROWS = 256
 
 
-
 @njit(cache=True, nogil=True)
 def scan_rows(src, buf, us, vs, au, av, sign, first, stride, n1, out, flags):
     """Rows ``first, first + stride, …`` of ``src``: ``out[0]`` the largest excess over finite

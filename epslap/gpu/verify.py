@@ -12,15 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._exact import RTOL
+from ..cpu.verify_rows import HUGE
 from .runtime import cost_args, import_cupy, multiprocessors
 
 #: threads per block of verify.cu (VBLOCK) and blocks per multiprocessor
 BLOCK = 256
 BLOCKS_PER_SM = 4
-#: integer duals and costs below this magnitude keep u + v - c within int64 (verify.cu)
+#: integer duals and costs below this magnitude keep u + v - c within int64 (verify.cu); float
+#: costs at or above ``cpu.verify_rows.HUGE`` go to the host's check, as from the CPU's scan
 INT_BOUND = 2**61
-#: float costs at or above this magnitude go to the host's check (as ``cpu.verify_rows.HUGE``)
-FLOAT_HUGE = 2.0**900
 
 
 class DeviceCosts:
@@ -86,7 +86,7 @@ class DeviceCosts:
             flags = cupy.zeros(grid, np.int32)
             self._launch("verify_scan", grid, tuple(cupy.asarray(x, np.float64)
                                                     for x in (us, vs, au, av))
-                         + (np.float64(sign), np.float64(RTOL), np.float64(FLOAT_HUGE),
+                         + (np.float64(sign), np.float64(RTOL), np.float64(HUGE),
                             worst, over, flags))
             return (float(worst.max()), float(over.max()),
                     int(np.bitwise_or.reduce(flags.get())))
