@@ -43,6 +43,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="largest n with a dense reference solve (default: every n)")
     ap.add_argument("--matrix", action="store_true",
                     help="each class's costs as a matrix in memory instead of on demand")
+    ap.add_argument("--device", default=None,
+                    help="backend gpu: the devices of the candidates' streaming passes, "
+                         "'0,1' or 'all' (default: device 0)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="time the dense and auto runs this many times each, in turns, and "
                          "keep the best of each (ratios of short solves on a noisy machine)")
@@ -62,6 +65,11 @@ def run(args: argparse.Namespace, out: Output) -> None:
     import epslap
     gpu = args.backend == "gpu"
     opts = dict(backend=args.backend) if gpu else dict(threads=args.threads)
+    if args.device is not None:
+        if not gpu:
+            raise SystemExit("benchmarks candidates: --device needs --backend gpu")
+        opts["device"] = (args.device if args.device == "all"
+                          else [int(d) for d in args.device.split(",")])
     if not gpu:
         epslap.precompile()
     for name in ("geometric", "integer"):  # compile the candidates path's kernels
@@ -102,6 +110,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
                 else:
                     assert st.get("method") == "candidates", st.get("candidates")
                 rec = dict(cls=name, n=n, method=label, backend=args.backend,
+                           device=args.device,
                            form="matrix" if args.matrix else "on demand",
                            threads=st.get("threads"), seconds=t,
                            ratio=None if t_dense is None else t / t_dense,
@@ -151,7 +160,9 @@ def _pot(src, n, dense, t_dense, args, out, np) -> None:
 def render(meta: dict, rows: list[dict]) -> str:
     def num(x):
         return "–" if x is None else f"{x:,}"
-    body = [[r["cls"], r["n"], r["method"], r.get("backend", "cpu"), seconds(r["seconds"], 2),
+    body = [[r["cls"], r["n"], r["method"],
+             r.get("backend", "cpu") + (f" [{r['device']}]" if r.get("device") else ""),
+             seconds(r["seconds"], 2),
              "–" if r["ratio"] is None else f"{r['ratio']:.3f}",
              r["chose"] if r["declined"] is None else f"dense ({r['declined']})",
              num(r["rounds"]), num(r["candidate_edges"]), num(r["edges_added"]),

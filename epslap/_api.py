@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._validate import check_options
+from ._validate import check_options, device_ids
 from .cpu import jv as _jv
 from .candidates import HostPasses, candidates_per_row, matrix_sample, solve_candidates
 from .limit import check_cost_limit, solve_with_limit
@@ -96,13 +96,17 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         threads (same results).
     progress : bool
         Draw a progress bar on stderr during the passes (CPU backend).
-    device : int or list of int
+    device : int, list of int or "all"
         CUDA device for ``backend="gpu"`` and ``"hungarian-gpu"``. With ``backend="gpu"``, a
-        list of devices (``[0, 1]``) splits one problem's ε-passes over them: each GPU scans
-        its share of the columns, and the GPUs agree on every Dijkstra step through
+        list of devices (``[0, 1]``) or ``"all"`` (every visible device) spreads one problem
+        over them. The candidates method splits its streaming passes (candidates and
+        certificate: every cost, computed on the devices) by rows over the devices; its sparse
+        solve runs on the first. With a list, the dense ε method splits its passes too: each
+        GPU scans its share of the columns, and the GPUs agree on every Dijkstra step through
         peer-to-peer memory (a cost source with a device form or a matrix; the estimate, the
-        schedule and the certificate run on the first device). A device listed twice gets two
-        partitions on it (a test of the split on one GPU).
+        schedule and the certificate run on the first device); with ``"all"`` it runs on the
+        first device (its split pays from about n = 512,000 only). A device listed twice gets
+        two partitions on it (a test of the split on one GPU).
     cost_limit : float, optional
         Let rows and columns stay unmatched, each at the price ``cost_limit / 2`` (lap's and
         lapcpp's convention): a pair is matched only where that pays, a cost below the limit
@@ -215,11 +219,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         from .locality import relabeled
         labeled, order = relabeled(cost)  # a point set in a spatial order (epslap.locality)
         if backend == "gpu":
-            if not isinstance(device, int):
-                raise ValueError("candidates on backend='gpu' run on one device: pass "
-                                 "device=<int>")
             from .gpu.candidates import DevicePasses
-            passes = DevicePasses(labeled, maximize, device)
+            passes = DevicePasses(labeled, maximize, device_ids(device))
         else:
             from .lifted import applies
             from .point_passes import PointPasses
@@ -230,6 +231,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                                          order=order, spread=spread)
         if sol is not None:
             return sol
+    if isinstance(device, str):  # "all": the dense method on the first (its split over GPUs
+        device = device_ids(device)[0]  # pays at n >= 512,000 only: a list asks for it)
     if declined is not None:
         sol = solve(cost, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,
                     cache=cache, threads=threads, progress=progress, device=device,
@@ -295,6 +298,8 @@ def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, r
             raise ValueError(f"{name} does not apply to a sparse cost")
     auction_of = None
     if backend == "gpu":
+        if isinstance(device, str):
+            device = device_ids(device)[0]
         if not isinstance(device, int):
             raise ValueError("a sparse cost on backend='gpu' runs on one device: pass "
                              "device=<int>")

@@ -267,21 +267,26 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
     if threads is not None and not is_count(threads, 1):
         raise ValueError(f"threads must be None or a positive integer, got {threads!r}")
     if not is_count(device, 0):
-        if backend == "gpu" and isinstance(device, (list, tuple)):
+        every = isinstance(device, str) and device == "all"
+        if backend == "gpu" and (isinstance(device, (list, tuple)) or every):
             device_ids(device)  # several GPUs: one problem split over them
         else:
-            raise ValueError(f"device must be an integer >= 0 (a list of them with "
+            raise ValueError(f"device must be an integer >= 0 (a list of them, or 'all', with "
                              f"backend='gpu'), got {device!r}")
 
 
 def device_ids(device) -> tuple[int, ...]:
     """``device`` as a tuple of device ids (an int: one device; a list: one problem split over
-    them, ``epslap.gpu.split``), with a clear error otherwise."""
+    them; ``"all"``: every visible device), with a clear error otherwise."""
     if is_count(device, 0):
         return (int(device),)
+    if isinstance(device, str) and device == "all":
+        from .gpu.runtime import import_cupy
+        count = import_cupy().cuda.runtime.getDeviceCount()
+        return tuple(range(count))
     if isinstance(device, (list, tuple)) and device and all(is_count(d, 0) for d in device):
         return tuple(int(d) for d in device)
-    raise ValueError(f"device must be an integer >= 0 or a non-empty list of them, got "
+    raise ValueError(f"device must be an integer >= 0, a non-empty list of them or 'all', got "
                      f"{device!r}")
 
 

@@ -298,18 +298,24 @@ def test_gpu_candidates_beyond_the_default_list_length():
 
 @gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("blocks", ["full", "one"])
-def test_gpu_passes_equal_the_cpu_passes(blocks, monkeypatch):
+@pytest.mark.parametrize("blocks, device", [("full", 0), ("one", 0), ("full", (0, 0, 0))])
+def test_gpu_passes_equal_the_cpu_passes(blocks, device, monkeypatch):
     """Same costs, same arithmetic (no fused multiply-add): the same candidates, the same
-    failing rows and pairs; with one block of threads, each thread scans several rows."""
+    failing rows and pairs; with one block of threads, each thread scans several rows; with
+    the rows split over three partitions of the device, each its share (``device=[0, 0, 0]``:
+    a test of the split over GPUs on one), in the order asked."""
     import epslap.gpu.candidates as gc
     for name in ("geometric", "integer", "random"):
         src = costfns.problem(name, 700, seed=6)
-        host, dev = cand.HostPasses(src, False, 2), gc.DevicePasses(src, False, 0)
+        host, dev = cand.HostPasses(src, False, 2), gc.DevicePasses(src, False, device)
+        assert len(dev.parts) == (1 if device == 0 else 3)
         if blocks == "one":
             monkeypatch.setattr(gc, "PASS_BLOCKS_PER_SM", 1)
-            dev.sms = 1
+            for part in dev.parts:
+                part.sms = 1
         rows = np.arange(700, dtype=np.int64)
+        if device != 0:
+            rows = np.random.default_rng(2).permutation(rows)
         rng = np.random.default_rng(1)
         v = (rng.random(700) * 0.05).astype(host.work) if name != "integer" else \
             rng.integers(0, 5000, 700).astype(np.int64)
@@ -327,7 +333,7 @@ def test_gpu_passes_equal_the_cpu_passes(blocks, monkeypatch):
             np.testing.assert_array_equal(g, w)
         # each row's least reduced cost beside its pair: exact, or a lower bound of it where
         # the device skipped tiles by their box bound (a point set)
-        if dev.boxes is None:
+        if dev.parts[0].boxes is None:
             np.testing.assert_array_equal(got[4], want[4])
         else:
             assert (got[4] <= want[4]).all()
@@ -336,7 +342,7 @@ def test_gpu_passes_equal_the_cpu_passes(blocks, monkeypatch):
 @gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["sq2", "sq3", "euclid2", "unordered"])
-def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind, monkeypatch):
+def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind):
     """The passes of a point set with tiles skipped by their box bound return what the full
     scan returns (candidates under zero and under solved prices; the certificate's failing rows
     and pairs under prices that break it); the rows of a relabeled set skip most tiles."""
@@ -349,11 +355,9 @@ def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind, monkeypatch
     if kind != "unordered":
         src, _ = relabeled(src)
     boxed = gc.DevicePasses(src, False, 0)
-    assert boxed.boxes is not None
+    assert boxed.parts[0].boxes is not None
     full = gc.DevicePasses(src, False, 0)
-    full.boxes = None
-    monkeypatch.setattr(full, "module", gc.candidates_module(
-        full.cupy, src.cuda_source().code, False, gc.LIST_MAX))
+    full.parts[0].boxes = None  # the passes' module of a scan without the bound
     rows = np.arange(n, dtype=np.int64)
     sol = epslap.solve(src, candidates=True)
     v = np.asarray(sol.v, np.float64)
@@ -406,7 +410,7 @@ def test_gpu_auction_phase_is_eps_complementary(blocks, monkeypatch):
     monkeypatch.setattr(gc, "AUCTION_HOST_BELOW", 1)  # every bid on the device
     if blocks == "one":  # each thread bids for several rows
         monkeypatch.setattr(gc, "AUCTION_BLOCKS_PER_SM", 1)
-        dev.sms = 1
+        dev.parts[0].sms = 1
     v = np.zeros(n)
     r2c, c2r = np.full(n, -1), np.full(n, -1)
     eps = 1e-3

@@ -178,3 +178,74 @@ def test_two_gpus_with_the_default_grid():
     assert split.stats["grid"] == sum(split.stats["grid_per_device"]) > one.stats["grid"]
     assert not split.stats["gpu_single_block_rerun"]
     assert split.cost == pytest.approx(one.cost, rel=1e-12)
+
+
+CANDIDATE_CASES = {  # name: (cost, maximize): a point set (box bound), a matrix, integers
+    "geometric": (lambda: costfns.problem("geometric", 3000, seed=11), False),
+    "matrix": (lambda: costfns.generate("random", 1500, seed=12), False),
+    "integer max": (lambda: costfns.problem("integer", 1200, seed=13), True),
+    "rectangular T": (lambda: costfns.SqEuclidean(np.random.default_rng(14).random((2600, 2)),
+                                                  np.random.default_rng(15).random((1700, 2))),
+                      False),
+}
+
+
+def _same_candidates_solve(a, b, cost, maximize=False):
+    """The same optimum (the device's auction, every free row bidding at once, may end on
+    another of equal cost: its bids race); ``b``'s duals certify it (the host's check)."""
+    assert a.stats["method"] == b.stats["method"] == "candidates"
+    assert epslap.verify(cost, b.row_ind, b.col_ind, b.u, b.v, maximize=maximize)["optimal"]
+    if np.issubdtype(np.asarray(a.v).dtype, np.integer):
+        assert a.cost == b.cost
+    else:
+        assert a.cost == pytest.approx(b.cost, rel=1e-12)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CANDIDATE_CASES))
+def test_candidates_split_over_partitions_equal_one_device(name):
+    """The candidates method's streaming passes split by rows (``device=[0, 0]``: two
+    partitions of one GPU; ``test_gpu_passes_equal_the_cpu_passes`` compares the split passes
+    themselves): the one-device optimum, certified."""
+    make, maximize = CANDIDATE_CASES[name]
+    cost = make()
+    one = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True)
+    split = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True,
+                         device=[0, 0])
+    _same_candidates_solve(one, split, cost, maximize)
+    if isinstance(cost, np.ndarray):
+        assert_optimal(cost, split, maximize=maximize)
+
+
+@gpu
+@pytest.mark.gpu
+def test_every_device():
+    """``device="all"``: the candidates' passes over every visible GPU; a dense solve on the
+    first."""
+    cost = costfns.problem("geometric", 2000, seed=16)
+    one = epslap.solve(cost, backend="gpu", candidates=True)
+    every = epslap.solve(cost, backend="gpu", candidates=True, device="all")
+    _same_candidates_solve(one, every, cost)
+    dense = epslap.solve(cost, backend="gpu", candidates=False, device="all")
+    assert dense.cost == pytest.approx(one.cost, rel=1e-12)
+    assert dense.stats["devices"] == [0]
+
+
+def test_every_device_is_for_the_gpu_backend():
+    with pytest.raises(ValueError, match="device must be an integer"):
+        epslap.solve(np.eye(3), device="all")
+    with pytest.raises(ValueError, match="device must be"):
+        epslap.solve(np.eye(3), backend="gpu", device="every")
+
+
+@two_gpus
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["geometric", "integer max"])
+def test_candidates_on_two_gpus_equal_one(name):
+    make, maximize = CANDIDATE_CASES[name]
+    cost = make()
+    one = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True)
+    split = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True,
+                         device=[0, 1])
+    _same_candidates_solve(one, split, cost, maximize)

@@ -44,11 +44,12 @@ class DevicePasses:
     threads = None
     pass_method = "scan"
 
-    def __init__(self, cost, maximize: bool, device: int):
+    def __init__(self, cost, maximize: bool, device: int | tuple[int, ...]):
         from costfns import CostSource
         cupy = self.cupy = import_cupy()
-        self.device = device
-        with cupy.cuda.Device(device):
+        devices = (device,) if isinstance(device, int) else tuple(device)
+        self.device = devices[0]  # the auction's, and that of a CuPy matrix's canonical form
+        with cupy.cuda.Device(self.device):
             if isinstance(cost, CostSource):
                 self.shape = tuple(cost.shape)
                 src, self.transposed = oriented_source(cost)
@@ -60,7 +61,7 @@ class DevicePasses:
                 self.integral = np.dtype(src.dtype).kind in "iu"
                 n1, n2 = src.shape
                 if self.integral:
-                    check_device_range(cc, n1, n2, device)
+                    check_device_range(cc, n1, n2, self.device)
                 if maximize:
                     cc = negated(cc)
                 points = None if maximize else _box_points(src)
@@ -70,62 +71,82 @@ class DevicePasses:
                 self.shape = m.shape[::-1] if self.transposed else m.shape
                 n1, n2 = m.shape
                 cc = matrix_cost(m)
-            self.n1, self.n2 = n1, n2
-            self.work = np.dtype(np.int64 if self.integral else np.float64)
-            self.args, self._arrays = cost_args(cupy, cc, n1, n2)
-            self.boxes = None if points is None else TileBoxes(cupy, *points)
-            self.code = cc.code
-            self.module = self._module(LIST_MAX)
-            self.sms = multiprocessors(cupy)
+        self.n1, self.n2 = n1, n2
+        self.work = np.dtype(np.int64 if self.integral else np.float64)
+        self.code = cc.code
+        # the streaming passes split the rows over the devices, each with its own copy of the
+        # cost's arrays (a device listed twice holds two: a test of the split on one GPU)
+        self.parts = [_DevicePart(cupy, d, cc, n1, n2, points) for d in devices]
+        self.module = self._module(LIST_MAX, self.parts[0])
         self._csr = None
         self._host_phase = None
         self.auction_log: list = []  # per phase: (eps, device rounds, device bids, host bids,
         #                               device s, host s)
 
-    def _module(self, k_max: int):
-        """The passes' module whose rows keep lists of up to ``k_max`` entries."""
-        boxes = self.boxes
-        return candidates_module(self.cupy, self.code, self.integral, k_max,
-                                 0 if boxes is None else boxes.dim,
-                                 boxes is not None and boxes.root)
+    def _module(self, k_max: int, part):
+        """The passes' module on ``part``'s device whose rows keep lists of up to ``k_max``
+        entries (built once per device)."""
+        boxes = part.boxes
+        with self.cupy.cuda.Device(part.device):
+            return candidates_module(self.cupy, self.code, self.integral, k_max,
+                                     0 if boxes is None else boxes.dim,
+                                     boxes is not None and boxes.root)
 
     def _scan(self, v, u, own, rows, k: int, rel: float):
+        """Start the pass over ``rows`` on every device, each over its share (consecutive rows:
+        neighbours in a point set's spatial order skip the same tiles): ``[(part, share,
+        outputs)]``, the outputs still on their devices (``scan_rows``'s, then the rows'
+        least reduced costs)."""
+        shares = np.array_split(rows, len(self.parts))
+        return [(part, share, self._launch(part, v, u, own, share, k, rel))
+                for part, share in zip(self.parts, shares)]
+
+    def _launch(self, part, v, u, own, rows, k: int, rel: float):
         cupy = self.cupy
-        # a longer list than the default build's has its own build
-        module = self.module if k <= LIST_MAX else self._module(k)
-        m = rows.size
-        row_min = cupy.zeros(m, np.float64)
-        out = (cupy.zeros((m, k), np.int64), cupy.zeros((m, k), self.work),
-               cupy.zeros(m, np.int32), cupy.zeros(m, self.work),
-               cupy.zeros(1, np.uint64), cupy.zeros(1, np.int32))
-        if m:
-            grid = (min(PASS_BLOCKS_PER_SM * self.sms, -(-m // BLOCK)),)
-            null = np.uint64(0)
-            u_arg = null if u is None else cupy.asarray(u, self.work)
-            own_arg = null if own is None else cupy.asarray(own, np.int64)
-            box = (null,) * 3 if self.boxes is None else self.boxes.args(v)
-            module.get_function("scan_rows")(
-                grid, (BLOCK,), (*self.args, cupy.asarray(v, self.work), u_arg,
-                                 np.float64(rel), cupy.asarray(rows, np.int64), own_arg,
-                                 np.int64(m), np.int32(k), *box, row_min, *out))
-        return out + (row_min,)
+        with cupy.cuda.Device(part.device):
+            # a longer list than the default build's has its own build
+            module = self._module(max(k, LIST_MAX), part)
+            m = rows.size
+            row_min = cupy.zeros(m, np.float64)
+            out = (cupy.zeros((m, k), np.int64), cupy.zeros((m, k), self.work),
+                   cupy.zeros(m, np.int32), cupy.zeros(m, self.work),
+                   cupy.zeros(1, np.uint64), cupy.zeros(1, np.int32))
+            if m:
+                grid = (min(PASS_BLOCKS_PER_SM * part.sms, -(-m // BLOCK)),)
+                null = np.uint64(0)
+                u_arg = null if u is None else cupy.asarray(u, self.work)
+                own_arg = null if own is None else cupy.asarray(own, np.int64)
+                box = (null,) * 3 if part.boxes is None else part.boxes.args(v)
+                module.get_function("scan_rows")(
+                    grid, (BLOCK,), (*part.args, cupy.asarray(v, self.work), u_arg,
+                                     np.float64(rel), cupy.asarray(rows, np.int64), own_arg,
+                                     np.int64(m), np.int32(k), *box, row_min, *out))
+            return out + (row_min,)
 
     def candidates(self, v, k: int, rows, maximize: bool):
-        """``HostPasses.candidates`` on the device."""
-        with self.cupy.cuda.Device(self.device):
-            cols, vals, counts, diag, big, flags, _ = self._scan(v, None, None, rows, k, 0.0)
-            biggest = float(big.get().view(np.float64)[0])
-            check_values(self, int(flags.get()[0]), biggest, maximize)
-            return cols.get(), vals.get(), counts.get().astype(np.int64), diag.get()
+        """``HostPasses.candidates`` on the devices."""
+        got = []
+        flags, biggest = 0, 0.0
+        for part, _, (cols, vals, counts, diag, big, seen, _) in self._scan(v, None, None, rows,
+                                                                          k, 0.0):
+            with self.cupy.cuda.Device(part.device):
+                biggest = max(biggest, float(big.get().view(np.float64)[0]))
+                flags |= int(seen.get()[0])
+                got.append((cols.get(), vals.get(), counts.get().astype(np.int64), diag.get()))
+        check_values(self, flags, biggest, maximize)
+        return tuple(np.concatenate(x) for x in zip(*got))
 
     def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
-        """``HostPasses.certify`` on the device: only the failing rows' pairs come back."""
+        """``HostPasses.certify`` on the devices: only the failing rows' pairs come back."""
         cupy = self.cupy
-        with cupy.cuda.Device(self.device):
-            cols, vals, counts, _, _, _, row_min = self._scan(v, u, row_to_col, rows, cap, rel)
-            at = cupy.flatnonzero(counts)
-            return (rows[at.get()], cols[at].get(), vals[at].get(),
-                    counts[at].get().astype(np.int64), row_min.get())
+        got = []
+        for part, share, (cols, vals, counts, _, _, _, row_min) in self._scan(
+                v, u, row_to_col, rows, cap, rel):
+            with cupy.cuda.Device(part.device):
+                at = cupy.flatnonzero(counts)
+                got.append((share[at.get()], cols[at].get(), vals[at].get(),
+                            counts[at].get().astype(np.int64), row_min.get()))
+        return tuple(np.concatenate(x) for x in zip(*got))
 
     def _host_auction(self):
         """The host's end of an auction phase: the rows the device left free, shared among
@@ -155,7 +176,7 @@ class DevicePasses:
             d_r2c = cupy.asarray(row_to_col)
             d_c2r = cupy.asarray(col_to_row)
             counters = cupy.zeros(5, np.uint64)
-            grid = (AUCTION_BLOCKS_PER_SM * self.sms,)
+            grid = (AUCTION_BLOCKS_PER_SM * self.parts[0].sms,)
             work = self.work.type
             self.module.get_function("auction_phase")(
                 grid, (BLOCK,), (d_ptr, d_idx, d_data, d_v, d_r2c, d_c2r, col_key, winner,
@@ -195,6 +216,18 @@ def _box_points(src):
     if not largest * 1.01 <= float_cost_limit(src.shape):
         return None
     return x, y, type(src) is Euclidean
+
+
+class _DevicePart:
+    """One device's share of the passes: its copy of the cost's arrays (and of the points'
+    tile boxes) and its multiprocessors."""
+
+    def __init__(self, cupy, device: int, cc, n1: int, n2: int, points):
+        self.device = device
+        with cupy.cuda.Device(device):
+            self.args, self._arrays = cost_args(cupy, cc, n1, n2)
+            self.boxes = None if points is None else TileBoxes(cupy, *points)
+            self.sms = multiprocessors(cupy)
 
 
 class TileBoxes:
