@@ -243,11 +243,10 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     every_row = np.arange(n1, dtype=np.int64)
     cand_cols, cand_vals, counts, diag = prob.candidates(v, k, every_row, maximize)
     time_candidates = time.perf_counter() - t0
+    if progress:  # a clock for the first use's compile, instead of silence inside the solve
+        _compile_kernels(prob.integral)
     sparse = _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, prob.integral)
     del cand_cols, cand_vals
-    if progress:  # a clock for the first use's compile, instead of silence inside the solve
-        from .sparse import compile_kernels
-        compile_kernels(sparse, progress=True)
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
     edges0 = int(sparse.data.size)
     rounds, added, streamed, first_failing = 0, 0, 0, 0
@@ -428,40 +427,33 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
         check_float_range(biggest, prob.shape)
 
 
+def _compile_kernels(integral: bool) -> float:
+    """Compile the sparse solve's kernels and the CSR builders below, with a running clock."""
+    from .cpu.candidates import appended_pairs, lists_to_csr
+    from .cpu.solver import compile_kernels
+    from .sparse import kernel_table
+    work = np.int64 if integral else np.float64
+    lists = (np.zeros((1, 1), np.int64), np.zeros((1, 1), work), np.zeros(1, np.int64))
+    csr = (np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1, work))
+    builders = [(lists_to_csr, lists + (np.zeros(1, work), not integral)),
+                (appended_pairs, csr + (np.zeros(1, np.int64),) + lists)]
+    return compile_kernels(kernel_table(integral) + builders, True, "the sparse solve")
+
+
 def _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, integral) -> SparseProblem:
     """The candidate pairs, with (i, i) added where finite and not among them."""
-    k = cand_cols.shape[1]
-    kept = np.arange(k)[None, :] < counts[:, None]
-    has_diag = ((cand_cols == np.arange(n1)[:, None]) & kept).any(axis=1)
-    need = ~has_diag & (np.isfinite(diag) if not integral else True)
-    base = SparseProblem(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-                         cand_cols[kept], cand_vals[kept], n1, n2, False, integral)
-    rows = np.flatnonzero(need)
-    return _merged(base, rows, rows[:, None], diag[rows].astype(cand_vals.dtype)[:, None],
-                   np.ones(rows.size, np.int64))
+    from .cpu.candidates import lists_to_csr
+    indptr, indices, data = lists_to_csr(cand_cols, cand_vals, counts,
+                                         diag.astype(cand_vals.dtype), not integral)
+    return SparseProblem(indptr, indices, data, n1, n2, False, integral)
 
 
 def _merged(prob: SparseProblem, rows, add_cols, add_vals, add_counts) -> SparseProblem:
     """``prob`` with row ``rows[t]``'s pairs ``add_cols[t, :add_counts[t]]`` appended: the
-    certificate's violators and the identity pairs not among the candidates (pairs the row does
-    not hold), or the second candidate pass's (which may repeat a held pair at the same cost:
-    a pair stored twice changes no search)."""
-    n1 = prob.n1
-    lens = np.diff(prob.indptr)
-    extra = np.zeros(n1, np.int64)
-    extra[rows] = add_counts
-    indptr = np.zeros(n1 + 1, np.int64)
-    np.cumsum(lens + extra, out=indptr[1:])
-    indices = np.empty(int(indptr[-1]), np.int64)
-    data = np.empty(int(indptr[-1]), prob.data.dtype)
-    # the old pairs keep their order, each row shifted by the pairs added before it
-    shift = np.repeat(indptr[:-1] - prob.indptr[:-1], lens)
-    at = np.arange(prob.indices.size, dtype=np.int64) + shift
-    indices[at] = prob.indices
-    data[at] = prob.data
-    cap = add_cols.shape[1]
-    new_mask = np.arange(cap)[None, :] < add_counts[:, None]
-    new_at = (indptr[rows] + lens[rows])[:, None] + np.arange(cap)[None, :]
-    indices[new_at[new_mask]] = add_cols[new_mask]
-    data[new_at[new_mask]] = add_vals[new_mask]
+    certificate's violators, or the second candidate pass's (which may repeat a held pair at
+    the same cost: a pair stored twice changes no search)."""
+    from .cpu.candidates import appended_pairs
+    indptr, indices, data = appended_pairs(prob.indptr, prob.indices, prob.data,
+                                           np.asarray(rows, np.int64), add_cols,
+                                           add_vals.astype(prob.data.dtype), add_counts)
     return prob._replace(indptr=indptr, indices=indices, data=data)

@@ -184,21 +184,19 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     return row_to_col, v, assigned, stats
 
 
-def compile_kernels(prob: SparseProblem, progress: bool = False) -> float:
-    """Compile (or load) the sparse solve's kernels for ``prob``'s types before it runs, with a
-    running clock when ``progress`` and this process has not compiled them yet; returns the
-    seconds spent (a compile would otherwise happen, silently, inside the first solve)."""
+def kernel_table(integral: bool) -> list:
+    """The sparse solve's kernels with arguments of its types (``cpu.solver.compile_kernels``
+    compiles them, with a running clock where asked, before a solve that would otherwise
+    compile them silently)."""
     from .cpu import sparse as core
-    from .cpu.solver import compile_kernels as compile_all
-    work = np.int64 if prob.integral else np.float64
-    big = work(INT_BIG) if prob.integral else np.inf
+    work = np.int64 if integral else np.float64
+    big = work(INT_BIG) if integral else np.inf
     one = np.zeros(1, np.int64)
-    args = (prob.indptr, prob.indices, prob.data, np.zeros(1, work), one, one.copy(),
+    args = (np.zeros(2, np.int64), one, np.zeros(1, work), np.zeros(1, work), one, one.copy(),
             np.zeros(1, work), big)
-    kernels = [(core.prepare, args), (core.greedy, args),
-               (core.augment, args + (np.zeros(4, np.int64),)),
-               (core.auction, args[:6] + (work(1), work(1), np.int64(1), big))]
-    return compile_all(kernels, progress, "the sparse solve")
+    return [(core.prepare, args), (core.greedy, args),
+            (core.augment, args + (np.zeros(4, np.int64),)),
+            (core.auction, args[:6] + (work(1), work(1), np.int64(1), big))]
 
 
 def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilons,

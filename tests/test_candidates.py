@@ -423,3 +423,41 @@ def test_gpu_auction_phase_is_eps_complementary(blocks, monkeypatch):
         red = prob.data[lo:hi] - v[prob.indices[lo:hi]]
         mine = prob.data[lo:hi][prob.indices[lo:hi] == r2c[i]][0] - v[r2c[i]]
         assert mine <= red.min() + eps * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("integral", [False, True])
+def test_candidate_lists_to_csr_and_appended_pairs(integral):
+    """The compiled CSR build of the candidate lists (the identity pair appended where a row
+    lacks it and its cost is finite) and the appending of certificate pairs, row by row
+    against a plain Python reading of the same lists."""
+    rng = np.random.default_rng(3)
+    n1, n2, k = 40, 55, 6
+    work = np.int64 if integral else np.float64
+    counts = rng.integers(0, k + 1, n1)
+    cols = rng.integers(0, n2, (n1, k))
+    cols[::5, 0] = np.arange(0, n1, 5)  # some rows hold their identity pair
+    vals = (rng.integers(-50, 50, (n1, k)) if integral else rng.random((n1, k))).astype(work)
+    diag = rng.random(n1) if not integral else rng.integers(0, 9, n1)
+    if not integral:
+        diag[3] = np.inf  # not finite: not appended
+    prob = cand._candidate_csr(n1, n2, cols, vals, counts, diag, integral)
+    rows_want = []
+    for i in range(n1):
+        pairs = list(zip(cols[i, :counts[i]], vals[i, :counts[i]]))
+        if i not in cols[i, :counts[i]] and np.isfinite(diag[i]):
+            pairs.append((i, work(diag[i])))
+        rows_want.append(pairs)
+
+    def rows_of(p):
+        return [list(zip(p.indices[p.indptr[i]:p.indptr[i + 1]],
+                         p.data[p.indptr[i]:p.indptr[i + 1]])) for i in range(n1)]
+    assert rows_of(prob) == rows_want and prob.data.dtype == work
+    add_rows = np.array([0, 7, 39])
+    add_counts = np.array([2, 0, 3])
+    add_cols = rng.integers(0, n2, (3, 3))
+    add_vals = rng.integers(0, 9, (3, 3)).astype(work)
+    merged = cand._merged(prob, add_rows, add_cols, add_vals, add_counts)
+    for t, i in enumerate(add_rows):
+        rows_want[i] = rows_want[i] + list(zip(add_cols[t, :add_counts[t]],
+                                                add_vals[t, :add_counts[t]]))
+    assert rows_of(merged) == rows_want

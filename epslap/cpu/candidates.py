@@ -127,3 +127,61 @@ def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, 
             add_vals[t, q] = row[add_cols[t, q]]
         add_counts[t] = count
         row_min[t] = best
+
+
+@njit(cache=True, nogil=True)
+def lists_to_csr(cols, vals, counts, diag, finite_only):
+    """The candidate pairs as CSR rows (``epslap.sparse_input.SparseProblem``'s arrays): row
+    ``i``'s ``cols[i, :counts[i]]`` at ``vals``, then the identity pair ``(i, i)`` at
+    ``diag[i]`` where ``i`` is not among them (and, ``finite_only``, ``diag[i]`` is finite), so
+    that the pairs hold a complete assignment wherever the identity's costs are finite."""
+    n1 = counts.size
+    add = np.zeros(n1, np.bool_)
+    indptr = np.empty(n1 + 1, np.int64)
+    indptr[0] = 0
+    for i in range(n1):
+        held = False
+        for t in range(counts[i]):
+            if cols[i, t] == i:
+                held = True
+                break
+        add[i] = not held and (not finite_only or diag[i] - diag[i] == 0)
+        indptr[i + 1] = indptr[i] + counts[i] + add[i]
+    indices = np.empty(indptr[n1], np.int64)
+    data = np.empty(indptr[n1], vals.dtype)
+    for i in range(n1):
+        p, c = indptr[i], counts[i]
+        indices[p:p + c] = cols[i, :c]
+        data[p:p + c] = vals[i, :c]
+        if add[i]:
+            indices[p + c] = i
+            data[p + c] = diag[i]
+    return indptr, indices, data
+
+
+@njit(cache=True, nogil=True)
+def appended_pairs(indptr, indices, data, rows, add_cols, add_vals, add_counts):
+    """CSR rows with row ``rows[t]``'s pairs ``add_cols[t, :add_counts[t]]`` (at ``add_vals``)
+    appended after its own (``rows`` distinct): the new ``(indptr, indices, data)``, each row's
+    old pairs in their order."""
+    n1 = indptr.size - 1
+    at = np.full(n1, -1, np.int64)
+    for t in range(rows.size):
+        at[rows[t]] = t
+    out_ptr = np.empty(n1 + 1, np.int64)
+    out_ptr[0] = 0
+    for i in range(n1):
+        extra = add_counts[at[i]] if at[i] >= 0 else 0
+        out_ptr[i + 1] = out_ptr[i] + (indptr[i + 1] - indptr[i]) + extra
+    out_idx = np.empty(out_ptr[n1], np.int64)
+    out_data = np.empty(out_ptr[n1], data.dtype)
+    for i in range(n1):
+        lo, hi, p = indptr[i], indptr[i + 1], out_ptr[i]
+        out_idx[p:p + hi - lo] = indices[lo:hi]
+        out_data[p:p + hi - lo] = data[lo:hi]
+        t = at[i]
+        if t >= 0:
+            q, c = p + hi - lo, add_counts[t]
+            out_idx[q:q + c] = add_cols[t, :c]
+            out_data[q:q + c] = add_vals[t, :c]
+    return out_ptr, out_idx, out_data
