@@ -34,6 +34,7 @@ TABLES = {
     "resume": ("resume", "CPU: a killed solve resumed from its checkpoint; warm starts"),
     "p2p": ("p2p", "a Dijkstra step's agreement between two GPUs (peer access; needs GPUs)"),
     "split": ("split", "one problem split over two GPUs against one (needs GPUs)"),
+    "passes": ("passes", "the candidates' streaming passes on one GPU and on several (GPUs)"),
 }
 
 #: what a result file's name says about its table, for files without meta["table"]

@@ -65,6 +65,11 @@ def run(args: argparse.Namespace, out: Output) -> None:
     import epslap
     gpu = args.backend == "gpu"
     opts = dict(backend=args.backend) if gpu else dict(threads=args.threads)
+    if gpu:
+        from ._common import require_gpu
+        rt = require_gpu("candidates").cuda.runtime
+        out.meta["gpu"] = " + ".join(rt.getDeviceProperties(d)["name"].decode()
+                                     for d in range(rt.getDeviceCount()))
     if args.device is not None:
         if not gpu:
             raise SystemExit("benchmarks candidates: --device needs --backend gpu")

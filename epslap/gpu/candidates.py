@@ -124,29 +124,40 @@ class DevicePasses:
             return out + (row_min,)
 
     def candidates(self, v, k: int, rows, maximize: bool):
-        """``HostPasses.candidates`` on the devices."""
-        got = []
-        flags, biggest = 0, 0.0
-        for part, _, (cols, vals, counts, diag, big, seen, _) in self._scan(v, None, None, rows,
-                                                                          k, 0.0):
-            with self.cupy.cuda.Device(part.device):
-                biggest = max(biggest, float(big.get().view(np.float64)[0]))
-                flags |= int(seen.get()[0])
-                got.append((cols.get(), vals.get(), counts.get().astype(np.int64), diag.get()))
-        check_values(self, flags, biggest, maximize)
-        return tuple(np.concatenate(x) for x in zip(*got))
+        """``HostPasses.candidates`` on the devices: each device's share copied straight into
+        its rows of the host's arrays, the devices' copies at once (threads)."""
+        cupy = self.cupy
+        m = rows.size
+        lists = (np.empty((m, k), np.int64), np.empty((m, k), self.work), np.empty(m, np.int32),
+                 np.empty(m, self.work))
+        pending = self._scan(v, None, None, rows, k, 0.0)
+        ends = np.cumsum([share.size for _, share, _ in pending])
+
+        def gather(t):
+            part, share, out = pending[t]
+            lo, hi = ends[t] - share.size, ends[t]
+            with cupy.cuda.Device(part.device):
+                for host, dev in zip(lists, out[:4]):
+                    cupy.asnumpy(dev, out=host[lo:hi])
+                return float(out[4].get().view(np.float64)[0]), int(out[5].get()[0])
+        seen = _each(gather, len(pending))
+        check_values(self, int(np.bitwise_or.reduce([f for _, f in seen])),
+                     max(b for b, _ in seen), maximize)
+        cols, vals, counts, diag = lists
+        return cols, vals, counts.astype(np.int64), diag
 
     def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
         """``HostPasses.certify`` on the devices: only the failing rows' pairs come back."""
         cupy = self.cupy
-        got = []
-        for part, share, (cols, vals, counts, _, _, _, row_min) in self._scan(
-                v, u, row_to_col, rows, cap, rel):
+        pending = self._scan(v, u, row_to_col, rows, cap, rel)
+
+        def gather(t):
+            part, share, (cols, vals, counts, _, _, _, row_min) = pending[t]
             with cupy.cuda.Device(part.device):
                 at = cupy.flatnonzero(counts)
-                got.append((share[at.get()], cols[at].get(), vals[at].get(),
-                            counts[at].get().astype(np.int64), row_min.get()))
-        return tuple(np.concatenate(x) for x in zip(*got))
+                return (share[at.get()], cols[at].get(), vals[at].get(),
+                        counts[at].get().astype(np.int64), row_min.get())
+        return tuple(np.concatenate(x) for x in zip(*_each(gather, len(pending))))
 
     def _host_auction(self):
         """The host's end of an auction phase: the rows the device left free, shared among
@@ -216,6 +227,16 @@ def _box_points(src):
     if not largest * 1.01 <= float_cost_limit(src.shape):
         return None
     return x, y, type(src) is Euclidean
+
+
+def _each(fn, count: int) -> list:
+    """``[fn(0), …, fn(count - 1)]``, on a thread each where there are several (one per
+    device: their copies to the host run at once)."""
+    if count == 1:
+        return [fn(0)]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(fn, range(count)))
 
 
 class _DevicePart:
