@@ -27,16 +27,18 @@ def _device_count() -> int:
 two_gpus = pytest.mark.skipif(GPU_REASON is not None or _device_count() < 2,
                               reason=f"needs two CUDA devices ({GPU_REASON or 'one found'})")
 
+def _points(n1: int, n2: int, seed: int):
+    """Squared distances between n1 and n2 uniform points in the plane."""
+    return costfns.SqEuclidean(np.random.default_rng(seed).random((n1, 2)),
+                               np.random.default_rng(seed + 1).random((n2, 2)))
+
+
 CASES = {  # name: (cost, maximize)
     "geometric": (lambda: costfns.problem("geometric", 3000, seed=1), False),
     "random short": (lambda: costfns.problem("random", 2000, seed=2), False),
     "integer max": (lambda: costfns.problem("integer", 1500, seed=3), True),
-    "rectangular": (lambda: costfns.SqEuclidean(np.random.default_rng(4).random((900, 2)),
-                                                np.random.default_rng(5).random((2500, 2))),
-                    False),
-    "rectangular max T": (lambda: costfns.SqEuclidean(np.random.default_rng(4).random((2500, 2)),
-                                                      np.random.default_rng(5).random((1900, 2))),
-                          True),
+    "rectangular": (lambda: _points(900, 2500, 4), False),
+    "rectangular max T": (lambda: _points(2500, 1900, 4), True),
     "dense": (lambda: costfns.generate("random", 800, seed=5), False),
 }
 
@@ -184,9 +186,7 @@ CANDIDATE_CASES = {  # name: (cost, maximize): a point set (box bound), a matrix
     "geometric": (lambda: costfns.problem("geometric", 3000, seed=11), False),
     "matrix": (lambda: costfns.generate("random", 1500, seed=12), False),
     "integer max": (lambda: costfns.problem("integer", 1200, seed=13), True),
-    "rectangular T": (lambda: costfns.SqEuclidean(np.random.default_rng(14).random((2600, 2)),
-                                                  np.random.default_rng(15).random((1700, 2))),
-                      False),
+    "rectangular T": (lambda: _points(2600, 1700, 14), False),
 }
 
 
@@ -203,16 +203,17 @@ def _same_candidates_solve(a, b, cost, maximize=False):
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("devices", [[0, 0], pytest.param([0, 1], marks=two_gpus)])
 @pytest.mark.parametrize("name", list(CANDIDATE_CASES))
-def test_candidates_split_over_partitions_equal_one_device(name):
-    """The candidates method's streaming passes split by rows (``device=[0, 0]``: two
-    partitions of one GPU; ``test_gpu_passes_equal_the_cpu_passes`` compares the split passes
-    themselves): the one-device optimum, certified."""
+def test_candidates_split_by_rows_reach_the_one_device_optimum(name, devices):
+    """The candidates method's streaming passes split by rows (``[0, 0]``: two partitions of
+    one GPU; ``test_gpu_passes_equal_the_cpu_passes`` compares the split passes themselves;
+    ``[0, 1]``: two GPUs): the one-device optimum, certified."""
     make, maximize = CANDIDATE_CASES[name]
     cost = make()
     one = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True)
     split = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True,
-                         device=[0, 0])
+                         device=devices)
     _same_candidates_solve(one, split, cost, maximize)
     if isinstance(cost, np.ndarray):
         assert_optimal(cost, split, maximize=maximize)
@@ -237,15 +238,3 @@ def test_every_device_is_for_the_gpu_backend():
         epslap.solve(np.eye(3), device="all")
     with pytest.raises(ValueError, match="device must be"):
         epslap.solve(np.eye(3), backend="gpu", device="every")
-
-
-@two_gpus
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", ["geometric", "integer max"])
-def test_candidates_on_two_gpus_equal_one(name):
-    make, maximize = CANDIDATE_CASES[name]
-    cost = make()
-    one = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True)
-    split = epslap.solve(cost, backend="gpu", maximize=maximize, candidates=True,
-                         device=[0, 1])
-    _same_candidates_solve(one, split, cost, maximize)
