@@ -149,10 +149,11 @@ def lists_to_csr(cols, vals, counts, diag, finite_only):
         indptr[i + 1] = indptr[i] + counts[i] + add[i]
     indices = np.empty(indptr[n1], np.int64)
     data = np.empty(indptr[n1], vals.dtype)
-    for i in range(n1):
+    for i in range(n1):  # element loops: a slice assignment compiles Numba's shape errors
         p, c = indptr[i], counts[i]
-        indices[p:p + c] = cols[i, :c]
-        data[p:p + c] = vals[i, :c]
+        for t in range(c):
+            indices[p + t] = cols[i, t]
+            data[p + t] = vals[i, t]
         if add[i]:
             indices[p + c] = i
             data[p + c] = diag[i]
@@ -175,13 +176,15 @@ def appended_pairs(indptr, indices, data, rows, add_cols, add_vals, add_counts):
         out_ptr[i + 1] = out_ptr[i] + (indptr[i + 1] - indptr[i]) + extra
     out_idx = np.empty(out_ptr[n1], np.int64)
     out_data = np.empty(out_ptr[n1], data.dtype)
-    for i in range(n1):
+    for i in range(n1):  # element loops (see lists_to_csr)
         lo, hi, p = indptr[i], indptr[i + 1], out_ptr[i]
-        out_idx[p:p + hi - lo] = indices[lo:hi]
-        out_data[p:p + hi - lo] = data[lo:hi]
+        for q in range(lo, hi):
+            out_idx[p + q - lo] = indices[q]
+            out_data[p + q - lo] = data[q]
         t = at[i]
         if t >= 0:
-            q, c = p + hi - lo, add_counts[t]
-            out_idx[q:q + c] = add_cols[t, :c]
-            out_data[q:q + c] = add_vals[t, :c]
+            q = p + hi - lo
+            for e in range(add_counts[t]):
+                out_idx[q + e] = add_cols[t, e]
+                out_data[q + e] = add_vals[t, e]
     return out_ptr, out_idx, out_data
