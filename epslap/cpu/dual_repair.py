@@ -19,6 +19,7 @@ from costfns.rows import get_row
 
 from .._sync import aborted
 from .._exact import exact_excess_scalar
+from .arrays import copy_into
 
 
 @njit(cache=True, nogil=True)
@@ -94,7 +95,7 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
         changed = False
         while size > 0:
             if reads >= budget or aborted(sync):
-                v[:] = w
+                copy_into(v, w, v.size)
                 return -1
             i, head, size = next_row(queue, queued, head, size)
             row = get_row(src, i, buf)
@@ -103,7 +104,7 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
             cx = np.float64(row[x])
             ui = cx - w[x]
             if own_pair_misses(ui, w[x], cx, t, rtol):
-                v[:] = w
+                copy_into(v, w, v.size)
                 return -1
             for j in range(n2):
                 cij = np.float64(row[j])
@@ -113,5 +114,5 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
                 changed |= low
         if not changed and w.max() == t:
             break
-    v[:] = w
+    copy_into(v, w, v.size)
     return reads

@@ -40,6 +40,7 @@ from .._status import (STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, ST
                        STATUS_PAUSED, STOP_AFTER_AUGMENTATION, STOP_NOW)
 from .._sync import SYNC_SIZE, aborted, barrier, load_acquire
 from ..certificate import row_duals_hold
+from .arrays import copy_into
 
 MAX_PASSES = 64
 
@@ -500,7 +501,7 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
         free_mask[:] = KEY_MIN
         if resuming:
             k0 = np.int64(resume[R_K])
-            row_col[:] = resume_row_col
+            copy_into(row_col, resume_row_col, row_col.size)
             _restore_columns(src, n1, lo, row_col, cols, zero_v)
             acc[0] = 0.0
             acc[1] = resume[_R_SUM_D]
@@ -528,7 +529,7 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
                 if tid == 0:
                     # where to go on from: after row k when paused; before it when interrupted
                     # (v, the assignment and the statistics are as they were before it started)
-                    resume_row_col[:] = row_col
+                    copy_into(resume_row_col, row_col, row_col.size)
                     resume[R_ACTIVE] = 1.0
                     resume[R_K] = k + 1 if status == STATUS_PAUSED else k
                     resume[R_PASS] = n_pass
@@ -578,7 +579,7 @@ def pass_worker(tid, nthreads, src, buf, n1, n2, eps_upper, eps_lower, integral,
         reverse = not reverse
     if tid == 0:
         if status == STATUS_OK:
-            row_to_col[:] = row_col[:n1]
+            copy_into(row_to_col, row_col, n1)
         result[0] = status
         result[1] = n_pass
         result[2] = rows_evaluated

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .arrays import copy_into
 from .dual_repair import mend, next_row, own_pair_misses, repair_start, sweep_start
 from .kinds import is_integral
 
@@ -322,7 +323,7 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
         changed = False
         while size > 0:
             if reads >= budget:
-                v[:] = w
+                copy_into(v, w, v.size)
                 return -1, lowered
             i, head, size = next_row(queue, queued, head, size)
             reads += 1
@@ -333,7 +334,7 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
                     cx = np.float64(data[p])
             ui = cx - w[x]
             if own_pair_misses(ui, w[x], cx, t, rtol):
-                v[:] = w
+                copy_into(v, w, v.size)
                 return -1, lowered
             for p in range(indptr[i], indptr[i + 1]):
                 j = indices[p]
@@ -345,5 +346,5 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
                 lowered += low
         if not changed and w.max() == t:
             break
-    v[:] = w
+    copy_into(v, w, v.size)
     return reads, lowered
