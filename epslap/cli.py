@@ -76,14 +76,16 @@ def _memory(text: str) -> str:
 
 
 def _devices(text: str):
-    """GPU ids: ``0`` (one device) or ``0,1`` (one problem split over several)."""
+    """GPU ids: ``0`` (one device), ``0,1`` (one problem split over several) or ``all``."""
+    if text == "all":
+        return text
     try:
         ids = [int(t) for t in text.split(",")]
     except ValueError:
         ids = [-1]
     if not ids or min(ids) < 0:
-        raise argparse.ArgumentTypeError(f"must be a GPU id or ids separated by commas "
-                                         f"(0 or 0,1), got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a GPU id, ids separated by commas or all "
+                                         f"(0, 0,1 or all), got {text!r}")
     return ids[0] if len(ids) == 1 else ids
 
 
@@ -122,7 +124,8 @@ def _solve_parser(sub) -> None:
                         "cost (default auto: where measured to pay; off: the dense method)")
     s.add_argument("--device", type=_devices, metavar="IDS",
                    help="GPU for --backend gpu or hungarian-gpu (default 0); with --backend gpu, "
-                        "several ids (0,1) split the problem's passes over those GPUs")
+                        "several ids (0,1) split the problem's passes over those GPUs, and "
+                        "'all' splits the candidates' passes over every visible GPU")
     s.add_argument("--dense", action="store_true",
                    help="materialise a generated problem as a dense matrix first")
     s.add_argument("--progress", action="store_true", help="show a progress bar")
@@ -315,7 +318,7 @@ def _check_solve_options(args) -> None:
         raise UsageError("epslap solve: --threads applies to --backend cpu")
     if args.device is not None and args.backend == "cpu":
         raise UsageError("epslap solve: --device applies to --backend gpu and hungarian-gpu")
-    if isinstance(args.device, list) and args.backend != "gpu":
+    if isinstance(args.device, (list, str)) and args.backend != "gpu":
         raise UsageError("epslap solve: several --device ids (one problem split over GPUs) "
                          "apply to --backend gpu")
     if not args.epsilon and args.backend == "hungarian-gpu":
@@ -404,7 +407,8 @@ def _solve(args) -> int:
         t_cert = time.perf_counter()
         where = {}
         if on_gpu:
-            device = args.device[0] if isinstance(args.device, list) else (args.device or 0)
+            device = (args.device[0] if isinstance(args.device, list)
+                      else 0 if args.device in (None, "all") else args.device)
             where = dict(backend="gpu", device=device)
         cert = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=args.maximize,
                              **where)

@@ -111,10 +111,12 @@ USAGE_ERRORS = [  # argv (NPY: a valid matrix file), a phrase of the message
      "--no-epsilon does not apply"),
     (["solve", "--problem", "random", "--device", "1"], "--device applies to --backend gpu"),
     (["solve", "--problem", "random", "--backend", "gpu", "--device", "0,x"],
-     "--device: must be a GPU id or ids"),
+     "--device: must be a GPU id, ids separated by commas or all"),
     (["solve", "--problem", "random", "--backend", "gpu", "--device", "-1"],
-     "--device: must be a GPU id or ids"),
+     "--device: must be a GPU id, ids separated by commas or all"),
     (["solve", "--problem", "random", "--backend", "hungarian-gpu", "--device", "0,1"],
+     "several --device ids"),
+    (["solve", "--problem", "random", "--backend", "hungarian-gpu", "--device", "all"],
      "several --device ids"),
     (["solve", "--bogus"], "unrecognized arguments"),
     ([], "required: command"),
@@ -260,7 +262,8 @@ def test_checkpoint_and_resume_from_the_command_line(tmp_path, monkeypatch, caps
     assert code == 130 and one_line(err).endswith(f"resume with --resume {path}")
 
 
-@pytest.mark.parametrize("text, device", [("0", 0), ("1", 1), ("0,1", [0, 1])])
+@pytest.mark.parametrize("text, device", [("0", 0), ("1", 1), ("0,1", [0, 1]),
+                                          ("all", "all")])
 def test_device_reaches_the_gpu_solve(text, device, monkeypatch):
     """``--device`` is passed to ``epslap.solve`` as an id, or a list of ids to split over."""
     seen = {}
@@ -278,9 +281,10 @@ def test_device_reaches_the_gpu_solve(text, device, monkeypatch):
     assert seen["device"] == device and seen["backend"] == "gpu"
 
 
-@pytest.mark.parametrize("extra, where", [([], {"backend": "gpu", "device": 1}),
-                                          (["--dense"], {})])
-def test_a_gpu_solve_of_a_cost_source_is_certified_on_the_gpu(extra, where, capsys,
+@pytest.mark.parametrize("device, extra, where", [("1", [], {"backend": "gpu", "device": 1}),
+                                                  ("all", [], {"backend": "gpu", "device": 0}),
+                                                  ("1", ["--dense"], {})])
+def test_a_gpu_solve_of_a_cost_source_is_certified_on_the_gpu(device, extra, where, capsys,
                                                               monkeypatch):
     """``--backend gpu`` with a cost source: the certificate scans every cost on the GPU (the
     solve's device); a matrix (``--dense``) is checked on the host."""
@@ -299,7 +303,7 @@ def test_a_gpu_solve_of_a_cost_source_is_certified_on_the_gpu(extra, where, caps
     monkeypatch.setattr(epslap, "solve", cpu_solve)
     monkeypatch.setattr(epslap, "verify", spy_verify)
     code, out, _ = run(["solve", "--problem", "geometric", "--n", "200", "--backend", "gpu",
-                        "--device", "1"] + extra, capsys)
+                        "--device", device] + extra, capsys)
     assert code == 0 and "OPTIMAL" in out
     assert {k: seen[k] for k in ("backend", "device") if k in seen} == where
 
