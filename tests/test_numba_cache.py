@@ -78,3 +78,25 @@ def test_a_signature_holding_a_jitted_function_is_not_saved(tmp_path):
     saved = sorted(p.name for p in (tmp_path / "cache").rglob("*.nbc"))
     assert any(name.startswith("userfns.inner") for name in saved), saved
     assert not any(name.startswith("userfns.outer") for name in saved), saved
+
+
+def test_kernel_tables_are_readied_once_per_kind_of_arguments():
+    """``cpu.solver.compile_kernels`` looks a table up by its arguments' kinds (dtype,
+    dimensions, layout): a second table of the same kinds returns at once; a new dtype or
+    layout compiles its own overload."""
+    import numpy as np
+    from numba import njit
+
+    from epslap.cpu.solver import compile_kernels
+
+    @njit
+    def kernel(a, x):
+        return a.sum() + x
+
+    assert compile_kernels([(kernel, (np.zeros(3), 1.0))]) > 0.0
+    assert compile_kernels([(kernel, (np.ones(5), 2.0))]) == 0.0
+    assert len(kernel.overloads) == 1
+    compile_kernels([(kernel, (np.zeros(3, np.int64), 1.0))])
+    compile_kernels([(kernel, (np.zeros((2, 2))[:, 0], 1.0))])  # a strided view
+    assert len(kernel.overloads) == 3
+    assert compile_kernels([(kernel, (np.zeros((4, 3))[:, 1], 5.0))]) == 0.0
