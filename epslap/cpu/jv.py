@@ -808,16 +808,17 @@ def solve_jv(m: np.ndarray, integral: bool):
     row_to_col = np.empty(n1, np.int64)
     compile_s = 0.0
     key = (m.dtype.num, integral)  # m is C-contiguous (canonical_dense)
-    sig = (numba.typeof(m), numba.typeof(integral), numba.typeof(v), numba.typeof(row_to_col))
-    if key not in _COMPILED and jv_numpy.rent_pays() and not _on_disk(solve_dense, sig):
-        out = jv_numpy.solve_dense(m, integral)  # the first calls: no compile (jv_numpy)
-        if out is None:
-            return None
-        row_to_col, v, reads, polish_rows, seconds = out
-        stats = small_stats(reads, polish_rows, seconds, 0.0)
-        stats["compiled"] = False
-        return row_to_col, v, stats
-    if key not in _COMPILED:
+    if key not in _COMPILED:  # the types only where this process has not compiled them yet
+        sig = (numba.typeof(m), numba.typeof(integral), numba.typeof(v),
+               numba.typeof(row_to_col))
+        if jv_numpy.rent_pays() and not _on_disk(solve_dense, sig):
+            out = jv_numpy.solve_dense(m, integral)  # the first calls: no compile (jv_numpy)
+            if out is None:
+                return None
+            row_to_col, v, reads, polish_rows, seconds = out
+            stats = small_stats(reads, polish_rows, seconds, 0.0)
+            stats["compiled"] = False
+            return row_to_col, v, stats
         t0 = time.perf_counter()
         solve_dense.compile(sig)
         compile_s = time.perf_counter() - t0
