@@ -14,6 +14,8 @@ from numba import njit
 
 from costfns.rows import get_row
 
+from .arrays import copy_into
+
 #: value flags of a pass (a bit per thread in ``flags[tid]``)
 FLAG_NAN = 1
 FLAG_NEG_INF = 2
@@ -149,11 +151,10 @@ def lists_to_csr(cols, vals, counts, diag, finite_only):
         indptr[i + 1] = indptr[i] + counts[i] + add[i]
     indices = np.empty(indptr[n1], np.int64)
     data = np.empty(indptr[n1], vals.dtype)
-    for i in range(n1):  # element loops: a slice assignment compiles Numba's shape errors
+    for i in range(n1):
         p, c = indptr[i], counts[i]
-        for t in range(c):
-            indices[p + t] = cols[i, t]
-            data[p + t] = vals[i, t]
+        copy_into(indices[p:], cols[i], c)
+        copy_into(data[p:], vals[i], c)
         if add[i]:
             indices[p + c] = i
             data[p + c] = diag[i]
@@ -176,15 +177,13 @@ def appended_pairs(indptr, indices, data, rows, add_cols, add_vals, add_counts):
         out_ptr[i + 1] = out_ptr[i] + (indptr[i + 1] - indptr[i]) + extra
     out_idx = np.empty(out_ptr[n1], np.int64)
     out_data = np.empty(out_ptr[n1], data.dtype)
-    for i in range(n1):  # element loops (see lists_to_csr)
+    for i in range(n1):
         lo, hi, p = indptr[i], indptr[i + 1], out_ptr[i]
-        for q in range(lo, hi):
-            out_idx[p + q - lo] = indices[q]
-            out_data[p + q - lo] = data[q]
+        copy_into(out_idx[p:], indices[lo:], hi - lo)
+        copy_into(out_data[p:], data[lo:], hi - lo)
         t = at[i]
         if t >= 0:
             q = p + hi - lo
-            for e in range(add_counts[t]):
-                out_idx[q + e] = add_cols[t, e]
-                out_data[q + e] = add_vals[t, e]
+            copy_into(out_idx[q:], add_cols[t], add_counts[t])
+            copy_into(out_data[q:], add_vals[t], add_counts[t])
     return out_ptr, out_idx, out_data
