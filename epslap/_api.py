@@ -213,7 +213,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                                           and resume is None))
     spread = declined = None
     if k is not None and candidates == "auto" and isinstance(cost, np.ndarray):
-        spread, declined = matrix_sample(cost, maximize, k)
+        spread, declined = matrix_sample(cost, maximize, k,
+                                         threads if backend == "cpu" else None)
     if k is not None and declined is None:
         t_start = time.perf_counter()
         from .locality import relabeled

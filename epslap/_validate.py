@@ -64,14 +64,25 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
         arr = arr.astype(float_kind(arr.dtype), copy=False)
         if maximize:
             arr = -arr
-        if check_values and arr.size and (np.isnan(arr).any() or np.isneginf(arr).any()):
-            raise ValueError("matrix contains invalid numeric entries")
         if check_values:
-            check_float_range(arr, arr.shape)
+            check_float_matrix(arr)
     transposed = arr.shape[0] > arr.shape[1]
     if transposed:
         arr = arr.T
     return CanonicalDense(np.ascontiguousarray(arr), transposed, integral)
+
+
+def check_float_matrix(m) -> None:
+    """NaN, -inf and the range rule for a minimised float matrix (NumPy): its minimum and
+    maximum show every invalid entry (NaN spreads to both, -inf is the minimum), so a matrix
+    with none costs two reductions; the finite entries' range is looked at apart only where a
+    +inf (a forbidden pair) is the maximum."""
+    if not m.size:
+        return
+    lo, hi = float(m.min()), float(m.max())
+    if lo != lo or hi != hi or lo == -np.inf:
+        raise ValueError("matrix contains invalid numeric entries")
+    check_float_range(max(-lo, hi) if hi < np.inf else largest_finite(m), m.shape)
 
 
 def check_before_compile(m: np.ndarray, maximize: bool) -> None:

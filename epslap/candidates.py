@@ -165,7 +165,9 @@ class HostPasses:
             if threads is None and isinstance(source, FunctionSource):
                 threads = 1  # a user's function stays on the calling thread unless asked
         else:
-            canon = canonical_dense(cost, maximize)
+            # the candidate pass reads every entry and reports NaN, -inf and the largest |c|
+            # (``check_values``): no sweeps of the matrix beforehand
+            canon = canonical_dense(cost, maximize, check_values=False)
             self.src, self.buf_dtype = canon.matrix, canon.matrix.dtype
             self.transposed = canon.transposed
             self.shape = canon.matrix.shape[::-1] if canon.transposed else canon.matrix.shape
@@ -360,25 +362,37 @@ def _sample_rows(n1: int):
     return np.arange(0, n1, step, dtype=np.int64)
 
 
-def matrix_sample(cost: np.ndarray, maximize: bool, k: int):
-    """``"auto"``'s sample of a matrix in memory, read with NumPy before anything else is
-    built (the passes' checks and copies of the whole matrix would cost a declined problem
-    more than its sample): ``(spread, why)``, ``why`` None where candidates may go on."""
+def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None):
+    """``"auto"``'s sample of a matrix in memory, read before anything else is built (the
+    passes' checks and copies of the whole matrix would cost a declined problem more than its
+    sample), on ``threads`` threads (``cpu.solver.resolve_threads``; on the GPU's host every
+    free core): ``(spread, why)``, ``why`` None where candidates may go on. A minimised
+    float64 or int64 matrix with contiguous rows is read where it is, others' sampled rows are
+    copied into that form first."""
+    from ._sync import new_sync, run_workers
     from .cpu.candidates import candidate_rows
+    from .cpu.solver import resolve_threads
     c = cost if cost.shape[0] <= cost.shape[1] else cost.T
     n1, n2 = c.shape
     k = min(k, n2, AUTO_SAMPLE_K)
     sample = _sample_rows(n1)
-    work = np.float64 if c.dtype.kind == "f" else np.int64
-    block = np.ascontiguousarray(c[sample], dtype=work)  # the canonical rows (minimised)
-    if maximize:
-        np.negative(block, out=block)
+    work = np.dtype(np.float64 if c.dtype.kind == "f" else np.int64)
+    if c.dtype == work and not maximize and c.strides[1] == work.itemsize:
+        src, rows = c, sample
+    else:  # the canonical rows (minimised), copied
+        src = np.ascontiguousarray(c[sample], dtype=work)
+        if maximize:
+            np.negative(src, out=src)
+        rows = np.arange(sample.size, dtype=np.int64)
     m = sample.size
+    nt = max(1, min(resolve_threads(threads, n2), m))
     cols = np.zeros((m, k), np.int64)
     counts = np.zeros(m, np.int64)
-    candidate_rows(block, np.empty(n2, work), np.zeros(n2, work), k,
-                   np.arange(m, dtype=np.int64), 0, 1, m, cols, np.zeros((m, k), work),
-                   counts, np.zeros(m, work), np.zeros((1, 1)), np.zeros(1, np.int64))
+    vals, diag = np.zeros((m, k), work), np.zeros(m, work)
+    stats, flags = np.zeros((nt, 1)), np.zeros(nt, np.int64)
+    run_workers(candidate_rows,
+                lambda t: (src, np.empty(n2, work), np.zeros(n2, work), k, rows, t, nt, m, cols,
+                           vals, counts, diag, stats, flags), nt, new_sync())
     return _judged(m, _spread(cols, counts, n2))
 
 
@@ -418,9 +432,11 @@ def _rows_to_recheck(before, v, u, row_to_col, dirty, margin):
 
 def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
     """The dense input's value errors for what a candidate pass read (``seen``: its value
-    flags, ``biggest``: its largest finite |c|; a matrix was checked by ``canonical_dense``
-    already, a cost source is checked here)."""
+    flags, ``biggest``: its largest finite |c|): a cost source's, and a matrix's on the
+    host (on the GPU a matrix was checked on its upload)."""
     from .cpu.candidates import FLAG_NAN, FLAG_NEG_INF
+    if seen and getattr(prob, "source", 0) is None:  # a matrix: scipy's words
+        raise ValueError("matrix contains invalid numeric entries")
     if seen & FLAG_NAN:
         raise ValueError("cost contains NaN")
     if seen & FLAG_NEG_INF:

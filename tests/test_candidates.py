@@ -231,6 +231,38 @@ def test_infeasible_and_bad_values():
         epslap.solve(neg, candidates=2)
 
 
+@pytest.mark.parametrize("value, maximize", [(np.nan, False), (-np.inf, False), (np.nan, True),
+                                             (np.inf, True), (1e306, False)])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_a_matrix_s_bad_values_are_named_by_the_candidate_pass(value, maximize, transpose):
+    """A matrix's values are checked by the candidate pass itself (no sweeps beforehand): the
+    same errors as the dense method's, wherever the entry lies."""
+    c = np.random.default_rng(4).random((30, 40))
+    c[17, 33] = value
+    c = c.T if transpose else c
+    text = "overflow" if value == 1e306 else "invalid numeric entries"
+    for method in (2, False):
+        with pytest.raises(ValueError, match=text):
+            epslap.solve(c, maximize=maximize, candidates=method)
+
+
+def test_float_matrix_checks_by_its_minimum_and_maximum():
+    from epslap._validate import check_float_matrix
+    c = np.random.default_rng(5).random((20, 30))
+    check_float_matrix(c)
+    c[4, 4] = np.inf  # a forbidden pair: the finite entries' range decides
+    c[5, 5] = 1e306
+    with pytest.raises(ValueError, match="overflow"):
+        check_float_matrix(c)
+    c[5, 5] = 1.0
+    check_float_matrix(c)
+    for bad in (np.nan, -np.inf):
+        d = c.copy()
+        d[7, 2] = bad
+        with pytest.raises(ValueError, match="invalid numeric entries"):
+            check_float_matrix(d)
+
+
 @pytest.mark.parametrize("value", [0, -3, "many", 2.5, None])
 def test_bad_option_values(value):
     with pytest.raises(ValueError, match="candidates must be"):
