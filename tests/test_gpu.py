@@ -95,6 +95,50 @@ def test_cupy_input_inf_and_infeasible():
 
 @gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("value, maximize", [(np.nan, False), (-np.inf, False), (np.inf, True),
+                                             (1e306, False), (-1e306, True)])
+def test_matrix_values_are_checked_on_the_device(value, maximize):
+    """A NumPy matrix's values are checked after its upload, a CuPy matrix's where it is (one
+    reduction): NaN, -inf (+inf when maximising) and costs beyond the range rule, for the dense
+    method and the candidates alike, float64 and float32; a forbidden pair (+inf) is not an
+    error and the others' range decides."""
+    import cupy
+    c = np.random.default_rng(6).random((40, 30))
+    c[5, 5] = np.inf if not maximize else -np.inf  # a forbidden pair
+    assert_optimal(c, epslap.solve(c, backend="gpu", maximize=maximize), maximize=maximize)
+    c[33, 17] = value
+    text = "overflow" if abs(value) == 1e306 else "invalid numeric entries"
+    for form in (lambda a: a, cupy.asarray, lambda a: a.astype(np.float32)):
+        if text == "overflow" and form(c).dtype == np.float32:
+            continue  # beyond float32
+        for method in (False, 2):
+            with pytest.raises(ValueError, match=text):
+                epslap.solve(form(c), backend="gpu", maximize=maximize, candidates=method)
+
+
+@gpu
+@pytest.mark.gpu
+def test_chunked_upload_equals_the_array(monkeypatch):
+    """A large matrix goes up in rounds of chunks through pinned buffers: the device's copy
+    equals the host's for every dtype, with a partial last chunk and round, and a solve through
+    it is optimal."""
+    import cupy
+    from epslap.gpu import runtime
+    monkeypatch.setattr(runtime, "UPLOAD_CHUNKED_MIN", 1)
+    monkeypatch.setattr(runtime, "UPLOAD_CHUNK", 4096)
+    monkeypatch.setattr(runtime, "available_cores", lambda: 3)
+    rng = np.random.default_rng(8)
+    for dtype in (np.float64, np.float32, np.int32, np.int64):
+        a = (rng.random((123, 457)) * 1000).astype(dtype)
+        d = runtime.upload(cupy, a)
+        assert d.dtype == a.dtype and d.shape == a.shape
+        assert np.array_equal(cupy.asnumpy(d), a)
+    c = rng.random((300, 200))
+    assert_optimal(c, epslap.solve(c, backend="gpu", candidates=False))
+
+
+@gpu
+@pytest.mark.gpu
 def test_rectangular_source_on_device():
     rng = np.random.default_rng(2)
     src = costfns.SqEuclidean(rng.random((70, 3)), rng.random((150, 3)))

