@@ -4,7 +4,6 @@ because the cross-thread merge applies the serial tie rule. No timings here."""
 import threading
 import time
 
-import os
 
 import numpy as np
 import pytest
@@ -274,7 +273,6 @@ def test_threads_argument():
         capped = epslap.solve(c, threads=64).stats["threads"]
     assert capped == min(6, numba.get_num_threads())  # at least 8 columns per thread
     assert resolve_threads(None, AUTO_MIN_COLS - 1) == 1
-    import os
     from epslap.cpu import solver
     old = solver.other_running
     try:
