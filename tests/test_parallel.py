@@ -4,7 +4,6 @@ because the cross-thread merge applies the serial tie rule. No timings here."""
 import threading
 import time
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
