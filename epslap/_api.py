@@ -261,6 +261,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         return solve_hungarian(cost, maximize=maximize, device=device, t_start=t_start,
                                launch=launch)
     if backend == "gpu":
+        from .gpu import batch as gpu_batch
+        if gpu_batch.takes_single(cost, memory=memory, cache=cache, epsilon=epsilon, init=init,
+                                  checkpoint=carry, device=device, launch=launch):
+            return gpu_batch.solve_one(cost, maximize=maximize, device=device, t_start=t_start)
         from .gpu.api import solve_gpu
         return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
                          t_start=t_start, memory=memory, cache=cache, launch=launch,

@@ -25,6 +25,7 @@ class Status(IntEnum):
     BROKEN_PATH = 7      # Hungarian: an alternating path did not close (a defect)
     ITERATION_LIMIT = 8  # Hungarian: the dual updates exceeded their bound (a defect)
     PAUSED = 9           # a checkpoint's stop request, met after an augmentation (not an end)
+    OUT_OF_RANGE = 10    # a finite float cost beyond the range rule (the GPU batch's sweep)
 
 
 STATUS_OK = int(Status.OK)
@@ -37,6 +38,7 @@ STATUS_SUSPENDED = int(Status.SUSPENDED)
 STATUS_BROKEN_PATH = int(Status.BROKEN_PATH)
 STATUS_ITERATION_LIMIT = int(Status.ITERATION_LIMIT)
 STATUS_PAUSED = int(Status.PAUSED)
+STATUS_OUT_OF_RANGE = int(Status.OUT_OF_RANGE)
 
 
 #: a stop request, as the host writes it into a CPU solve's control word (``ctl[0]``) and the
@@ -66,6 +68,9 @@ def raise_for_status(status: int, backend: str) -> None:
         raise InfeasibleError("cost matrix is infeasible")
     if s == Status.INVALID:
         raise ValueError("matrix contains invalid numeric entries (NaN or -inf)")
+    if s == Status.OUT_OF_RANGE:  # (the GPU batch names the magnitude: gpu/batch.py)
+        raise ValueError("float costs could overflow float64 during the solve (|cost| * (4n + 8) "
+                         "must stay below 2**1020); scale the costs down")
     if s == Status.INTERRUPTED:
         raise KeyboardInterrupt("epslap solve interrupted")
     what = {Status.ABORTED: "a solver thread ended abnormally",

@@ -31,6 +31,11 @@ _cpu_solver.available_cores = lambda: max(4, _real_cores)
 import epslap.cpu.jv_numpy as _jv_numpy  # noqa: E402
 
 _jv_numpy.compile_from_now()
+# the GPU tests of the single-problem ε solver use small matrices, which backend="gpu" solves as
+# a batch of one otherwise: keep them on that solver (tests/test_gpu_batch.py tests the route)
+import epslap.gpu.batch as _gpu_batch  # noqa: E402
+
+_gpu_batch.SINGLE_MAX_SIDE = 0
 
 
 _OPTIMA: dict = {}  # scipy's optima by the matrix's bytes (tests check one matrix many times)

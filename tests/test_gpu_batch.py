@@ -210,3 +210,84 @@ def test_cost_limit_batches_on_the_device(limit):
             assert pen == pytest.approx(ref, abs=1e-12)
             u, v = cupy.asnumpy(gpu_sol.u[k]), cupy.asnumpy(gpu_sol.v[k])
             assert epslap.verify(c[k], r, col, u, v, cost_limit=limit)["optimal"]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1), (7, 7), (30, 100), (100, 30), (1, 40), (40, 1),
+                                   (300, 300), (1024, 1000)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32, np.uint8])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_a_small_single_problem_is_solved_as_a_batch_of_one(monkeypatch, shape, dtype,
+                                                             maximize):
+    """``solve(c, backend="gpu")`` on a matrix with sides up to SINGLE_MAX_SIDE: the batch
+    kernel's one launch, NumPy or CuPy input, a Solution with NumPy arrays whose duals certify
+    it, scipy's optimum; forbidden pairs kept."""
+    import cupy
+    from conftest import assert_optimal
+    from epslap.gpu import batch
+    monkeypatch.setattr(batch, "SINGLE_MAX_SIDE", 1024)
+    rng = np.random.default_rng(sum(shape))
+    c = (rng.random(shape) * 200).astype(dtype)
+    if c.dtype.kind == "f" and min(shape) > 1:
+        c[0, -1] = -np.inf if maximize else np.inf
+    for x in (c, cupy.asarray(c)):
+        sol = epslap.solve(x, backend="gpu", maximize=maximize)
+        assert sol.stats["method"] == "batch kernel" and sol.stats["backend"] == "gpu"
+        assert isinstance(sol.row_ind, np.ndarray) and isinstance(sol.u, np.ndarray)
+        assert isinstance(sol.cost, int if c.dtype.kind in "iu" else float)
+        assert_optimal(c, sol, maximize=maximize)
+
+
+@gpu
+@pytest.mark.gpu
+def test_a_batch_of_one_names_a_single_problem_s_errors(monkeypatch):
+    """The route's errors are a single problem's (no member index): NaN, -inf, float and
+    integer range, infeasible, a bad dtype, not a matrix; a member of a float batch beyond the
+    float range rule is refused by its index."""
+    import cupy
+    from epslap.gpu import batch
+    monkeypatch.setattr(batch, "SINGLE_MAX_SIDE", 1024)
+    c = np.random.default_rng(3).random((20, 30))
+    cases = []
+    for value, text in ((np.nan, "invalid numeric entries"), (-np.inf, "invalid numeric entries"),
+                        (1e306, "could overflow float64")):
+        d = c.copy()
+        d[4, 7] = value
+        cases.append((d, ValueError, text))
+    inf = c.copy()
+    inf[:, :] = np.inf
+    inf[:, 0] = 1.0
+    cases += [(inf, epslap.InfeasibleError, "infeasible"),
+              (np.full((3, 3), 2**62, np.int64), ValueError, "could overflow int64"),
+              (np.ones((3, 3), np.complex128), TypeError, "Cannot cast"),
+              (np.ones((2, 3, 3)), ValueError, "2-D")]
+    for m, exc, text in cases:
+        for x in (m, cupy.asarray(m)):
+            with pytest.raises(exc, match=text) as info:
+                epslap.solve(x, backend="gpu")
+            assert not str(info.value).startswith("problem ")
+    big = np.random.default_rng(4).random((5, 20, 30))
+    big[3, 2, 2] = 1e306
+    with pytest.raises(ValueError, match="problem 3: .*could overflow float64"):
+        epslap.solve_batch(big, backend="gpu")
+
+
+def test_which_single_problems_take_the_batch_kernel(monkeypatch):
+    """Only a matrix with sides up to SINGLE_MAX_SIDE, on one device, with every option of the
+    ε solver at its default goes to the batch kernel; anything else asks for that solver."""
+    import costfns
+    from epslap.gpu import batch
+    from epslap.gpu.launch import LaunchConfig
+    monkeypatch.setattr(batch, "SINGLE_MAX_SIDE", 1024)
+    default = dict(memory=None, cache="auto", epsilon=True, init=None, checkpoint=None,
+                   device=0, launch=LaunchConfig())
+    assert batch.takes_single(np.ones((5, 7)), **default)
+    assert batch.takes_single(np.ones((1024, 3)), **default)
+    for cost in (np.ones((1025, 3)), np.ones((0, 4)), np.ones((2, 2, 2)), [[1.0, 2.0]],
+                 costfns.Dense(np.ones((5, 5)))):
+        assert not batch.takes_single(cost, **default)
+    for change in (dict(memory="1GiB"), dict(cache="lfu"), dict(epsilon=False),
+                   dict(init=np.zeros(5)), dict(checkpoint=object()), dict(device=[0]),
+                   dict(launch=LaunchConfig(threads=256))):
+        assert not batch.takes_single(np.ones((5, 5)), **{**default, **change})

@@ -79,29 +79,38 @@ def device_matrix(cupy, cost, maximize, backend="gpu"):
     return m, canon.transposed, canon.integral
 
 
-_BADNESS = r"""
+_MAGNITUDES = r"""
 __device__ __forceinline__ double entry_badness(double d) {
     // +inf for an invalid entry (NaN, -inf), 0 for a forbidden pair (+inf), else |d|
     const double inf = __longlong_as_double(0x7ff0000000000000LL);
     if (d != d || d == -inf) return inf;
     return d == inf ? 0.0 : fabs(d);
 }
+__device__ __forceinline__ double finite_magnitude(double d) {
+    // |d| for a finite entry, else 0
+    return isfinite(d) ? fabs(d) : 0.0;
+}
 """
-_largest_kernel = None
+_KERNELS: dict = {}
+
+
+def largest_on_device(cupy, m, of: str = "entry_badness", axis=None):
+    """A reduction to the largest of ``of`` (``entry_badness`` or ``finite_magnitude``, above)
+    over the entries of ``m``, on the device, with no temporary (``axis``: CuPy's)."""
+    if of not in _KERNELS:
+        _KERNELS[of] = cupy.ReductionKernel(
+            "T x", "float64 y", f"{of}((double)x)", "max(a, b)", "y = a", "0.0",
+            f"epslap_largest_{of}", preamble=_MAGNITUDES)
+    return _KERNELS[of](m, axis=axis)
 
 
 def check_device_floats(cupy, m) -> None:
     """NaN, -inf and the range rule for a minimised float matrix on the device, in one
-    reduction with no temporary: the largest |entry| over the finite ones, or +inf where an
-    entry is NaN or -inf."""
-    global _largest_kernel
+    reduction: the largest |entry| over the finite ones, or +inf where an entry is NaN or
+    -inf."""
     if not m.size:
         return
-    if _largest_kernel is None:
-        _largest_kernel = cupy.ReductionKernel(
-            "T x", "float64 y", "entry_badness((double)x)", "max(a, b)", "y = a", "0.0",
-            "epslap_largest_finite", preamble=_BADNESS)
-    big = float(_largest_kernel(m))
+    big = float(largest_on_device(cupy, m))
     if big == np.inf:
         raise ValueError("matrix contains invalid numeric entries")
     check_float_range(big, m.shape)

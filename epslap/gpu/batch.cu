@@ -11,7 +11,8 @@
 // problems from a global counter, so a team that drew easy problems takes more of them.
 //
 // Per problem (canonical: n1 <= n2, minimised: costs read as IN_T, negated when maximising):
-//   1. one sweep over the matrix: NaN / -inf (STATUS_INVALID), +inf, the column minima;
+//   1. one sweep over the matrix: NaN / -inf (STATUS_INVALID), a finite |cost| beyond the float
+//      range rule (STATUS_OUT_OF_RANGE), +inf, the column minima;
 //   2. square problems without +inf: column reduction, reduction transfer and one round of
 //      augmenting row reduction, as jv.py does them; rectangular ones start from v = 0;
 //   3. a shortest augmenting path for every row still free (difference form of section 4, tie
@@ -176,6 +177,7 @@ struct Outputs {
 struct Costs {
     const IN_T* __restrict__ p;
     bool negate;
+    double limit;  // the float range rule's largest |cost| (epslap._validate.float_cost_limit)
 };
 
 __device__ __forceinline__ work_t load(const Costs& c, long long idx) {
@@ -460,7 +462,7 @@ __device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n
         cmin[k] = W_INF;
         imin[k] = 0;
     }
-    bool bad = false, has_inf = false;
+    bool bad = false, has_inf = false, big = false;
     for (int i0 = 0; i0 < n1; i0 += SWEEP_ROWS) {
         work_t buf[SWEEP_ROWS][K];
 #pragma unroll
@@ -480,6 +482,7 @@ __device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n
 #if !COST_INTEGRAL
                     bad |= (a != a) | (a == -W_INF);
                     has_inf |= a == W_INF;
+                    big |= (a != W_INF) & (fabs((double)a) > c.limit);
 #endif
                     if (a < cmin[k]) {
                         cmin[k] = a;
@@ -491,9 +494,10 @@ __device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n
 #if !COST_INTEGRAL
     bad = team_any(t, bad);
     has_inf = team_any(t, has_inf);
-    if (bad) {
+    big = team_any(t, big);
+    if (bad || big) {
         if (rank == 0) {
-            out.status[p] = STATUS_INVALID;
+            out.status[p] = bad ? STATUS_INVALID : STATUS_OUT_OF_RANGE;
             out.rows[p] = 0;
         }
         return false;
@@ -655,7 +659,7 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
             long long* __restrict__ x_out, work_t* __restrict__ u_out,
             work_t* __restrict__ v_out, work_t* __restrict__ total_out,
             int* __restrict__ status_out, long long* __restrict__ rows_out,
-            unsigned long long* __restrict__ counter, double rtol) {
+            unsigned long long* __restrict__ counter, double rtol, double limit) {
     // counter[0]: the next problem to take; counter[1]: the members polished (step 6)
     extern __shared__ __align__(16) unsigned char smem[];
     Team t;
@@ -691,6 +695,7 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
         Costs c;
         c.p = costs + p * size;
         c.negate = negate != 0;
+        c.limit = limit;
         long long rows;
         if (solve_one(t, c, n1, n2, p, base, out, rows, rtol)) {
             if (t.rank == 0) atomicAdd(counter + 1, 1ull);
