@@ -24,6 +24,7 @@ TABLES = {
     "memory": ("memory", "peak RSS under memory=: what the budget bounds, what the process adds"),
     "gpu": ("gpu", "GPU backend vs the published CUDA implementation (needs a GPU)"),
     "gpubatch": ("gpu_batch", "GPU batches: solve_batch vs torch-linear-assignment (needs a GPU)"),
+    "gpusingle": ("gpu_single", "one small problem on the GPU: batch of one vs ε solver (a GPU)"),
     "hungarian": ("hungarian", "GPU Hungarian vs HyLAC/FastHA, ε-SSP and scipy (needs a GPU)"),
     "scale": ("scale", "geometric on demand at large n on one GPU (needs a GPU)"),
     "sparse": ("sparse", "sparse input (k-nearest-neighbour graphs) vs scipy and lapmod"),
