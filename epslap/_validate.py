@@ -52,9 +52,10 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
                     threads: int = 1) -> CanonicalDense:
     """Validate and orient a dense cost matrix; see the module docstring.
 
-    ``check_values=False`` leaves the NaN/-inf test to the caller (the CPU solver's estimate reads
-    every entry anyway and reports them: two extra sweeps over the matrix saved). ``threads``:
-    threads for the one sweep that checks and narrows an int64/int32 matrix.
+    ``check_values=False`` leaves a float matrix's NaN/-inf test and range rule to the caller
+    (the CPU solver's estimate and the candidate pass read every entry anyway and report them;
+    the GPU checks after the upload). ``threads``: threads for the one sweep that checks and
+    narrows a C-contiguous int64/int32 matrix.
     """
     arr = as_matrix(cost)
     integral = arr.dtype.kind in "biu"

@@ -367,8 +367,8 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None):
     passes' checks and copies of the whole matrix would cost a declined problem more than its
     sample), on ``threads`` threads (``cpu.solver.resolve_threads``; on the GPU's host every
     free core): ``(spread, why)``, ``why`` None where candidates may go on. A minimised
-    float64 or int64 matrix with contiguous rows is read where it is, others' sampled rows are
-    copied into that form first."""
+    C-contiguous float64 or int64 matrix is read where it is, others' sampled rows are copied
+    into that form first."""
     from ._sync import new_sync, run_workers
     from .cpu.candidates import candidate_rows
     from .cpu.solver import resolve_threads
@@ -377,7 +377,7 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None):
     k = min(k, n2, AUTO_SAMPLE_K)
     sample = _sample_rows(n1)
     work = np.dtype(np.float64 if c.dtype.kind == "f" else np.int64)
-    if c.dtype == work and not maximize and c.strides[1] == work.itemsize:
+    if c.dtype == work and not maximize and c.flags.c_contiguous:  # (the compiled layout)
         src, rows = c, sample
     else:  # the canonical rows (minimised), copied
         src = np.ascontiguousarray(c[sample], dtype=work)

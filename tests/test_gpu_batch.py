@@ -248,10 +248,10 @@ def test_a_batch_of_one_names_a_single_problem_s_errors(monkeypatch):
     import cupy
     from epslap.gpu import batch
     monkeypatch.setattr(batch, "SINGLE_MAX_SIDE", 1024)
-    c = np.random.default_rng(3).random((20, 30))
+    c = np.random.default_rng(3).random((30, 20))  # (solved transposed: the message says 30x20)
     cases = []
     for value, text in ((np.nan, "invalid numeric entries"), (-np.inf, "invalid numeric entries"),
-                        (1e306, "could overflow float64")):
+                        (1e306, "could overflow float64.* 30x20 ")):
         d = c.copy()
         d[4, 7] = value
         cases.append((d, ValueError, text))
@@ -284,9 +284,15 @@ def test_which_single_problems_take_the_batch_kernel(monkeypatch):
                    device=0, launch=LaunchConfig())
     assert batch.takes_single(np.ones((5, 7)), **default)
     assert batch.takes_single(np.ones((1024, 3)), **default)
+    class OnDevice1:  # a device array of another device than the one asked for
+        __cuda_array_interface__: dict = {}
+        shape = (5, 5)
+        device = type("Device", (), {"id": 1})()
+
     for cost in (np.ones((1025, 3)), np.ones((0, 4)), np.ones((2, 2, 2)), [[1.0, 2.0]],
-                 costfns.Dense(np.ones((5, 5)))):
+                 costfns.Dense(np.ones((5, 5))), OnDevice1()):
         assert not batch.takes_single(cost, **default)
+    assert batch.takes_single(OnDevice1(), **{**default, "device": 1})
     for change in (dict(memory="1GiB"), dict(cache="lfu"), dict(epsilon=False),
                    dict(init=np.zeros(5)), dict(checkpoint=object()), dict(device=[0]),
                    dict(launch=LaunchConfig(threads=256))):

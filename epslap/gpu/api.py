@@ -61,8 +61,8 @@ def device_matrix(cupy, cost, maximize, backend="gpu"):
     if isinstance(cost, cupy.ndarray):
         return canonical_cupy(cupy, cost, maximize)
     # a float matrix's values are checked on the device, after the upload: one reduction
-    # there against NumPy's sweeps on the host (16,000 x 16,000: about 1.5 s); an integer
-    # matrix's range check and narrowing to int32 is one sweep on every core
+    # there against NumPy's sweeps on the host (16,000 x 16,000: about 1.5 s); a C-contiguous
+    # int64/int32 matrix's range check and narrowing to int32 is one sweep on every core
     from .._sync import available_cores
     canon = canonical_dense(cost, maximize, check_values=False, threads=available_cores())
     m = canon.matrix
@@ -75,7 +75,7 @@ def device_matrix(cupy, cost, maximize, backend="gpu"):
             f"backend={backend!r}: the {m.shape[0]}x{m.shape[1]} {m.dtype} matrix "
             f"({m.nbytes / 2**30:.1f} GiB) does not fit in device memory; {hint}") from exc
     if not canon.integral:
-        check_device_floats(cupy, m)
+        check_device_floats(cupy, m, m.shape[::-1] if canon.transposed else m.shape)
     return m, canon.transposed, canon.integral
 
 
@@ -104,16 +104,16 @@ def largest_on_device(cupy, m, of: str = "entry_badness", axis=None):
     return _KERNELS[of](m, axis=axis)
 
 
-def check_device_floats(cupy, m) -> None:
+def check_device_floats(cupy, m, shape=None) -> None:
     """NaN, -inf and the range rule for a minimised float matrix on the device, in one
     reduction: the largest |entry| over the finite ones, or +inf where an entry is NaN or
-    -inf."""
+    -inf. ``shape``: the caller's, for the message (default: ``m``'s)."""
     if not m.size:
         return
     big = float(largest_on_device(cupy, m))
     if big == np.inf:
         raise ValueError("matrix contains invalid numeric entries")
-    check_float_range(big, m.shape)
+    check_float_range(big, m.shape if shape is None else shape)
 
 
 def _check_budget(budget: int, need: int, n1: int, n2: int, upload: int) -> None:

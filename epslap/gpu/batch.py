@@ -128,8 +128,10 @@ def takes_single(cost, *, memory, cache, epsilon, init, checkpoint, device, laun
     from .launch import LaunchConfig
     if not (isinstance(cost, np.ndarray) or hasattr(cost, "__cuda_array_interface__")):
         return False  # a cost source, or a nested list (solve_gpu reads and checks it)
+    if getattr(getattr(cost, "device", None), "id", device) != device:
+        return False  # a CuPy matrix on another device: solve_gpu's route reads it there
     shape = cost.shape
-    return (len(shape) == 2 and 0 < min(shape) and max(shape) <= SINGLE_MAX_SIDE
+    return (len(shape) == 2 and 0 < min(shape) and max(shape) <= min(SINGLE_MAX_SIDE, MAX_COLS)
             and memory is None and cache == "auto" and epsilon is True and init is None
             and checkpoint is None and device.__class__ is int and launch == LaunchConfig())
 
@@ -250,7 +252,7 @@ def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) ->
     rows = cupy.empty(b, np.int64)
     if n2 <= MAX_COLS:
         status = _launch(cupy, m, maximize, integral, x, u, v, total, rows, stats)
-        _raise_first(cupy, status, index, m)
+        _raise_first(cupy, status, index, m, stack.shape[1:])
         for k in np.flatnonzero(status == UNCERTIFIED):
             _solve_on_host(cupy, m, int(k), maximize, integral, x, u, v, total, rows)
             stats["cpu_fallbacks"] += 1
@@ -339,17 +341,17 @@ def _resident_blocks(dev: dict, attrs: dict, threads: int, smem: int) -> int:
     return per_sm * dev["MultiProcessorCount"]
 
 
-def _raise_first(cupy, status: np.ndarray, index, m) -> None:
+def _raise_first(cupy, status: np.ndarray, index, m, shape) -> None:
     """The error of the first member that is invalid, beyond the float range rule (named with
-    its largest |cost|) or infeasible (or, a defect, has no status), naming its index in the
-    caller's batch (``index`` None: a single problem)."""
+    its largest |cost| and the caller's ``shape``) or infeasible (or, a defect, has no status),
+    naming its index in the caller's batch (``index`` None: a single problem)."""
     bad = np.flatnonzero((status != STATUS_OK) & (status != UNCERTIFIED))
     if bad.size:
         k = int(bad[0])
         if status[k] == STATUS_OUT_OF_RANGE:
             from .api import largest_on_device
             big = float(largest_on_device(cupy, m[k], "finite_magnitude"))
-            _in_member(check_float_range, index, k)(big, m.shape[1:])
+            _in_member(check_float_range, index, k)(big, shape)
         _in_member(raise_for_status, index, k)(int(status[k]), "gpu")
 
 
@@ -394,6 +396,8 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
         sol = solve_gpu(-m[k] if maximize else m[k], maximize=False, epsilon=True,
                         device=cupy.cuda.Device().id, t_start=time.perf_counter())
     except (ValueError, ArithmeticError) as exc:
+        if index is None:
+            raise
         raise type(exc)(f"problem {int(index[k])}: {exc}") from None
     x[k] = cupy.asarray(sol.col_ind)
     u[k] = cupy.asarray(sol.u)

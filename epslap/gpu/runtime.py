@@ -69,30 +69,40 @@ UPLOAD_THREADS = 8
 def upload(cupy, host: np.ndarray):
     """``cupy.asarray(host)`` on the current device; a large C-contiguous array through pinned
     buffers (UPLOAD_CHUNKED_MIN): the host's threads copy one round of chunks into one set of
-    buffers while the device reads the other set."""
+    buffers while the device reads the other set. The copies run on a stream of their own that
+    first waits for the current stream (the new array's memory may have been freed by work
+    queued there), and are waited for whatever happens (no copy outlives its buffers)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import cupyx
     threads = min(UPLOAD_THREADS, available_cores())
     if host.nbytes < UPLOAD_CHUNKED_MIN or not host.flags.c_contiguous or threads < 2:
         return cupy.asarray(host)
-    out = cupy.empty(host.shape, host.dtype)
-    src, dst = host.reshape(-1), out.reshape(-1)
+    src = host.reshape(-1)
     per = max(1, UPLOAD_CHUNK // host.itemsize)
     spans = [(lo, min(lo + per, src.size)) for lo in range(0, src.size, per)]
-    sets = [[cupyx.empty_pinned(per, host.dtype) for _ in range(threads)] for _ in range(2)]
+    threads = min(threads, len(spans))
+    try:
+        sets = [[cupyx.empty_pinned(per, host.dtype) for _ in range(threads)] for _ in range(2)]
+    except (cupy.cuda.runtime.CUDARuntimeError, MemoryError):
+        return cupy.asarray(host)  # no pinned memory to be had: one pageable copy
+    out = cupy.empty(host.shape, host.dtype)
+    dst = out.reshape(-1)
     read = [None, None]  # per set of buffers: the event after the device's copies from it
     stream = cupy.cuda.Stream(non_blocking=True)
-    with ThreadPoolExecutor(threads) as pool:
-        for r, first in enumerate(range(0, len(spans), threads)):
-            bufs, batch = sets[r % 2], spans[first:first + threads]
-            if read[r % 2] is not None:
-                read[r % 2].synchronize()
-            list(pool.map(lambda t: np.copyto(bufs[t][:batch[t][1] - batch[t][0]],
-                                              src[batch[t][0]:batch[t][1]]),
-                          range(len(batch))))
-            for buf, (lo, hi) in zip(bufs, batch):
-                dst[lo:hi].set(buf[:hi - lo], stream=stream)
-            read[r % 2] = stream.record()
-    stream.synchronize()
+    stream.wait_event(cupy.cuda.get_current_stream().record())
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            for r, first in enumerate(range(0, len(spans), threads)):
+                bufs, batch = sets[r % 2], spans[first:first + threads]
+                if read[r % 2] is not None:
+                    read[r % 2].synchronize()
+                list(pool.map(lambda t: np.copyto(bufs[t][:batch[t][1] - batch[t][0]],
+                                                  src[batch[t][0]:batch[t][1]]),
+                              range(len(batch))))
+                for buf, (lo, hi) in zip(bufs, batch):
+                    dst[lo:hi].set(buf[:hi - lo], stream=stream)
+                read[r % 2] = stream.record()
+    finally:
+        stream.synchronize()
     return out
