@@ -193,3 +193,19 @@ def require_gpu(table: str) -> Any:
 def gpu_name(cupy: Any) -> str:
     """The name of CUDA device 0."""
     return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+
+
+def device_times(cupy: Any, fn, rounds: int, warmups: int = 1) -> tuple[list[float], Any]:
+    """``fn()`` timed ``rounds`` times after ``warmups`` untimed calls (compilation), the device
+    synchronised around each call: ``(seconds per call, the last result)``."""
+    import time
+    for _ in range(warmups):
+        out = fn()
+    times = []
+    for _ in range(rounds):
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        out = fn()
+        cupy.cuda.Device().synchronize()
+        times.append(time.perf_counter() - t0)
+    return times, out

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 import warnings
 
 import numpy as np
 
-from ._common import Output, markdown, require_gpu
+from ._common import Output, device_times, markdown, require_gpu
 
 NEEDS_GPU = True
 
@@ -50,15 +49,8 @@ def _stack(cupy, cls: str, b: int, n: int, dtype: str, seed: int):
 
 
 def _timed(cupy, fn, rounds: int) -> tuple[float, object]:
-    out = fn()  # warm-up: compiles
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(rounds):
-        cupy.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        out = fn()
-        cupy.cuda.Device().synchronize()
-        times.append(time.perf_counter() - t0)
+    """The median of ``rounds`` calls after one warm-up call, and the last result."""
+    times, out = device_times(cupy, fn, rounds)
     return statistics.median(times), out
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import numpy as np
 
-from ._common import Output, markdown, require_gpu
+from ._common import Output, device_times, markdown, require_gpu
 
 NEEDS_GPU = True
 
@@ -31,15 +30,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def _timed(cupy, fn, rounds: int):
-    for _ in range(3):  # warm-up: compiles
-        out = fn()
-    times = []
-    for _ in range(rounds):
-        cupy.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        out = fn()
-        cupy.cuda.Device().synchronize()
-        times.append(time.perf_counter() - t0)
+    """Best and median of ``rounds`` calls after three warm-up calls, and the last result."""
+    times, out = device_times(cupy, fn, rounds, warmups=3)
     return min(times), statistics.median(times), out
 
 
