@@ -30,7 +30,7 @@ __all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignme
            "GPUUnavailableError", "CheckpointError", "precompile", "__version__"]
 
 
-def precompile(functions: bool = True, sources: bool = True) -> float:
+def precompile(functions: bool = True, sources: bool = True, candidates: bool = True) -> float:
     """Compile (or load from Numba's disk cache) the CPU kernels; return the seconds spent.
 
     Covers matrices in memory of every dtype (float64, float32, int64, int32) on both CPU
@@ -44,7 +44,11 @@ def precompile(functions: bool = True, sources: bool = True) -> float:
     thread, as a table and through a row cache of either policy (each class's own two small
     trampolines compile on its first use, well under a second; a maximisation reuses the
     same kernels). Maximisations of other sources, several threads, user-defined state classes
-    and ``specialize=True`` functions compile on their first solve.
+    and ``specialize=True`` functions compile on their first solve. With ``candidates`` the
+    kernels of the candidates method (``solve(..., candidates=...)``, what ``"auto"`` takes for
+    large problems): the sparse solve and its CSR builders for float and integer costs, and
+    the two streaming passes over float64 and int64 matrices, the built-in classes and (with
+    ``functions``) a user's jitted cost function.
     """
     import time
 
@@ -85,4 +89,15 @@ def precompile(functions: bool = True, sources: bool = True) -> float:
             solve(src, threads=1)  # a table
             for cache in ("lfu", "slru"):
                 solve(src, memory=40 * 8 * 4, cache=cache, threads=1)
+    if candidates:
+        from .candidates import compile_sparse_kernels
+        for integral in (False, True):
+            compile_sparse_kernels(integral, progress=False)
+        small = rng.random((40, 40)) * 100
+        passes = [small, small.astype(np.int64), costfns.Random(40), costfns.RandomInt(40, 20)]
+        if functions:
+            passes += [costfns.from_function(entry, (40, 40), kind="element"),
+                       costfns.from_function(row, (40, 40), kind="row")]
+        for cost in passes:
+            solve(cost, candidates=8, threads=1)
     return time.perf_counter() - t0

@@ -250,7 +250,7 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     cand_cols, cand_vals, counts, diag = prob.candidates(v, k, every_row, maximize)
     time_candidates = time.perf_counter() - t0
     if progress:  # a clock for the first use's compile, instead of silence inside the solve
-        _compile_kernels(prob.integral)
+        compile_sparse_kernels(prob.integral)
     sparse = _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, prob.integral)
     del cand_cols, cand_vals
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
@@ -447,8 +447,9 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
         check_float_range(biggest, prob.shape)
 
 
-def _compile_kernels(integral: bool) -> float:
-    """Compile the sparse solve's kernels and the CSR builders below, with a running clock."""
+def compile_sparse_kernels(integral: bool, progress: bool = True) -> float:
+    """Compile the sparse solve's kernels and the CSR builders below (``progress``: with a
+    running clock); the seconds spent."""
     from .cpu.candidates import appended_pairs, lists_to_csr
     from .cpu.solver import compile_kernels
     from .sparse import kernel_table
@@ -457,7 +458,7 @@ def _compile_kernels(integral: bool) -> float:
     csr = (np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1, work))
     builders = [(lists_to_csr, lists + (np.zeros(1, work), not integral)),
                 (appended_pairs, csr + (np.zeros(1, np.int64),) + lists)]
-    return compile_kernels(kernel_table(integral) + builders, True, "the sparse solve")
+    return compile_kernels(kernel_table(integral) + builders, progress, "the sparse solve")
 
 
 def _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, integral) -> SparseProblem:

@@ -168,7 +168,7 @@ def test_a_cost_source_table_takes_the_vector_form_first(uncompiled):
 def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
     """``epslap.precompile`` (and the benchmarks) want the kernels, not the first calls'
     vector form: the small path's entries are compiled, and later calls use them."""
-    epslap.precompile(functions=False, sources=False)
+    epslap.precompile(functions=False, sources=False, candidates=False)
     assert all(jv._ENTRIES[t] is not None for t in jv._ENTRIES)
     assert not jv_numpy.rent_pays()
     assert epslap.solve(np.random.default_rng(6).random((20, 20))).stats["compiled"] is True
@@ -223,3 +223,29 @@ def test_a_fresh_process_answers_without_compiling(tmp_path):
                          capture_output=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "0"
+
+
+def test_precompile_readies_the_candidates_method_for_a_users_jitted_cost():
+    """After ``precompile(candidates=True)`` the candidates method of another jitted cost
+    function (its own function, the same kernel type) compiles no new version of the passes'
+    or the sparse solve's kernels, and its answer is scipy's."""
+    from numba import njit
+
+    import costfns
+    from epslap.cpu import candidates as passes
+    from epslap.cpu import sparse as core
+    epslap.precompile(functions=True, sources=False, candidates=True)
+
+    @njit
+    def other(i, j):
+        return abs(3.0 * i - 2.0 * j) + (i * 7 + j * 3) % 5
+
+    kernels = (passes.candidate_rows, passes.certify_rows, passes.lists_to_csr, core.augment,
+               core.auction, core.prepare, core.greedy)
+    before = [len(k.overloads) for k in kernels]
+    src = costfns.from_function(other, (60, 60))
+    sol = epslap.solve(src, candidates=8, threads=1)
+    assert [len(k.overloads) for k in kernels] == before
+    r, c = scipy_lsa(src.dense())
+    assert sol.stats["method"] == "candidates"
+    assert abs(sol.cost - src.dense()[r, c].sum()) <= 1e-9 * 60 * 60
