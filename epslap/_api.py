@@ -51,7 +51,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     backend : {"cpu", "gpu", "hungarian-gpu"}
         Where to solve. ``"gpu"`` (needs CuPy: the ``gpu-cuda12``/``gpu-cuda13`` extras) accepts
         NumPy and CuPy matrices (a CuPy input never leaves the device) and cost sources with a
-        device form, whose costs are computed inside the GPU kernels. ``"hungarian-gpu"`` is
+        device form, whose costs are computed inside the GPU kernels; a matrix whose sides are
+        at most 1024 is solved by the batch kernel as a batch of one (one launch) unless an
+        option of the ε solver is set (``memory``, ``cache``, ``init``, checkpoints, ``launch``,
+        ``epsilon=False``, several devices). ``"hungarian-gpu"`` is
         the comparison backend: the classical Hungarian algorithm on the GPU (Lopes et al.
         2019, doi:10.1016/j.jpdc.2019.03.014, with Kawtikwar et al.'s improvements) on a dense
         matrix held on the device; ``epsilon`` and ``memory`` do not apply to it.
