@@ -83,7 +83,7 @@ def assert_certified(cost, sol, maximize=False, rel=1e-9):
     checked against scipy and brute force in tests/test_verify_rules.py)."""
     c = np.asarray(cost)
     assert len(sol.row_ind) == min(c.shape) and len(np.unique(sol.col_ind)) == len(sol.col_ind)
-    scale = max(1.0, float(np.abs(c[np.isfinite(c)]).max()) if c.size else 1.0)
+    scale = max(1.0, float(np.abs(c[np.isfinite(c)]).max(initial=0.0)))
     tol = rel * scale * max(c.shape)
     assert abs(c[sol.row_ind, sol.col_ind].astype(np.float64).sum() - float(sol.cost)) <= tol
     cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
