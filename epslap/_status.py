@@ -67,7 +67,7 @@ def raise_for_status(status: int, backend: str) -> None:
     if s == Status.INFEASIBLE:
         raise InfeasibleError("cost matrix is infeasible")
     if s == Status.INVALID:
-        raise ValueError("matrix contains invalid numeric entries (NaN, or -inf; +inf when "
+        raise ValueError("matrix contains invalid numeric entries (NaN or -inf; +inf when "
                          "maximising)")
     if s == Status.OUT_OF_RANGE:  # (the GPU batch names the magnitude: gpu/batch.py)
         raise ValueError("float costs could overflow float64 during the solve (|cost| * (4n + 8) "
