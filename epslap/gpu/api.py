@@ -26,15 +26,20 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
     return CudaCost(code, cuda_cost.arrays, cuda_cost.ints, cuda_cost.floats)
 
 
-def canonical_cupy(cupy, cost, maximize):
-    """Validate and orient a CuPy matrix on the device (never copied to the host)."""
+def check_device_matrix(cost) -> None:
+    """A CuPy input's shape and dtype errors (a matrix of bools, integers or floats), in the
+    words of ``_validate.as_matrix``'s for a NumPy one."""
     if cost.ndim != 2:
         raise ValueError(f"expected a matrix (2-D array), got a {cost.ndim}-D array")
-    kind = cost.dtype.kind
-    if kind not in "biuf":
+    if cost.dtype.kind not in "biuf":
         raise TypeError(f"Cannot cast array data from {cost.dtype!r} to dtype('float64') "
                         "according to the rule 'safe'")
-    integral = kind in "biu"
+
+
+def canonical_cupy(cupy, cost, maximize):
+    """Validate and orient a CuPy matrix on the device (never copied to the host)."""
+    check_device_matrix(cost)
+    integral = cost.dtype.kind in "biu"
     m = cost
     if integral:
         m = m.astype(np.int64)

@@ -143,12 +143,9 @@ def solve_one(cost, *, maximize: bool, device: int, t_start: float):
     cupy = import_cupy()
     with cupy.cuda.Device(device):
         if isinstance(cost, cupy.ndarray):
+            from .api import check_device_matrix
+            check_device_matrix(cost)
             m = cost
-            if m.ndim != 2:
-                raise ValueError(f"expected a matrix (2-D array), got a {m.ndim}-D array")
-            if m.dtype.kind not in "biuf" or (m.dtype.kind == "f" and float_kind(m.dtype) is None):
-                raise TypeError(f"Cannot cast array data from {m.dtype!r} to dtype('float64') "
-                                "according to the rule 'safe'")
         else:
             m = as_matrix(cost)
         stats = {"backend": "gpu", "method": "batch kernel", "device": _device(cupy)[0],
