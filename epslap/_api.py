@@ -162,8 +162,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         ``"auto"`` (default): taken for NumPy matrices and cost sources (on ``backend="gpu"``
         a CuPy matrix takes the dense method), from ``candidates.AUTO_MIN_SIDE`` rows and columns
         (4000 on the CPU, 16,000 on the GPU) where a sample of rows shows that it pays; the
-        dense ε method otherwise. ``True``: 4 columns per row per doubling of n, from 8 to 64,
-        and 20 more per doubling beyond 2**20 columns (104 at 4,096,000);
+        dense ε method otherwise. ``True``: 8 columns per row per doubling of n, from 24 to 64
+        (32 at 4000), and 20 more per doubling beyond 2**20 columns (104 at 4,096,000);
         an int: that many; ``False``: the dense method. A problem whose certificate keeps
         failing goes to the dense method, and ``stats["candidates"]`` says why. With
         ``cost_limit``, ``init``, checkpoints or ``epsilon=False``, ``"auto"`` takes the dense

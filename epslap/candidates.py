@@ -35,16 +35,19 @@ from ._validate import canonical_dense, check_float_range, check_int_range
 from .errors import InfeasibleError
 from .sparse import SparseProblem, solve_canonical
 
-#: candidates per row for ``candidates=True``/``"auto"``: K_PER_LOG2 per doubling of n, within
-#: [K_MIN, K_MAX] (measured on geometric and random costs, benchmark page) up to K_GROW_ABOVE
-#: columns; beyond, K_PER_DOUBLING_LARGE more per doubling: the share of rows whose optimum
-#: lies outside their cheapest columns grows with n, and at millions of rows the re-solve of
-#: each such row is an exact search over a large part of the graph (NVIDIA H200, geometric:
-#: 1,024,000 points 43.4 s with 64 per row, 46.2 s with 80; 4,096,000 points with 84 or 88 per
-#: row not within 330-420 s, with 104 in 277 s: 374 rows failed the first certificate pass,
-#: and their re-solve took about 95 s)
-K_PER_LOG2 = 4
-K_MIN = 8
+#: candidates per row for ``candidates=True``/``"auto"``: K_PER_LOG2 per doubling of n beyond
+#: 2**K_FROM_LOG2 columns, within [K_MIN, K_MAX] (measured on geometric, random and integer
+#: costs, design notes: 32 at 4000, 40 at 8000, 48 at 16,000, 64 from 65,536; the random and
+#: integer classes certify in one round from about 24, point sets need more as n grows) up to
+#: K_GROW_ABOVE columns; beyond, K_PER_DOUBLING_LARGE more per doubling: the share of rows whose
+#: optimum lies outside their cheapest columns grows with n, and at millions of rows the
+#: re-solve of each such row is an exact search over a large part of the graph (NVIDIA H200,
+#: geometric: 1,024,000 points 43.4 s with 64 per row, 46.2 s with 80; 4,096,000 points with 84
+#: or 88 per row not within 330-420 s, with 104 in 277 s: 374 rows failed the first
+#: certificate pass, and their re-solve took about 95 s)
+K_PER_LOG2 = 8
+K_FROM_LOG2 = 8
+K_MIN = 24
 K_MAX = 64
 K_GROW_ABOVE = 2**20
 K_PER_DOUBLING_LARGE = 20
@@ -92,7 +95,8 @@ def default_k(n2: int) -> int:
     if n2 > K_GROW_ABOVE:
         doublings = int(np.ceil(np.log2(n2 / K_GROW_ABOVE)))
         return K_MAX + K_PER_DOUBLING_LARGE * doublings
-    return int(min(K_MAX, max(K_MIN, K_PER_LOG2 * int(np.log2(max(n2, 2))))))
+    doublings = np.log2(max(n2, 2)) - K_FROM_LOG2
+    return int(min(K_MAX, max(K_MIN, round(K_PER_LOG2 * doublings))))
 
 
 def candidates_per_row(candidates, cost, *, backend: str, epsilon: bool,

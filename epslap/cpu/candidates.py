@@ -56,19 +56,27 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     and only the rare one below it takes the slow path."""
     n2 = v.size
     work = v.dtype.type
+    integral = work(0.5) == 0  # (a constant of the compiled version)
     rv = np.empty(k, v.dtype)
     biggest = 0.0
     for t in range(first, n1, stride):
         i = rows[t]
         row = get_row(src, i, buf)
-        nan = False
-        for j in range(n2):
-            c = row[j]
-            nan |= c != c
-            a = abs(np.float64(c))
-            biggest = max(biggest, a if a < np.inf else 0.0)
-        if nan:
-            flags[first] |= FLAG_NAN
+        if integral:  # min and max in the row's type: vectorised (no int-to-float per entry)
+            lo = hi = row[0] if n2 else 0
+            for j in range(n2):
+                lo = min(lo, row[j])
+                hi = max(hi, row[j])
+            biggest = max(biggest, abs(np.float64(lo)), abs(np.float64(hi)))
+        else:
+            nan = False
+            for j in range(n2):
+                c = row[j]
+                nan |= c != c
+                a = abs(np.float64(c))
+                biggest = max(biggest, a if a < np.inf else 0.0)
+            if nan:
+                flags[first] |= FLAG_NAN
         count = 0
         cols = cand_cols[t]
         limit = rv[0]  # the list's last value once it holds k (unread before)
