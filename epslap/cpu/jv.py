@@ -50,6 +50,7 @@ from .._validate import (FLOAT_BIG, as_matrix, check_before_compile, check_float
 from ..certificate import RTOL, row_duals_hold
 from ..solution import Solution, assemble
 from . import jv_numpy
+from .arrays import flip_path
 from .kinds import is_integral
 
 #: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
@@ -487,14 +488,13 @@ def _shortest_path(c, f, v, x, y, d, pred, is_open, closed, dist):
     for k in range(nc):
         v[closed[k]] -= mn - dist[k]
     j = closed[nc - 1]
-    while True:
+    while True:  # the path's columns take their new rows, then its rows their new columns
         i = pred[j]
         y[j] = i
-        prev = x[i]
-        x[i] = j
         if i == f:
             break
-        j = prev
+        j = x[i]
+    flip_path(pred, x, f, closed[nc - 1])
     return STATUS_OK, reads
 
 

@@ -40,7 +40,7 @@ from .._status import (STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, ST
                        STATUS_PAUSED, STOP_AFTER_AUGMENTATION, STOP_NOW)
 from .._sync import SYNC_SIZE, aborted, barrier, load_acquire
 from ..certificate import row_duals_hold
-from .arrays import copy_into
+from .arrays import copy_into, flip_path
 
 MAX_PASSES = 64
 
@@ -432,7 +432,8 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
     for k in range(nc):
         acc[1] += mn - closed_d[k]
     acc[2] += np.float64(eps) * nc
-    # flip the alternating path back to f
+    # the alternating path back to f: this thread's columns on it take their new rows, then
+    # every row on it its new column
     j = jmin
     while True:
         i = cpred[j]
@@ -446,11 +447,10 @@ def _augment(tid, nthreads, src, f, n1, lo, vl, eps, inf_val, integral, cols, pa
                 acost[jj] = cost_at(src, i, j)
             else:
                 acost[jj] = zero
-        prev = row_col[i]
-        row_col[i] = j
         if i == f:
             break
-        j = prev
+        j = row_col[i]
+    flip_path(cpred, row_col, f, jmin)
     return STATUS_PAUSED if paused else STATUS_OK
 
 

@@ -22,23 +22,26 @@ __device__ __forceinline__ bool cand_less(cost_t av, unsigned ak, cost_t bv, uns
     return av < bv || (av == bv && ak < bk);
 }
 
-// The block's best candidate, returned to every thread. Only (val, key) go through the warp
-// reductions; the thread that proposed the winner stores the whole candidate (keys are unique).
+// The warp's best of its lanes' candidates `c`: only (val, key) go through the reduction. True
+// in the one lane that holds it (keys are unique; lane 0 where no lane has one), which gets it
+// in `best` (no_cand() where there is none), to store or publish the whole candidate.
+__device__ __forceinline__ bool warp_winner(const Cand& c, Cand& best) {
+    cost_t v = c.val; unsigned k = c.key;
+    warp_best(v, k);
+    if (k == NO_KEY) { best = no_cand(); return (threadIdx.x & 31) == 0; }
+    best = c;
+    return c.key == k;
+}
+
+// The block's best candidate, returned to every thread.
 __device__ Cand block_best(const Cand& mine, Cand* sh) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    cost_t v = mine.val; unsigned k = mine.key;
-    warp_best(v, k);
+    Cand w;
+    const bool wins = warp_winner(mine, w);
     __syncthreads();                                   // sh may still be read from the last call
-    if (k == NO_KEY) { if (lane == 0) sh[warp] = no_cand(); }
-    else if (mine.key == k) sh[warp] = mine;
+    if (wins) sh[warp] = w;
     __syncthreads();
-    if (warp == 0) {
-        const Cand c = lane < WARPS ? sh[lane] : no_cand();
-        v = c.val; k = c.key;
-        warp_best(v, k);
-        if (k == NO_KEY) { if (lane == 0) sh[WARPS] = no_cand(); }
-        else if (c.key == k) sh[WARPS] = c;
-    }
+    if (warp == 0 && warp_winner(lane < WARPS ? sh[lane] : no_cand(), w)) sh[WARPS] = w;
     __syncthreads();
     return sh[WARPS];
 }
@@ -163,24 +166,16 @@ __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq
     if (nb <= 32) {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         Cand* part = sh + parity * (WARPS + 1);
-        cost_t v = mine.val; unsigned k = mine.key;
-        warp_best(v, k);
-        if (k == NO_KEY) { if (lane == 0) part[warp] = no_cand(); }
-        else if (mine.key == k) part[warp] = mine;
+        Cand w;
+        if (warp_winner(mine, w)) part[warp] = w;
         __syncthreads();
         if (warp == 0) {
-            const Cand c = lane < WARPS ? part[lane] : no_cand();
-            v = c.val; k = c.key;
-            warp_best(v, k);
-            if (k == NO_KEY) { if (lane == 0) publish_all(gp, par, me, seq, buf, no_cand(), extra); }
-            else if (c.key == k) publish_all(gp, par, me, seq, buf, c, extra);
+            if (warp_winner(lane < WARPS ? part[lane] : no_cand(), w))
+                publish_all(gp, par, me, seq, buf, w, extra);
             Cand r = no_cand();
             unsigned x = 0;
             if ((unsigned)lane < nb) r = receive(buf + lane, seq, x);
-            v = r.val; k = r.key;
-            warp_best(v, k);
-            if (k == NO_KEY) { if (lane == 0) part[WARPS] = no_cand(); }
-            else if (r.key == k) part[WARPS] = r;
+            if (warp_winner(r, w)) part[WARPS] = w;
             if (lane == 0) sh_extra[parity] = x;      // lane 0 polled block 0's slot
         }
         __syncthreads();

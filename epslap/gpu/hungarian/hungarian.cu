@@ -157,6 +157,28 @@ __device__ void append_row_zeros(const cost_st* __restrict__ C, long long n1, lo
     }
 }
 
+// Sweep this block's zero list (seg[0 .. count), each entry row-local row * n + column; each
+// thread its share) with visit(i, j), again and again until a sweep ends with no thread having
+// raised `flag` (visit raises it where the sweep must repeat).
+template <typename Visit>
+__device__ __forceinline__ void sweep_zeros_until_quiet(const unsigned* seg, const unsigned& count,
+                                                        int& flag, long long i0, long long n,
+                                                        Visit visit) {
+    for (;;) {
+        if (threadIdx.x == 0) flag = 0;
+        __syncthreads();
+        const unsigned cnt = count;
+        for (unsigned k = threadIdx.x; k < cnt; k += THREADS) {
+            const unsigned z = seg[k];
+            visit(i0 + z / (unsigned)n, (int)(z % (unsigned)n));
+        }
+        __syncthreads();
+        const int again = flag;
+        __syncthreads();
+        if (!again) break;
+    }
+}
+
 // Keep, in place and in order, the entries of seg[begin, end) that are zeros when row i's dual
 // is u_i + add: c_ij - (u_i + add) - v_j <= tol. Returns the new end (in every thread). Each
 // chunk is read completely (inside the block scan) before any of it is overwritten, and writes
@@ -296,26 +318,14 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
     __syncthreads();
 
     // ---- step 2: greedy stars from each block's zeros (row lock, then column CAS) ----
-    for (;;) {
-        if (tid == 0) s_flag = 0;
-        __syncthreads();
-        const unsigned cnt = s_zcount;
-        for (unsigned k = tid; k < cnt; k += THREADS) {
-            const unsigned z = seg[k];
-            const long long i = i0 + z / (unsigned)n;
-            const int j = (int)(z % (unsigned)n);
-            if (vstar_col[i] >= 0 || vstar_row[j] >= 0) continue;
-            if (atomicCAS(&row_lock[i], 0, 1) != 0) { s_flag = 1; continue; }   // retry later
-            __threadfence();   // acquire: see the star a previous holder wrote before unlocking
-            if (vstar_col[i] < 0 && atomicCAS(&star_row[j], -1, (int)i) == -1) vstar_col[i] = j;
-            __threadfence();
-            atomicExch(&row_lock[i], 0);
-        }
-        __syncthreads();
-        const int again = s_flag;
-        __syncthreads();
-        if (!again) break;
-    }
+    sweep_zeros_until_quiet(seg, s_zcount, s_flag, i0, n, [&](long long i, int j) {
+        if (vstar_col[i] >= 0 || vstar_row[j] >= 0) return;
+        if (atomicCAS(&row_lock[i], 0, 1) != 0) { s_flag = 1; return; }   // retry later
+        __threadfence();   // acquire: see the star a previous holder wrote before unlocking
+        if (vstar_col[i] < 0 && atomicCAS(&star_row[j], -1, (int)i) == -1) vstar_col[i] = j;
+        __threadfence();
+        atomicExch(&row_lock[i], 0);
+    });
     grid.sync();
 
     long long round = 0, dual_updates = 0, phase = 0;
@@ -358,33 +368,21 @@ hungarian_solve(const cost_st* __restrict__ C, const long long n1, const long lo
             // prime, which makes every alternating path finite (see reference._step4).
             // Unlike Lopes et al. the search does not stop at the first row without a star: it
             // runs until nothing more is reachable, so one phase applies every disjoint path.
-            for (;;) {
-                if (tid == 0) s_flag = 0;
-                __syncthreads();
-                const unsigned cnt = s_zcount;
-                for (unsigned k = tid; k < cnt; k += THREADS) {
-                    const unsigned z = seg[k];
-                    const long long i = i0 + z / (unsigned)n;
-                    const int j = (int)(z % (unsigned)n);
-                    if (cover_col[j]) continue;
-                    if (cover_row[i]) continue;
-                    if (atomicCAS(&prime_col[i], -1, j) != -1) continue;
-                    const int s = star_col[i];          // stars are constant during step 4
-                    if (s < 0) {
-                        ctl[CTL_GOTO5] = round;         // an augmenting path ends here
-                    } else {
-                        s_flag = 1;
-                        cover_row[i] = 1;
-                        __threadfence();
-                        cover_col[s] = 0;
-                        ctl[CTL_PROGRESS] = round;
-                    }
+            sweep_zeros_until_quiet(seg, s_zcount, s_flag, i0, n, [&](long long i, int j) {
+                if (cover_col[j]) return;
+                if (cover_row[i]) return;
+                if (atomicCAS(&prime_col[i], -1, j) != -1) return;
+                const int s = star_col[i];          // stars are constant during step 4
+                if (s < 0) {
+                    ctl[CTL_GOTO5] = round;         // an augmenting path ends here
+                } else {
+                    s_flag = 1;
+                    cover_row[i] = 1;
+                    __threadfence();
+                    cover_col[s] = 0;
+                    ctl[CTL_PROGRESS] = round;
                 }
-                __syncthreads();
-                const int again = s_flag;
-                __syncthreads();
-                if (!again) break;
-            }
+            });
             grid.sync();
             // decisions: during the next interval (until the next barrier) a block writes
             // CTL_PROGRESS/CTL_GOTO5 only if it continues the search, and then only round + 1,
