@@ -381,6 +381,8 @@ _CUDA_SOURCES = {
     "estimate.cu": ("estimate_greedy", "estimate_colstats", "estimate_release"),
     "diagnostics.cu": ("barrier_selftest", "exchange_selftest"),
     "batch.cu": ("batch_solve",),
+    "candidates.cu": ("scan_rows", "auction_phase"),
+    "verify.cu": ("verify_scan", "pair_costs"),
     "hungarian/hungarian.cu": ("hungarian_solve", "hungarian_check"),
 }
 

@@ -234,22 +234,13 @@ __device__ __forceinline__ long long team_bytes(int n1, int n2) {
 
 // a team's workspace at `base` (team_bytes): prices v[n2], then y[n2] (column -> row), pred[n2]
 // (the search's predecessors), x[n1] (row -> column) and fl[n1] (the free rows)
-struct Work {
-    work_t* v;
-    int* y;
-    int* pred;
-    int* x;
-    int* fl;
-};
-
-__device__ __forceinline__ Work work_at(unsigned char* base, int n1, int n2) {
-    Work w;
-    w.v = (work_t*)base;
-    w.y = (int*)(base + 8LL * n2);
-    w.pred = w.y + n2;
-    w.x = w.pred + n2;
-    w.fl = w.x + n1;
-    return w;
+__device__ __forceinline__ void work_at(unsigned char* base, int n1, int n2, work_t*& v, int*& y,
+                                        int*& pred, int*& x, int*& fl) {
+    v = (work_t*)base;
+    y = (int*)(base + 8LL * n2);
+    pred = y + n2;
+    x = pred + n2;
+    fl = x + n1;
 }
 
 // Steps 3 to 5 of problem p from the prices in v and the assignment in x and y: a shortest
@@ -261,9 +252,9 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
                                                    long long p, unsigned char* base,
                                                    const Outputs& out, int nfree, bool listed,
                                                    long long& rows, double rtol, bool last) {
-    const Work w = work_at(base, n1, n2);
-    work_t* v = w.v;
-    int *y = w.y, *pred = w.pred, *x = w.x, *fl = w.fl;
+    work_t* v;
+    int *y, *pred, *x, *fl;
+    work_at(base, n1, n2, v, y, pred, x, fl);
     const int rank = t.rank;
     int status = STATUS_OK;
 
@@ -464,9 +455,9 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
 __device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n2, long long p,
                                           unsigned char* base, const Outputs& out,
                                           long long& rows, double rtol) {
-    const Work w = work_at(base, n1, n2);
-    work_t* v = w.v;
-    int *y = w.y, *pred = w.pred, *x = w.x, *fl = w.fl;
+    work_t* v;
+    int *y, *pred, *x, *fl;
+    work_at(base, n1, n2, v, y, pred, x, fl);
     const int rank = t.rank;
     rows = 0;
 
@@ -653,9 +644,9 @@ __device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n
 __device__ __forceinline__ void polish_one(Team& t, const Costs& c, int n1, int n2, long long p,
                                            unsigned char* base, const Outputs& out,
                                            long long rows, double rtol) {
-    const Work w = work_at(base, n1, n2);
-    work_t* v = w.v;
-    int *y = w.y, *x = w.x;
+    work_t* v = (work_t*)base;
+    int* y = (int*)(base + 8LL * n2);
+    int* x = y + 2 * n2;  // (work_at's layout)
     team_sync(t);  // every lane is done with x, y and v
 #pragma unroll
     for (int k = 0; k < K; ++k) {

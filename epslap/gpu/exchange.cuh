@@ -22,26 +22,25 @@ __device__ __forceinline__ bool cand_less(cost_t av, unsigned ak, cost_t bv, uns
     return av < bv || (av == bv && ak < bk);
 }
 
-// The warp's best of its lanes' candidates `c`: only (val, key) go through the reduction. True
-// in the one lane that holds it (keys are unique; lane 0 where no lane has one), which gets it
-// in `best` (no_cand() where there is none), to store or publish the whole candidate.
-__device__ __forceinline__ bool warp_winner(const Cand& c, Cand& best) {
+// The warp's best of its lanes' candidates `c`; only (val, key) go through the reduction. The
+// lane whose candidate it is (keys are unique) calls take(c); where no lane has one, lane 0
+// calls take(no_cand()).
+template <typename Take>
+__device__ __forceinline__ void warp_winner(const Cand& c, Take take) {
     cost_t v = c.val; unsigned k = c.key;
     warp_best(v, k);
-    if (k == NO_KEY) { best = no_cand(); return (threadIdx.x & 31) == 0; }
-    best = c;
-    return c.key == k;
+    if (k == NO_KEY) { if ((threadIdx.x & 31) == 0) take(no_cand()); }
+    else if (c.key == k) take(c);
 }
 
 // The block's best candidate, returned to every thread.
 __device__ Cand block_best(const Cand& mine, Cand* sh) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    Cand w;
-    const bool wins = warp_winner(mine, w);
     __syncthreads();                                   // sh may still be read from the last call
-    if (wins) sh[warp] = w;
+    warp_winner(mine, [&](const Cand& w) { sh[warp] = w; });
     __syncthreads();
-    if (warp == 0 && warp_winner(lane < WARPS ? sh[lane] : no_cand(), w)) sh[WARPS] = w;
+    if (warp == 0)
+        warp_winner(lane < WARPS ? sh[lane] : no_cand(), [&](const Cand& w) { sh[WARPS] = w; });
     __syncthreads();
     return sh[WARPS];
 }
@@ -166,16 +165,15 @@ __device__ Cand grid_best(const Cand& mine, Cand* sh, Slot* slots, unsigned& seq
     if (nb <= 32) {
         const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
         Cand* part = sh + parity * (WARPS + 1);
-        Cand w;
-        if (warp_winner(mine, w)) part[warp] = w;
+        warp_winner(mine, [&](const Cand& w) { part[warp] = w; });
         __syncthreads();
         if (warp == 0) {
-            if (warp_winner(lane < WARPS ? part[lane] : no_cand(), w))
-                publish_all(gp, par, me, seq, buf, w, extra);
+            warp_winner(lane < WARPS ? part[lane] : no_cand(),
+                        [&](const Cand& w) { publish_all(gp, par, me, seq, buf, w, extra); });
             Cand r = no_cand();
             unsigned x = 0;
             if ((unsigned)lane < nb) r = receive(buf + lane, seq, x);
-            if (warp_winner(r, w)) part[WARPS] = w;
+            warp_winner(r, [&](const Cand& w) { part[WARPS] = w; });
             if (lane == 0) sh_extra[parity] = x;      // lane 0 polled block 0's slot
         }
         __syncthreads();
