@@ -239,15 +239,17 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
     x = np.zeros((b, n1), np.int64)
     v = np.zeros((b, n2), work)
     u = np.zeros((b, n1), work)
-    assigned = np.zeros((b, n1), work)
+    total = np.zeros(b, work)
+    row_ind = np.empty((b, n1), np.int64)
     status = np.zeros(b, np.int64)
     rows = np.zeros(b, np.int64)
     if b and n1:
         if jv.applies(n1, n2):
-            _run_threads((c, integral, x, v, status, rows, u, assigned),
+            _run_threads((c, integral, x, v, status, rows, u, total, row_ind),
                          max(1, min(nthreads, b)))
         else:
             status[:] = jv.NEEDS_EPSILON
+            row_ind[:] = np.arange(n1)
     for k in np.flatnonzero(status != STATUS_OK).tolist():  # errors name the first bad
         if status[k] == jv.NEEDS_EPSILON:                   # problem; rare leftovers: ε path
             from .cpu.api import solve_cpu  # what solve runs, without another small try
@@ -258,7 +260,7 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
             except (ValueError, ArithmeticError) as exc:
                 raise type(exc)(f"problem {int(index[k])}: {exc}") from None
             x[k], v[k], u[k] = sol.col_ind, sol.v, sol.u  # canonical: n1 <= n2, minimised
-            assigned[k] = c[k][np.arange(n1), sol.col_ind]
+            total[k] = sol.cost
             rows[k] = sol.stats["rows_evaluated"]
         elif status[k] != STATUS_OK:
             try:
@@ -267,8 +269,8 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
                 raise_for_status(int(status[k]), "cpu")
             except (ValueError, ArithmeticError) as exc:
                 raise type(exc)(f"problem {int(index[k])}: {exc}") from None
-    row_ind, col_ind, u, v, total = orient_duals(x, u, v, assigned.sum(axis=-1, dtype=work),
-                                                 maximize, transposed)
+    row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed,
+                                                 rows=row_ind)
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}
     return BatchSolution(row_ind, col_ind, total, u, v, stats)
 

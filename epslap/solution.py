@@ -82,14 +82,17 @@ def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize
                         transposed)
 
 
-def orient_duals(row_to_col, u, v, total, maximize: bool, transposed: bool, xp=np) -> tuple:
+def orient_duals(row_to_col, u, v, total, maximize: bool, transposed: bool, xp=np,
+                 rows=None) -> tuple:
     """The canonical result with its duals (v shifted, u from the shifted v) in the caller's
     sign and orientation: ``(row_ind, col_ind, u, v, total)``, row_ind sorted. ``xp`` is the
-    arrays' module: NumPy, or CuPy for the GPU batch's device arrays."""
+    arrays' module: NumPy, or CuPy for the GPU batch's device arrays. ``rows``: the row numbers
+    0 … n1-1 in ``row_to_col``'s shape where the caller has them (made here otherwise)."""
     if maximize:
         u, v, total = -u, -v, -total
-    rows = xp.broadcast_to(xp.arange(row_to_col.shape[-1], dtype=np.int64),
-                           row_to_col.shape).copy()
+    if rows is None:
+        rows = xp.broadcast_to(xp.arange(row_to_col.shape[-1], dtype=np.int64),
+                               row_to_col.shape).copy()
     if transposed:
         order = xp.argsort(row_to_col, axis=-1, kind="stable")
         return (xp.take_along_axis(row_to_col, order, axis=-1),

@@ -730,11 +730,13 @@ jv_numpy.keep_rent_beside(solve_small)  # the first calls' time, beside this ker
 
 
 @njit(cache=True, nogil=True)
-def solve_share(c, integral, lo, hi, x, v, status, rows, u, assigned):
+def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
     """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), as :func:`solve_jv`
     solves one: fills ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated),
     and for each solved problem its result as ``solution.orient`` takes it: v shifted to a
-    maximum of 0, ``u`` (B, n1) from the shifted v, ``assigned`` (B, n1) the pairs' costs."""
+    maximum of 0, ``u`` (B, n1) from the shifted v, ``total`` (B,) the sum of the pairs' costs,
+    ``row_ind`` (B, n1) the row numbers 0 … n1-1 (filled here, on the batch's threads, instead
+    of by NumPy after them)."""
     n1, n2 = c.shape[1], c.shape[2]
     y = np.empty(n2, np.int64)  # one scratch space for the whole share
     iw = np.empty(n1 + _scratch(n2), np.int64)
@@ -742,6 +744,8 @@ def solve_share(c, integral, lo, hi, x, v, status, rows, u, assigned):
     unlimited = np.int64(2**63 - 1)  # integer ranges are the caller's check
     wt = v.dtype.type
     for b in range(lo, hi):
+        for i in range(n1):
+            row_ind[b, i] = i
         st, r = _solve_canonical(c[b], integral, unlimited, v[b], x[b], y, iw, fw)
         if st == STATUS_OK and not integral and not duals_hold(c[b], v[b], x[b]):
             st, r2 = polish(c[b], v[b], x[b])
@@ -752,10 +756,12 @@ def solve_share(c, integral, lo, hi, x, v, status, rows, u, assigned):
         rows[b] = r
         if st == STATUS_OK and n2 > 0:
             _shift_to_max_zero(v[b])
+            acc = wt(0)
             for i in range(n1):
                 a = wt(c[b, i, x[b, i]])
-                assigned[b, i] = a
+                acc += a
                 u[b, i] = a - v[b, x[b, i]]
+            total[b] = acc
 
 
 #: square problems up to this many columns take this path. One thread, 2 vCPU, against the
