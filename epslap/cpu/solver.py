@@ -93,6 +93,11 @@ def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
             if sync is not None:
                 request_abort(sync)
             interrupted = True
+    while worker.is_alive():  # fn has returned: the thread ends at once; none is left behind
+        try:  # (on a loaded machine its end could come after the caller had moved on)
+            worker.join()
+        except KeyboardInterrupt:
+            interrupted = True
     if "error" in box:
         raise box["error"]
     if interrupted:
