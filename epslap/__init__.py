@@ -82,8 +82,8 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
             src = costfns.from_function(fn, (8, 8), kind=kind)
             for cache in ("lfu", "slru"):
                 solve(src, memory=8 * 8, cache=cache, threads=1)
-    if sources:  # more rows than the certificate's sample: its sweep compiles too
-        small = rng.random((40, 40)) * 100  # matrices of the other two dtypes through a cache
+    small = rng.random((40, 40)) * 100  # more rows than the certificate's sample
+    if sources:  # its sweep compiles too; matrices of the other two dtypes through a cache
         for src in (costfns.Random(40), costfns.RandomInt(40, 20),
                     costfns.Dense(small.astype(np.float32)), costfns.Dense(small.astype(np.int32))):
             solve(src, threads=1)  # a table
@@ -93,7 +93,6 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
         from .candidates import compile_sparse_kernels
         for integral in (False, True):
             compile_sparse_kernels(integral, progress=False)
-        small = rng.random((40, 40)) * 100
         passes = [small, small.astype(np.int64), costfns.Random(40), costfns.RandomInt(40, 20)]
         if functions:
             passes += [costfns.from_function(entry, (40, 40), kind="element"),
