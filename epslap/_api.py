@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._validate import check_options, device_ids
+
+from ._validate import Options, Problem, check_options, problem_of
 from .cpu import jv as _jv
-from .candidates import HostPasses, candidates_per_row, matrix_sample, solve_candidates
+from .candidates import check_candidates
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
-from .sparse import is_sparse
 
 if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is asked for
     from .gpu.launch import LaunchConfig
@@ -198,105 +198,66 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
             sol = _jv.small_solution(cost, maximize, t_start)
             if sol is not None:
                 return sol
-            import epslap.cpu.api as cpu  # the ε path takes the problem over
-            return cpu.solve_cpu(cost, maximize=maximize, epsilon=True, memory=None,
-                                 cache="auto", threads=None, progress=False, t_start=t_start,
-                                 small_tried=True)
+            from .cpu.api import solve_cpu  # the ε path takes the problem over
+            return solve_cpu(cost, maximize=maximize, epsilon=True, threads=None,
+                             progress=False, t_start=t_start, small_tried=True)
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
-    if is_sparse(cost):
-        if not (candidates is False or (candidates.__class__ is str and candidates == "auto")):
-            raise ValueError("candidates does not apply to a sparse cost: its stored pairs are "
-                             "solved directly")
-        return _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint,
-                                   resume, device)
+    problem = problem_of(cost, maximize, backend)
+    options = _options(problem.form, backend=backend, maximize=maximize, epsilon=epsilon,
+                       memory=memory, cache=cache, threads=threads, progress=progress,
+                       device=device, launch=launch, cost_limit=cost_limit, init=init,
+                       checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                       candidates=candidates)
+    if options.limit is not None:  # a matrix with one slack column per row, on the backend
+        return solve_with_limit(problem, options.limit, lambda extended: _solve_on_backend(
+            extended, options._replace(limit=None)))
+    return _solve_on_backend(problem, options)
+
+
+def _solve_on_backend(problem: Problem, options: Options) -> Solution:
+    """The backend's ``solve(problem, options)``: each chooses its own method."""
+    if options.backend == "cpu":
+        from .cpu.api import solve_on_cpu
+        return solve_on_cpu(problem, options)
+    if options.backend == "gpu":
+        from .gpu.backend import solve_on_gpu
+        return solve_on_gpu(problem, options)
+    from .gpu.hungarian.solver import solve_on_hungarian_gpu
+    return solve_on_hungarian_gpu(problem, options)
+
+
+def _options(form: str, *, backend, maximize, epsilon, memory, cache, threads, progress, device,
+             launch, cost_limit, init, checkpoint, checkpoint_every, resume,
+             candidates) -> Options:
+    """The checks of ``solve``'s options that involve more than one of them (those of one
+    alone: ``check_options``), as an :class:`Options`."""
+    if form == "sparse":
+        _check_sparse_options(backend, cost_limit, init, checkpoint, resume, candidates)
     limit = check_cost_limit(cost_limit, maximize)
-    k = candidates_per_row(candidates, cost, backend=backend, epsilon=epsilon,
-                           continued=not (limit is None and init is None and checkpoint is None
-                                          and resume is None))
-    spread = declined = None
-    if k is not None and candidates == "auto" and isinstance(cost, np.ndarray):
-        spread, declined = matrix_sample(cost, maximize, k,
-                                         threads if backend == "cpu" else None)
-    if k is not None and declined is None:
-        t_start = time.perf_counter()
-        from .locality import relabeled
-        labeled, order = relabeled(cost)  # a point set in a spatial order (epslap.locality)
-        if backend == "gpu":
-            from .gpu.candidates import DevicePasses
-            passes = DevicePasses(labeled, maximize, device_ids(device))
-        else:
-            from .lifted import applies
-            from .point_passes import PointPasses
-            passes = (PointPasses if applies(labeled, maximize)
-                      else HostPasses)(labeled, maximize, threads)
-        sol, declined = solve_candidates(passes, maximize=maximize, k=k, t_start=t_start,
-                                         auto=candidates == "auto", progress=progress,
-                                         order=order, spread=spread)
-        if sol is not None:
-            return sol
-    if isinstance(device, str):  # "all": the dense method on the first (its split over GPUs
-        device = device_ids(device)[0]  # pays at n >= 512,000 only: a list asks for it)
-    if declined is not None:
-        sol = solve(cost, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,
-                    cache=cache, threads=threads, progress=progress, device=device,
-                    launch=launch, candidates=False)
-        sol.stats["candidates"] = declined
-        return sol
+    check_candidates(candidates, backend=backend, epsilon=epsilon,
+                     continued=not (limit is None and init is None and checkpoint is None
+                                    and resume is None))
     carry = None
     if init is not None or checkpoint is not None or resume is not None:
         carry = _continuation(backend, limit, init, checkpoint, checkpoint_every, resume)
-    if limit is not None:
-        def solve_extended(e):
-            return solve(e, maximize=maximize, epsilon=epsilon, backend=backend, memory=memory,
-                         cache=cache, threads=threads, progress=progress, device=device,
-                         launch=launch)
-        return solve_with_limit(cost, limit, solve_extended)
-    t_start = time.perf_counter()
     if backend in ("gpu", "hungarian-gpu"):
         from .gpu.launch import resolve_launch
         launch = resolve_launch(launch)
     elif launch is not None:
         raise ValueError(f"launch applies to backend='gpu' and 'hungarian-gpu', not "
                          f"backend={backend!r}")
-    if backend == "hungarian-gpu":
-        from .gpu.hungarian import solve_hungarian
-        return solve_hungarian(cost, maximize=maximize, device=device, t_start=t_start,
-                               launch=launch)
-    if backend == "gpu":
-        from .gpu import batch as gpu_batch
-        if gpu_batch.takes_single(cost, memory=memory, cache=cache, epsilon=epsilon, init=init,
-                                  checkpoint=carry, device=device, launch=launch):
-            return gpu_batch.solve_one(cost, maximize=maximize, device=device, t_start=t_start)
-        from .gpu.api import solve_gpu
-        return solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device,
-                         t_start=t_start, memory=memory, cache=cache, launch=launch,
-                         init=init, checkpoint=carry)
-    if carry is not None and backend == "cpu":
-        import epslap.cpu.api as cpu
-        return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory,
-                             cache=cache, threads=threads, progress=progress, t_start=t_start,
-                             init=init, checkpoint=carry)
-    small_tried = False
-    if type(cost) is np.ndarray and cost.ndim == 2 and epsilon and not progress:
-        # a small matrix: straight to the small path's one compiled call (a tiny problem's
-        # time is mostly the calls around it)
-        if _jv.takes(*cost.shape, threads):
-            sol = _jv.small_solution(cost, maximize, t_start)
-            if sol is not None:
-                return sol
-            small_tried = True
-    import epslap.cpu.api as cpu
-    return cpu.solve_cpu(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
-                         threads=threads, progress=progress, t_start=t_start,
-                         small_tried=small_tried)
+    return Options(backend=backend, epsilon=epsilon, memory=memory, cache=cache,
+                   threads=threads, progress=progress, device=device, launch=launch,
+                   limit=limit, candidates=candidates, init=init, carry=carry)
 
 
-def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, resume,
-                        device):
-    """A sparse cost (``epslap.sparse``): its own exact solver, on the CPU, or on the GPU with
-    the exact pass on the host."""
-    from .sparse import solve_sparse
+def _check_sparse_options(backend, cost_limit, init, checkpoint, resume, candidates) -> None:
+    """A sparse cost is solved by its own exact solver, on the CPU or the GPU, without the
+    dense method's options."""
+    if not (candidates is False or (candidates.__class__ is str and candidates == "auto")):
+        raise ValueError("candidates does not apply to a sparse cost: its stored pairs are "
+                         "solved directly")
     if backend not in ("cpu", "gpu"):
         raise ValueError(f"sparse cost input is solved on backend='cpu' or 'gpu', not "
                          f"backend={backend!r}")
@@ -304,18 +265,6 @@ def _solve_sparse_input(cost, maximize, backend, cost_limit, init, checkpoint, r
                         ("resume", resume)):
         if value is not None:
             raise ValueError(f"{name} does not apply to a sparse cost")
-    auction_of = None
-    if backend == "gpu":
-        if isinstance(device, str):
-            device = device_ids(device)[0]
-        if not isinstance(device, int):
-            raise ValueError("a sparse cost on backend='gpu' runs on one device: pass "
-                             "device=<int>")
-        from functools import partial
-
-        from .gpu.candidates import device_auction
-        auction_of = partial(device_auction, device=device)
-    return solve_sparse(cost, maximize, auction_of=auction_of)
 
 
 def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):

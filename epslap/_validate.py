@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
 from ._status import STATUS_INFEASIBLE, STATUS_INVALID, raise_for_status
+from .sparse_input import is_sparse
 
 #: Largest |cost| times (4·n + 8) that keeps every potential and path length inside int64.
 _INT_LIMIT = 2**62
@@ -25,6 +27,69 @@ class CanonicalDense:
     integral: bool
 
 
+class Problem(NamedTuple):
+    """A cost as ``solve`` checked it at the entry (:func:`problem_of`); nothing below checks
+    its form again. ``form``: ``"matrix"`` (a 2-D numeric NumPy array), ``"device"`` (a 2-D
+    numeric CuPy array, GPU backends), ``"source"`` (a ``costfns.CostSource``) or
+    ``"sparse"`` (stored pairs, ``epslap.sparse``). Its values (NaN, range rules) are checked
+    by the method that reads them."""
+    cost: Any
+    form: str
+    maximize: bool
+
+
+class Options(NamedTuple):
+    """``solve``'s options as the entry checked them: ``limit`` the finite cost limit (or
+    None), ``carry`` the ``checkpoint.Checkpointing`` of a warm start or checkpoints (or None),
+    ``launch`` the resolved ``gpu.LaunchConfig`` of the GPU backends (None on the CPU)."""
+    backend: str = "cpu"
+    epsilon: bool = True
+    memory: Any = None
+    cache: str = "auto"
+    threads: int | None = None
+    progress: bool = False
+    device: Any = 0
+    launch: Any = None
+    limit: Any = None
+    candidates: Any = "auto"
+    init: Any = None
+    carry: Any = None
+
+    @property
+    def continued(self) -> bool:
+        """A cost limit, a warm start or checkpoints: the dense method's options."""
+        return self.limit is not None or self.carry is not None
+
+
+def problem_of(cost, maximize: bool, backend: str) -> Problem:
+    """``cost`` as a :class:`Problem`: its form recognised, a matrix's shape and dtype checked
+    (scipy's errors), a nested list made an array."""
+    from costfns import CostSource
+    if isinstance(cost, CostSource):
+        return Problem(cost, "source", maximize)
+    if is_sparse(cost):
+        return Problem(cost, "sparse", maximize)
+    if backend != "cpu" and is_device_array(cost):
+        check_device_matrix(cost)
+        return Problem(cost, "device", maximize)
+    return Problem(as_matrix(cost), "matrix", maximize)
+
+
+def is_device_array(cost) -> bool:
+    """A GPU array (CuPy, or anything else with the CUDA array interface)."""
+    return hasattr(cost, "__cuda_array_interface__") and not isinstance(cost, np.ndarray)
+
+
+def check_device_matrix(cost) -> None:
+    """A CuPy input's shape and dtype errors (a matrix of bools, integers or floats), in the
+    words of :func:`as_matrix`'s for a NumPy one."""
+    if cost.ndim != 2:
+        raise ValueError(f"expected a matrix (2-D array), got a {cost.ndim}-D array")
+    if cost.dtype.kind not in "biuf":
+        raise TypeError(f"Cannot cast array data from {cost.dtype!r} to dtype('float64') "
+                        "according to the rule 'safe'")
+
+
 def float_kind(dtype: np.dtype) -> np.dtype | None:
     if dtype == np.float64 or dtype == np.float32:
         return dtype
@@ -35,7 +100,7 @@ def float_kind(dtype: np.dtype) -> np.dtype | None:
 
 def as_matrix(cost) -> np.ndarray:
     """``np.asarray`` with scipy's type and shape errors."""
-    if hasattr(cost, "__cuda_array_interface__") and not isinstance(cost, np.ndarray):
+    if is_device_array(cost):
         raise TypeError("a GPU array was given to the CPU backend: pass backend='gpu' or "
                         "copy it to the host first (cupy.asnumpy)")
     arr = np.asarray(cost)

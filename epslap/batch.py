@@ -254,9 +254,8 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
         if status[k] == jv.NEEDS_EPSILON:                   # problem; rare leftovers: ε path
             from .cpu.api import solve_cpu  # what solve runs, without another small try
             try:
-                sol = solve_cpu(c[k], maximize=False, epsilon=True, memory=None, cache="auto",
-                                threads=threads, progress=False, t_start=time.perf_counter(),
-                                small_tried=True)
+                sol = solve_cpu(c[k], maximize=False, epsilon=True, threads=threads,
+                                progress=False, t_start=time.perf_counter(), small_tried=True)
             except (ValueError, ArithmeticError) as exc:
                 raise type(exc)(f"problem {int(index[k])}: {exc}") from None
             x[k], v[k], u[k] = sol.col_ind, sol.v, sol.u  # canonical: n1 <= n2, minimised

@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from .certificate import RTOL
-from ._validate import canonical_dense, check_float_range, check_int_range
+from ._validate import Options, Problem, canonical_dense, check_float_range, check_int_range
 from .errors import InfeasibleError
 from .sparse import SparseProblem, solve_canonical
 
@@ -99,43 +99,68 @@ def default_k(n2: int) -> int:
     return int(min(K_MAX, max(K_MIN, round(K_PER_LOG2 * doublings))))
 
 
-def candidates_per_row(candidates, cost, *, backend: str, epsilon: bool,
-                       continued: bool) -> int | None:
-    """``solve``'s ``candidates`` option as a count per row, ``None`` for the dense method.
-    ``continued``: ``cost_limit``, ``init`` or a checkpoint was asked (dense method only)."""
-    from costfns import CostSource
-    auto = candidates.__class__ is str and candidates == "auto"
-    if candidates is False or (auto and (continued or not epsilon
-                                         or backend not in AUTO_BACKENDS)):
+def check_candidates(candidates, *, backend: str, epsilon: bool, continued: bool) -> None:
+    """Refuse a ``candidates`` option that is not "auto", True, False or a count, or that asks
+    for the method where it does not apply (``continued``: ``cost_limit``, ``init`` or a
+    checkpoint, the dense method's options)."""
+    if candidates is False or (candidates.__class__ is str and candidates == "auto"):
+        return
+    if candidates is not True and not (
+            isinstance(candidates, (int, np.integer))
+            and not isinstance(candidates, (bool, np.bool_)) and candidates >= 1):
+        raise ValueError(f"candidates must be 'auto', True, False or a count of columns "
+                         f"per row >= 1, got {candidates!r}")
+    for name, off in (("cost_limit, init and checkpoints", continued),
+                      ("epsilon=False", not epsilon)):
+        if off:
+            raise ValueError(f"candidates does not apply with {name}: pass "
+                             f"candidates=False for the dense method")
+    if backend not in ("cpu", "gpu"):
+        raise ValueError(f"candidates are solved on backend='cpu' or 'gpu', not "
+                         f"backend={backend!r}")
+
+
+def candidates_per_row(problem: Problem, options: Options) -> int | None:
+    """``solve``'s ``candidates`` option (checked by :func:`check_candidates`) as a count per
+    row for this problem, ``None`` for the dense method."""
+    candidates = options.candidates
+    auto = candidates.__class__ is str
+    if candidates is False or (auto and (options.continued or not options.epsilon
+                                         or options.backend not in AUTO_BACKENDS)):
         return None
-    if not auto:
-        if candidates is not True and not (
-                isinstance(candidates, (int, np.integer))
-                and not isinstance(candidates, (bool, np.bool_)) and candidates >= 1):
-            raise ValueError(f"candidates must be 'auto', True, False or a count of columns "
-                             f"per row >= 1, got {candidates!r}")
-        for name, off in (("cost_limit, init and checkpoints", continued),
-                          ("epsilon=False", not epsilon)):
-            if off:
-                raise ValueError(f"candidates does not apply with {name}: pass "
-                                 f"candidates=False for the dense method")
-        if backend not in ("cpu", "gpu"):
-            raise ValueError(f"candidates are solved on backend='cpu' or 'gpu', not "
-                             f"backend={backend!r}")
-    if isinstance(cost, CostSource):
-        shape = cost.shape
-    else:
-        shape = np.shape(cost) if isinstance(cost, np.ndarray) else None
-    if auto:
-        matrix = (isinstance(cost, np.ndarray) and cost.ndim == 2
-                  and cost.dtype.kind in "biuf" and backend in AUTO_MATRIX_BACKENDS)
-        if not (isinstance(cost, CostSource) or matrix) or min(shape) < AUTO_MIN_SIDE[backend]:
-            return None
-    if shape is not None and len(shape) == 2 and min(shape) == 0:
-        return None  # nothing to choose: the dense path's answer (or error)
+    shape = problem.cost.shape
+    if auto and not (problem.form == "source" or (problem.form == "matrix"
+                                                   and options.backend in AUTO_MATRIX_BACKENDS)):
+        return None
+    if min(shape) == 0 or (auto and min(shape) < AUTO_MIN_SIDE[options.backend]):
+        return None  # (an empty problem: nothing to choose, the dense path's answer)
     if candidates is True or auto:
-        return default_k(max(shape) if shape is not None and len(shape) == 2 else 2)
+        return default_k(max(shape))
     return int(candidates)
+
+
+def solve_by_candidates(problem: Problem, options: Options, passes_of):
+    """The candidates method where ``solve``'s option takes it, with the backend's passes
+    (``passes_of(cost, maximize, options)``): ``(Solution, None)``; ``(None, why)`` where
+    ``"auto"`` declined the problem after a look (a sample, or the first certificate pass: the
+    caller's dense method solves it and reports why); ``(None, None)`` where the option chose
+    the dense method."""
+    k = candidates_per_row(problem, options)
+    if k is None:
+        return None, None
+    auto = options.candidates.__class__ is str
+    spread = None
+    if auto and problem.form == "matrix":
+        spread, declined = matrix_sample(problem.cost, problem.maximize, k,
+                                         options.threads if options.backend == "cpu" else None)
+        if declined is not None:
+            return None, declined
+    t_start = time.perf_counter()
+    from .locality import relabeled
+    labeled, order = relabeled(problem.cost)  # a point set in a spatial order
+    return solve_candidates(passes_of(labeled, problem.maximize, options),
+                            maximize=problem.maximize, k=k, t_start=t_start, auto=auto,
+                            progress=options.progress, order=order, spread=spread)
 
 
 class HostPasses:

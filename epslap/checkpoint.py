@@ -436,12 +436,14 @@ def check_contents(state: dict, path: str, n1: int, n2: int, integral: bool, mod
 
 
 def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, maximize: bool,
-                   integral: bool, limit: int = 0) -> np.ndarray:
+                   integral: bool) -> np.ndarray:
     """The canonical column prices (work dtype, maximum 0) of a warm start ``init``: a previous
     :class:`~epslap.Solution` (its duals ``v``, or ``u`` where the problem is solved over its
     rows), a pair ``(u, v)``, or the column duals ``v`` alone. Any finite hint is a valid start:
     the passes stay exact whatever it is; only its length and values are checked here.
-    Integer prices are rounded and kept within ``limit`` of the top (no int64 overflow)."""
+    Integer prices are rounded and kept within the range rule's cost limit of the top (no
+    int64 overflow: ``_validate.int_cost_limit``)."""
+    from ._validate import int_cost_limit
     from .solution import Solution
     if isinstance(init, Solution):
         u, v = init.u, init.v
@@ -477,5 +479,6 @@ def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, max
     if hint.size:
         hint = hint - hint.max()
     if integral:
+        limit = int_cost_limit((n_rows, n_cols))
         return np.maximum(np.rint(hint), -float(limit)).astype(np.int64)
     return hint

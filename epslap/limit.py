@@ -47,8 +47,8 @@ import numbers
 
 import numpy as np
 
-from ._validate import (as_matrix, check_float_range, check_int_range, float_cost_limit,
-                        int_cost_limit)
+from ._validate import (Problem, as_matrix, check_device_matrix, check_float_range,
+                        check_int_range, float_cost_limit, int_cost_limit, is_device_array)
 from .solution import Solution
 
 
@@ -88,10 +88,6 @@ def check_cost_limit(cost_limit, maximize: bool):
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
-
-
-def _is_gpu_array(cost) -> bool:
-    return hasattr(cost, "__cuda_array_interface__") and not isinstance(cost, np.ndarray)
 
 
 def _integral(limit) -> bool:
@@ -166,20 +162,13 @@ def _slack_value(c, limit, xp):
 
 
 def extended(cost, limit):
-    """``(E, transposed, L')`` for the matrix ``cost`` (NumPy or CuPy): L' the limit E is built
-    with, ``limit`` or an equivalent one nearer the costs (:func:`_slack_value`)."""
+    """``(E, transposed, L')`` for the matrix ``cost`` (NumPy or CuPy, its shape and dtype
+    checked: ``_validate.problem_of``): L' the limit E is built with, ``limit`` or an
+    equivalent one nearer the costs (:func:`_slack_value`)."""
     xp = np
-    if _is_gpu_array(cost):
+    if is_device_array(cost):
         import cupy as xp  # the input stays on the device
-    if xp is np:
-        c = as_matrix(cost)  # solve's checks and messages (dtype, shape)
-    else:
-        c = cost
-        if c.ndim != 2:
-            raise ValueError(f"expected a matrix (2-D array), got a {c.ndim}-D array")
-        if c.dtype.kind not in "biuf":
-            raise TypeError(f"Cannot cast array data from {c.dtype!r} to dtype('float64') "
-                            "according to the rule 'safe'")
+    c = cost
     transposed = c.shape[0] > c.shape[1]
     if transposed:
         c = c.T
@@ -193,7 +182,7 @@ def extended(cost, limit):
 
 def _xp(a):
     """The array module of ``a`` (NumPy, or CuPy for a device array)."""
-    if _is_gpu_array(a):
+    if is_device_array(a):
         import cupy
         return cupy
     return np
@@ -245,7 +234,7 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, sla
     # would otherwise put the pair above its cost.
     reach = None
     if slack != limit and 0 < int(r.size) < n1:
-        finite = oriented.get() if _is_gpu_array(oriented) else np.asarray(oriented)
+        finite = oriented.get() if is_device_array(oriented) else np.asarray(oriented)
         host = (lambda a: a.get()) if xp is not np else np.asarray
         reach = _alternating_reach(np.isfinite(finite), host(r), host(k), n1, n2)
     integral_duals = (u_e.dtype.kind == "i" and _integral(limit) and int(limit) % 2 == 0
@@ -264,7 +253,7 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, sla
     else:  # from the shifted v, not u' - L/2: prices solved at the scale of L would leave the
         # assigned pairs of small costs a slack of an ulp of L, beyond their own terms' rule
         paired = oriented[r, k]
-        if xp is np and _is_gpu_array(paired):  # a CuPy matrix, a result on the host
+        if xp is np and is_device_array(paired):  # a CuPy matrix, a result on the host
             paired = paired.get()
         u[r] = xp.asarray(paired).astype(work) - v[k]
     if transposed:
@@ -283,7 +272,7 @@ def from_extended(sol: Solution, shape, transposed: bool, limit, cost, slack=Non
     limit E was built with (default ``limit``)."""
     r, k, value, u, v = limit_result(np.asarray(sol.row_ind), np.asarray(sol.col_ind),
                                      np.asarray(sol.u), np.asarray(sol.v), shape, transposed,
-                                     limit, cost if _is_gpu_array(cost) else np.asarray(cost),
+                                     limit, cost if is_device_array(cost) else np.asarray(cost),
                                      slack)
     stats = dict(sol.stats)
     rows_total, cols_total = shape
@@ -308,8 +297,12 @@ def solve_batch_with_limit(costs, limit, solve_batch_extended):
     mats, pairs = [], []
     for k, c in enumerate(costs):
         try:
-            mats.append(c if _is_gpu_array(c) else np.asarray(c))
-            pairs.append(extended(mats[-1], limit))
+            if is_device_array(c):
+                check_device_matrix(c)
+            else:
+                c = as_matrix(c)
+            mats.append(c)
+            pairs.append(extended(c, limit))
         except (ValueError, TypeError) as exc:
             raise type(exc)(f"problem {k}: {exc}") from None
     es = [e for e, _, _ in pairs]
@@ -335,14 +328,12 @@ def solve_batch_with_limit(costs, limit, solve_batch_extended):
     return row_ind, col_ind, cost, u, v, stats
 
 
-def solve_with_limit(cost, limit, solve_extended) -> Solution:
-    """Solve the matrix ``cost`` with the finite ``limit``; ``solve_extended(E)`` solves E (the
-    caller's backend and options)."""
-    if not hasattr(cost, "shape") or not hasattr(cost, "dtype") or hasattr(cost, "rows"):
-        if hasattr(cost, "rows"):  # a costfns.CostSource
-            raise ValueError("cost_limit applies to a matrix (NumPy or CuPy), not to a cost "
-                             "source")
-        cost = np.asarray(cost)
+def solve_with_limit(problem: Problem, limit, solve_extended) -> Solution:
+    """Solve the matrix of ``problem`` with the finite ``limit``; ``solve_extended(E)`` solves
+    E, a :class:`Problem` of the same form (the caller's backend and options)."""
+    if problem.form not in ("matrix", "device"):
+        raise ValueError("cost_limit applies to a matrix (NumPy or CuPy), not to a cost source")
+    cost = problem.cost
     e, transposed, slack = extended(cost, limit)
-    sol = solve_extended(e)
+    sol = solve_extended(problem._replace(cost=e))
     return from_extended(sol, tuple(cost.shape), transposed, limit, cost, slack)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._validate import check_float_range, check_int_range
 from .errors import InfeasibleError
-from .sparse_input import SparseProblem, is_sparse, stored_pairs  # noqa: F401 (re-exported)
+from .sparse_input import SparseProblem, stored_pairs
 
 #: distance "not reached" of the integer search (above every path length, as in the dense solver)
 INT_BIG = 2**62

@@ -173,10 +173,11 @@ def test_two_gpus_equal_one_launch_of_the_same_grid():
 @pytest.mark.gpu
 def test_two_gpus_with_the_default_grid():
     """A grid of every multiprocessor on each GPU: more blocks than one device holds (the
-    certificate reads the logical grid's module)."""
+    certificate reads the logical grid's module); the dense method ("auto" would take the
+    candidates method at this size)."""
     cost = costfns.problem("geometric", 40000, seed=8)
-    one = epslap.solve(cost, backend="gpu")
-    split = epslap.solve(cost, backend="gpu", device=[0, 1])
+    one = epslap.solve(cost, backend="gpu", candidates=False)
+    split = epslap.solve(cost, backend="gpu", device=[0, 1], candidates=False)
     assert split.stats["grid"] == sum(split.stats["grid_per_device"]) > one.stats["grid"]
     assert not split.stats["gpu_single_block_rerun"]
     assert split.cost == pytest.approx(one.cost, rel=1e-12)

@@ -281,8 +281,8 @@ def test_cli_and_dispatch_with_the_emulated_kernel(tmp_path, capsys, monkeypatch
     import json
 
     from epslap.cli import main
-    from epslap.gpu import hungarian
-    monkeypatch.setattr(hungarian, "solve_hungarian",
+    from epslap.gpu.hungarian import solver
+    monkeypatch.setattr(solver, "solve_hungarian",
                         lambda cost, *, maximize, device, t_start, launch:
                         _emulated_solution(cost, maximize, blocks=2))
     c = make_problem("int10", 12, 12, 1)

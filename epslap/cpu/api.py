@@ -3,16 +3,17 @@ source — oriented, then computed once as a table or streamed through row cache
 budget; both end in the one compiled solver (``solver.solve_rows``)."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from costfns import CostSource
 from costfns.functions import FunctionSource
 from costfns.rows import ErasedState, has_part_form
 
 from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, raise_out_of_range,
                         raise_pending)
-from .._validate import (as_matrix, canonical_dense, check_before_compile, int_cost_limit,
-                         parse_memory)
+from .._validate import Options, Problem, canonical_dense, check_before_compile, parse_memory
+from ..candidates import HostPasses, solve_by_candidates
 from ..cache import join_caches, make_cache, serve_rows
 from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
@@ -43,20 +44,50 @@ def _hit_rate_text(state):
     return text
 
 
-def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, threads,
-              progress: bool, t_start: float, init=None, checkpoint=None,
-              small_tried: bool = False) -> Solution:
-    """Solve ``cost`` (a matrix or a ``costfns.CostSource``) on the CPU. A small matrix takes
-    the small path in one compiled call (``jv.small_solution``: a tiny problem's time is mostly
-    this call's overhead); what that path cannot certify, and larger matrices, the ε-passes.
-    ``init`` (a warm start) and ``checkpoint`` (``epslap.checkpoint.Checkpointing``) go to the
-    ε-passes, whatever the size. ``small_tried``: the caller ran the small path on this matrix
-    already and it handed the problem over (a second try would repeat its work)."""
-    if type(cost) is not np.ndarray and isinstance(cost, CostSource):
-        return _solve_source(cost, maximize=maximize, epsilon=epsilon, memory=memory, cache=cache,
-                             threads=threads, progress=progress, t_start=t_start, init=init,
-                             checkpoint=checkpoint)
-    arr = cost if type(cost) is np.ndarray and cost.ndim == 2 else as_matrix(cost)
+def solve_on_cpu(problem: Problem, options: Options) -> Solution:
+    """The CPU backend's choice of method (see :func:`epslap.solve`) for a problem and its
+    options as the entry checked them: stored pairs by the sparse solver; the candidates
+    method where its option takes the problem; else the dense method — a matrix by the small
+    path or the ε-passes (:func:`solve_cpu`), a cost source through a table or row caches."""
+    if problem.form == "sparse":
+        from ..sparse import solve_sparse
+        return solve_sparse(problem.cost, problem.maximize)
+    sol, declined = solve_by_candidates(problem, options, _host_passes)
+    if sol is not None:
+        return sol
+    t_start = time.perf_counter()
+    if problem.form == "source":
+        sol = _solve_source(problem.cost, maximize=problem.maximize, epsilon=options.epsilon,
+                            memory=options.memory, cache=options.cache, threads=options.threads,
+                            progress=options.progress, t_start=t_start, init=options.init,
+                            checkpoint=options.carry)
+    else:
+        sol = solve_cpu(problem.cost, maximize=problem.maximize, epsilon=options.epsilon,
+                        threads=options.threads, progress=options.progress, t_start=t_start,
+                        init=options.init, checkpoint=options.carry)
+    if declined is not None:
+        sol.stats["candidates"] = declined
+    return sol
+
+
+def _host_passes(cost, maximize: bool, options: Options):
+    """The candidates method's passes on the CPU threads: nearest-neighbour queries for a
+    squared Euclidean point set, scans of every cost otherwise."""
+    from ..lifted import applies
+    from ..point_passes import PointPasses
+    passes = PointPasses if applies(cost, maximize) else HostPasses
+    return passes(cost, maximize, options.threads)
+
+
+def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progress: bool,
+              t_start: float, init=None, checkpoint=None, small_tried: bool = False) -> Solution:
+    """Solve the matrix ``arr`` (2-D, numeric: ``_validate.problem_of``) on the CPU. A small
+    matrix takes the small path in one compiled call (``jv.small_solution``: a tiny problem's
+    time is mostly this call's overhead); what that path cannot certify, and larger matrices,
+    the ε-passes. ``init`` (a warm start) and ``checkpoint``
+    (``epslap.checkpoint.Checkpointing``) go to the ε-passes, whatever the size.
+    ``small_tried``: the caller ran the small path on this matrix already and it handed the
+    problem over (a second try would repeat its work)."""
     # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes,
     # except for a rectangular matrix with many spare columns, which the passes would pad
     if not small_tried and epsilon and checkpoint is None and jv.takes(*arr.shape, threads):
@@ -68,7 +99,6 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
                                  f"(docs/algorithm.md §9): {sol.stats['rows_evaluated']:,} rows "
                                  f"evaluated\n")
             return sol
-    arr = as_matrix(arr)
     min_cols = AUTO_MIN_COLS if arr.dtype.kind in "biu" else AUTO_MIN_COLS_FLOAT
     nthreads = resolve_threads(threads, max(arr.shape), min_cols) if arr.size else 1
     # the solvers check float values; integers are checked (and narrowed) on the threads
@@ -82,7 +112,7 @@ def solve_cpu(cost, *, maximize: bool, epsilon: bool, memory, cache: str, thread
     else:
         init_v = None if init is None else canonical_hint(
             init, n_rows=arr.shape[0], n_cols=arr.shape[1], transposed=canon.transposed,
-            maximize=maximize, integral=canon.integral, limit=int_cost_limit(arr.shape))
+            maximize=maximize, integral=canon.integral)
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
                                           epsilon=epsilon, progress=progress, threads=nthreads,
                                           checkpoint=checkpoint, init_v=init_v,
@@ -99,7 +129,7 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
     n1, n2 = source.shape
     init_v = None if init is None else canonical_hint(
         init, n_rows=n1, n_cols=n2, transposed=n1 > n2, maximize=maximize,
-        integral=np.dtype(source.dtype).kind == "i", limit=int_cost_limit(source.shape))
+        integral=np.dtype(source.dtype).kind == "i")
     transposed = n1 > n2
     if transposed:
         source = source.transpose()

@@ -5,7 +5,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validate import canonical_dense, check_float_range, check_int_range, parse_memory
+from .._validate import (canonical_dense, check_device_matrix, check_float_range,
+                         check_int_range, parse_memory)
 from .device_costs import device_form
 from .launch import LaunchConfig
 from .runtime import import_cupy, upload
@@ -24,16 +25,6 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
     return -cost_fn_inner(a, i, j);
 }"""
     return CudaCost(code, cuda_cost.arrays, cuda_cost.ints, cuda_cost.floats)
-
-
-def check_device_matrix(cost) -> None:
-    """A CuPy input's shape and dtype errors (a matrix of bools, integers or floats), in the
-    words of ``_validate.as_matrix``'s for a NumPy one."""
-    if cost.ndim != 2:
-        raise ValueError(f"expected a matrix (2-D array), got a {cost.ndim}-D array")
-    if cost.dtype.kind not in "biuf":
-        raise TypeError(f"Cannot cast array data from {cost.dtype!r} to dtype('float64') "
-                        "according to the rule 'safe'")
 
 
 def canonical_cupy(cupy, cost, maximize):
@@ -207,9 +198,7 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
         raise ValueError(f"cache={cache!r}: a CuPy matrix is read where it is on the device; a "
                          "row cache applies to rows from the host or to a cost source")
     with cupy.cuda.Device(device):
-        shape = cost.shape if isinstance(cost, CostSource) else np.shape(cost)
-        if len(shape) != 2:
-            raise ValueError(f"expected a matrix (2-D array), got a {len(shape)}-D array")
+        shape = cost.shape  # a matrix or a cost source, checked by the entry
         budget = _budget(cupy, shape, memory, device, launch)
         source = cost if isinstance(cost, CostSource) else None
         src = None  # the source in canonical orientation (n1 <= n2)
@@ -224,11 +213,10 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
         n1, n2, integral = route.n1, route.n2, route.integral
         hint_v = None
         if init is not None:
-            from .._validate import int_cost_limit
             from ..checkpoint import canonical_hint
             hint_v = canonical_hint(init, n_rows=shape[0], n_cols=shape[1],
                                     transposed=route.transposed, maximize=maximize,
-                                    integral=integral, limit=int_cost_limit(shape))
+                                    integral=integral)
         if n1 == 0:
             row_to_col, v, assigned, stats = empty_solve(n2, integral, "gpu")
         else:

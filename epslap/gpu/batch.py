@@ -25,8 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._status import STATUS_OK, STATUS_OUT_OF_RANGE, raise_for_status
-from .._validate import (as_matrix, check_float_range, check_int_range, float_cost_limit,
-                         float_kind)
+from .._validate import check_float_range, check_int_range, float_cost_limit, float_kind
 from ..certificate import RTOL
 from ..solution import Solution, orient_duals
 from .modules import EPS_OPTIONS, GPU_DIR, build_module, status_header
@@ -137,17 +136,12 @@ def takes_single(cost, *, memory, cache, epsilon, init, checkpoint, device, laun
 
 
 def solve_one(cost, *, maximize: bool, device: int, t_start: float):
-    """One matrix (NumPy or CuPy, sides up to SINGLE_MAX_SIDE) as a batch of one: a
-    :class:`~epslap.Solution` with NumPy arrays, certified on the device as every member is,
-    its errors those of a single problem."""
+    """One matrix (NumPy or CuPy, as ``_validate.problem_of`` checked it; sides up to
+    SINGLE_MAX_SIDE) as a batch of one: a :class:`~epslap.Solution` with NumPy arrays,
+    certified on the device as every member is, its errors those of a single problem."""
     cupy = import_cupy()
+    m = cost  # checked at the entry
     with cupy.cuda.Device(device):
-        if isinstance(cost, cupy.ndarray):
-            from .api import check_device_matrix
-            check_device_matrix(cost)
-            m = cost
-        else:
-            m = as_matrix(cost)
         stats = {"backend": "gpu", "method": "batch kernel", "device": _device(cupy)[0],
                  "cpu_fallbacks": 0, "device_polishes": 0, "single_gpu_solves": 0,
                  "launches": 0, "compile_s": 0.0, "time_kernel_s": 0.0}
@@ -377,7 +371,7 @@ def _solve_on_host(cupy, m, k, maximize, integral, x, u, v, total, rows) -> None
     """Member ``k``, whose duals missed the rule on the device, by the CPU path (certified)."""
     from ..cpu.api import solve_cpu
     sol = solve_cpu(_canonical_member(cupy, m, k, maximize, integral), maximize=False,
-                    epsilon=True, memory=None, cache="auto", threads=None, progress=False,
+                    epsilon=True, threads=None, progress=False,
                     t_start=time.perf_counter())
     x[k] = cupy.asarray(sol.col_ind)
     u[k] = cupy.asarray(sol.u)
