@@ -87,9 +87,11 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         process may run on (CPU affinity, at most ``numba.get_num_threads()``) less the
         runnable tasks of other processes at the start (Linux ``/proc/loadavg``, this process's
         own threads not counted) — when the problem has at least
-        ``epslap.cpu.solver.AUTO_MIN_COLS_FLOAT`` (2000) columns for a float matrix in memory,
-        ``AUTO_MIN_COLS`` (4000) for integer matrices and costs on demand, else 1 (below those
-        measured crossovers the per-step barrier costs more than the split scan saves); they
+        ``epslap.cpu.solver.AUTO_MIN_COLS_FLOAT`` (2000) columns for a float matrix in memory
+        (a cost source whose matrix fits ``memory`` is computed once and solved as one),
+        ``AUTO_MIN_COLS`` (4000) for integer matrices and costs through row caches, else 1
+        (below those measured crossovers the per-step barrier costs more than the split scan
+        saves); they
         hand over to one thread if they stall each other during the passes. ``1``: the serial
         kernel. An explicit count is honoured whatever else runs, up to the cores this process
         may run on (and ``numba.get_num_threads()``): above that it is capped with a warning,

@@ -397,7 +397,8 @@ def test_element_functions_of_every_shape(shape, how, maximize, memory):
 def test_transposed_function_sources():
     """The kinds of function and what transposing them gives: an element function its
     arguments swapped (jitted where it was, ``specialize`` kept, made once), a row function a
-    clear refusal, jitted or not; a Python function's exception still reaches the caller, and
+    clear refusal where its rows would have to be transposed (a table is solved as a matrix),
+    jitted or not; a Python function's exception still reaches the caller, and
     a bad value names the user's column, not the transposed problem's row."""
     from costfns.functions import _JitElementState
     jit = costfns.from_function(_tall_elem, (6, 3))
@@ -411,8 +412,11 @@ def test_transposed_function_sources():
     py = costfns.from_function(_tall_python, (6, 3))
     np.testing.assert_array_equal(py.T.dense(), py.dense().T)
     for fn in (_row_fill, lambda i: np.arange(3.0) * i):
+        tall = costfns.from_function(fn, (6, 3), kind="row")
         with pytest.raises(ValueError, match="a row function with more rows than columns"):
-            epslap.solve(costfns.from_function(fn, (6, 3), kind="row"))
+            epslap.solve(tall, memory=100)  # through row caches: the transposed rows
+        sol = epslap.solve(tall)  # a table: computed by rows, solved as a matrix
+        assert sol.cost == pytest.approx(epslap.solve(tall.dense()).cost, rel=1e-12)
         epslap.solve(costfns.from_function(fn, (3, 3), kind="row"))  # square: no transpose
 
     def raises(i, j):
@@ -421,8 +425,11 @@ def test_transposed_function_sources():
         return float(i + j)
     with pytest.raises(KeyError, match="from the user"):
         epslap.solve(costfns.from_function(raises, (6, 3)), memory=2 * 6 * 8)
+    bad = costfns.from_function(lambda i, j: i + 0.5, (6, 3), dtype=np.int64)
+    with pytest.raises(ValueError, match="dtype float64 for row 0; expected int64"):
+        epslap.solve(bad)  # a table, computed by the user's rows
     with pytest.raises(ValueError, match="dtype float64 for column 0; expected int64"):
-        epslap.solve(costfns.from_function(lambda i, j: i + 0.5, (6, 3), dtype=np.int64))
+        epslap.solve(bad, memory=2 * 6 * 8)  # the transposed problem's rows: user's columns
 
 
 _USER_DEVICE_COST = """__device__ __forceinline__ double my_cost_fn(double x) { return x * 2.0; }

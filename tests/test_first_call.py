@@ -22,7 +22,6 @@ def uncompiled(monkeypatch, tmp_path):
     """This process as a fresh one: no compiled entry, nothing on disk, no time spent (here or
     in the rent file, which lives in ``tmp_path``)."""
     monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
-    monkeypatch.setattr(jv, "_COMPILED", set())
     monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
     monkeypatch.setattr(jv_numpy, "COMPILE_S", 15.0)  # conftest sets 0: the kernel at once
     monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
@@ -159,7 +158,8 @@ def test_a_cost_source_table_takes_the_vector_form_first(uncompiled):
     src = costfns.problem("geometric", 200, seed=3)
     sol = epslap.solve(src, candidates=False)
     assert sol.stats["method"] == "jv" and sol.stats["compile_s"] == 0.0
-    assert not jv._COMPILED
+    assert sol.stats["compiled"] is False and sol.stats["cache_policy"] == "table"
+    assert all(entry is None for entry in jv._ENTRIES.values())
     r, k = scipy_lsa(src.dense())
     assert sol.cost == pytest.approx(src.dense()[r, k].sum(), rel=1e-12)
     assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]

@@ -125,69 +125,62 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
 
 def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None,
                   init=None, checkpoint=None):
-    """Solve a ``costfns.CostSource`` on the CPU."""
+    """Solve a ``costfns.CostSource`` on the CPU: where the whole matrix fits ``memory`` it is
+    computed once and solved as a matrix (:func:`solve_cpu`), else its rows go through row
+    caches under the budget."""
     n1, n2 = source.shape
+    dtype = np.dtype(source.dtype)
+    if dtype not in _ROW_DTYPES:
+        raise ValueError(f"cost source dtype must be float64, float32, int64 or int32, got {dtype}")
+    budget = parse_memory(DEFAULT_MEMORY if memory is None else memory)
+    if n1 * n2 * dtype.itemsize <= budget:  # a table
+        matrix = source.dense()
+        raise_pending(source)
+        sol = solve_cpu(matrix, maximize=maximize, epsilon=epsilon, threads=threads,
+                        progress=progress, t_start=t_start, init=init, checkpoint=checkpoint)
+        sol.stats.update(cache_policy="table", cache_rows=min(n1, n2), cache_hits=0,
+                         cache_misses=0)
+        return sol
     init_v = None if init is None else canonical_hint(
         init, n_rows=n1, n_cols=n2, transposed=n1 > n2, maximize=maximize,
-        integral=np.dtype(source.dtype).kind == "i")
+        integral=dtype.kind == "i")
     transposed = n1 > n2
     if transposed:
         source = source.transpose()
         n1, n2 = n2, n1
-    dtype = np.dtype(source.dtype)
-    if dtype not in _ROW_DTYPES:
-        raise ValueError(f"cost source dtype must be float64, float32, int64 or int32, got {dtype}")
     integral = dtype.kind == "i"
-    budget = parse_memory(DEFAULT_MEMORY if memory is None else memory)
-    row_bytes = n2 * dtype.itemsize
-    cache_info: dict = {}
-    table = n1 * row_bytes <= budget
-    raw = None if table else source.state()
+    raw = source.state()
     # a maximisation of a built-in class negates inside its erased state (the kernels compiled
     # for it serve both); any other source gets the negation's wrapper around its caches
     negate_inside = maximize and isinstance(raw, ErasedState)
     if negate_inside:
         raw = raw._replace(negate=True)
-    if threads is None and raw is not None and (not has_part_form(type(raw))
-                                                or isinstance(source, FunctionSource)):
+    if threads is None and (not has_part_form(type(raw)) or isinstance(source, FunctionSource)):
         # no partial rows: every thread would compute whole rows (no gain); a user's function
         # stays on the calling thread unless threads= asks (its errors are caught there)
         threads = 1
     nthreads = resolve_threads(threads, n2)
-    thread_srcs = None
-    joined = None
-    caches = []
-    if table:
-        # the array path's checks and orientation: the range rule for integers, NaN and -inf
-        # (after the negation of a maximisation) for floats
-        canon = canonical_dense(source.dense(), maximize, threads=nthreads)
-        inner = canon.matrix
-        dtype = inner.dtype
-        cache_info = dict(cache_policy="table", cache_rows=n1)
-    else:
-        capacity = budget // max(row_bytes, 1)
-        if capacity < 1:
-            raise ValueError(f"memory budget of {budget} bytes is smaller than one cost row "
-                             f"({row_bytes} bytes for {n2} columns of {dtype}); raise memory")
-        policy = cache if cache != "auto" else ("lfu" if 4 * capacity >= n1 else "slru")
-        limit = int_row_limit((n1, n2), dtype, maximize) if integral else 0
-        # one cache per solver thread, each of its own columns (the same rows, the same budget
-        # in total): a miss is computed in parallel, every thread its part of the row
-        bounds = [col_range(n2, nthreads, t) for t in range(nthreads)]
-        caches = [make_cache(raw, n1, hi - lo, capacity, policy, dtype, limit)
-                  for lo, hi in bounds]
-        first = caches[0]
-        if nthreads == 1:
-            inner = first
-        else:
-            joined = join_caches(caches, [b[0] for b in bounds] + [n2])
-            inner = joined
-            thread_srcs = caches
-        cache_info = dict(cache_policy=policy, cache_rows=int(first.slots.shape[0]))
-        if maximize and not negate_inside:
-            inner = NegatedState(inner)
-            if thread_srcs is not None:
-                thread_srcs = [NegatedState(c) for c in thread_srcs]
+    row_bytes = n2 * dtype.itemsize
+    capacity = budget // max(row_bytes, 1)
+    if capacity < 1:
+        raise ValueError(f"memory budget of {budget} bytes is smaller than one cost row "
+                         f"({row_bytes} bytes for {n2} columns of {dtype}); raise memory")
+    policy = cache if cache != "auto" else ("lfu" if 4 * capacity >= n1 else "slru")
+    limit = int_row_limit((n1, n2), dtype, maximize) if integral else 0
+    # one cache per solver thread, each of its own columns (the same rows, the same budget
+    # in total): a miss is computed in parallel, every thread its part of the row
+    bounds = [col_range(n2, nthreads, t) for t in range(nthreads)]
+    caches = [make_cache(raw, n1, hi - lo, capacity, policy, dtype, limit) for lo, hi in bounds]
+    first = caches[0]
+    thread_srcs = joined = None
+    inner = first
+    if nthreads > 1:
+        inner = joined = join_caches(caches, [b[0] for b in bounds] + [n2])
+        thread_srcs = caches
+    if maximize and not negate_inside:
+        inner = NegatedState(inner)
+        if thread_srcs is not None:
+            thread_srcs = [NegatedState(c) for c in thread_srcs]
 
     def check_rows():
         """Errors that compiled code could only record: the user function's exception, an
@@ -195,35 +188,23 @@ def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start
         raise_pending(source)
         raise_out_of_range(source, caches, (n1, n2), maximize)
 
-    small = assigned = None
     served = None if joined is None else (lambda: serve_rows(joined))  # helper threads' rows
-    if table and epsilon and checkpoint is None and jv.takes(n1, n2, threads):
-        small = jv.solve_jv(inner, integral)  # the table is a dense canonical matrix
-    if n1 == 0:
-        row_to_col, v, _, stats = empty_solve(n2, integral, "cpu")
-    elif small is not None:
-        row_to_col, v, stats = small
-    else:
-        extra = None if table else _hit_rate_text(first)
-        gathered: dict = {}
-        try:
-            row_to_col, v, stats = solve_rows(
-                inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
-                progress_extra=extra, threads=nthreads, thread_srcs=thread_srcs,
-                estimate_context=served, check_rows=check_rows, checkpoint=checkpoint,
-                init_v=init_v, gathered=gathered, hand_over=threads is None)
-        finally:
-            check_rows()
-        assigned = gathered.get("assigned")  # read by the check of the float duals
+    gathered: dict = {}  # (an empty problem is a table)
+    try:
+        row_to_col, v, stats = solve_rows(
+            inner, n1, n2, dtype, integral=integral, epsilon=epsilon, progress=progress,
+            progress_extra=_hit_rate_text(first), threads=nthreads, thread_srcs=thread_srcs,
+            estimate_context=served, check_rows=check_rows, checkpoint=checkpoint,
+            init_v=init_v, gathered=gathered, hand_over=threads is None)
+    finally:
+        check_rows()
+    assigned = gathered.get("assigned")  # read by the check of the float duals
     if assigned is None:
         with rows_served(served):
             assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     check_rows()
-    stats.update(cache_info)
-    if not table:  # every thread's cache saw the same accesses: report the first one's
-        stats.update(cache_hits=int(first.policy.hits[0]),
-                     cache_misses=int(first.policy.hits[1]))
-    else:
-        stats.update(cache_hits=0, cache_misses=0)
+    # every thread's cache saw the same accesses: report the first one's
+    stats.update(cache_policy=policy, cache_rows=int(first.slots.shape[0]),
+                 cache_hits=int(first.policy.hits[0]), cache_misses=int(first.policy.hits[1]))
     return finish((n1, n2), transposed, integral, row_to_col, v, assigned, stats, maximize,
                   t_start)

@@ -28,8 +28,8 @@ Float duals: ``solve_small`` reports each row's dual as the smallest reduced cos
 (``_row_duals``), which meets ``verify``'s per-entry rule on every entry of the row by
 construction, and checks the assigned pairs' slack against that rule; where it misses, one exact
 pass from the final prices (``polish``) recomputes the prices, and where even that misses, the ε
-path solves. ``solve_jv`` and ``solve_share`` (batches), whose callers take u from the assigned
-pairs, check that rule instead (``duals_hold``).
+path solves. The batches (``solve_share``), whose callers take u from the assigned pairs,
+check that rule instead (``duals_hold``).
 
 Reduced costs are c_ij - v_j; ``rows_evaluated`` counts every row read after the validation
 sweep (each step reads whole rows), comparable with the ε-passes'.
@@ -566,17 +566,6 @@ def _solve_canonical(c, integral, limit, v, x, y, iw, fw):
 
 
 @njit(cache=True, nogil=True)
-def solve_dense(c, integral, v, row_to_col):
-    """Solve the canonical dense problem ``c`` (n1 <= n2): fills ``v`` (work dtype) and
-    ``row_to_col``. Returns (status, rows evaluated). Integer ranges are the caller's check."""
-    n1, n2 = c.shape
-    y = np.empty(n2, np.int64)
-    iw = np.empty(n1 + _scratch(n2), np.int64)
-    fw = np.empty(2 * n2, v.dtype)
-    return _solve_canonical(c, integral, np.int64(2**63 - 1), v, row_to_col, y, iw, fw)
-
-
-@njit(cache=True, nogil=True)
 def polish(c, v, x):
     """One more exact pass from the final prices shifted to max 0: every row augmented again
     (mostly along one edge). Prices lowered uniformly while the rows were assigned (a
@@ -731,8 +720,9 @@ jv_numpy.keep_rent_beside(solve_small)  # the first calls' time, beside this ker
 
 @njit(cache=True, nogil=True)
 def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
-    """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), as :func:`solve_jv`
-    solves one: fills ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated),
+    """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), each by the small
+    path's exact search (a polish and the check of the duals for u from the assigned pairs,
+    ``duals_hold``, where floats miss the rule): fills ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated),
     and for each solved problem its result as ``solution.orient`` takes it: v shifted to a
     maximum of 0, ``u`` (B, n1) from the shifted v, ``total`` (B,) the sum of the pairs' costs,
     ``row_ind`` (B, n1) the row numbers 0 … n1-1 (filled here, on the batch's threads, instead
@@ -797,66 +787,6 @@ def takes(n1: int, n2: int, threads) -> bool:
     lo, hi = (n1, n2) if n1 <= n2 else (n2, n1)
     return lo > 0 and applies(lo, hi) and (threads is None or threads == 1
                                            or rectangular_from_zero(lo, hi))
-
-
-_COMPILED: set = set()
-
-
-def solve_jv(m: np.ndarray, integral: bool):
-    """``(row_to_col, v, stats)`` of the canonical matrix ``m``, for a caller that takes u from
-    the assigned pairs (``solution.finish``). Float duals are checked against ``verify``'s
-    per-entry rule for such u (``duals_hold``); where they miss it, one exact pass from the
-    final prices (``polish``) recomputes them; None, for the ε path, where even that fails.
-    Raises for NaN/-inf or an infeasible matrix."""
-    n1, n2 = m.shape
-    work = np.int64 if integral else np.float64
-    v = np.empty(n2, work)
-    row_to_col = np.empty(n1, np.int64)
-    compile_s = 0.0
-    key = (m.dtype.num, integral)  # m is C-contiguous (canonical_dense)
-    if key not in _COMPILED:  # the types only where this process has not compiled them yet
-        sig = (numba.typeof(m), numba.typeof(integral), numba.typeof(v),
-               numba.typeof(row_to_col))
-        if jv_numpy.rent_pays() and not _on_disk(solve_dense, sig):
-            out = jv_numpy.solve_dense(m, integral)  # the first calls: no compile (jv_numpy)
-            if out is None:
-                return None
-            row_to_col, v, reads, polish_rows, seconds = out
-            stats = small_stats(reads, polish_rows, seconds, 0.0)
-            stats["compiled"] = False
-            return row_to_col, v, stats
-        t0 = time.perf_counter()
-        solve_dense.compile(sig)
-        compile_s = time.perf_counter() - t0
-        _COMPILED.add(key)
-    t0 = time.perf_counter()
-    status, reads = solve_dense(m, integral, v, row_to_col)
-    elapsed = time.perf_counter() - t0
-    if status == NEEDS_EPSILON:  # over the row budget
-        return None
-    if status == OUT_OF_RANGE and not integral:
-        check_float_range(m, m.shape)
-    raise_for_status(status, "cpu")
-    polish_rows = 0
-    if not integral and not duals_hold(m, v, row_to_col):
-        t1 = time.perf_counter()
-        status, polish_rows = polish(m, v, row_to_col)
-        elapsed += time.perf_counter() - t1
-        if status == NEEDS_EPSILON:
-            return None
-        raise_for_status(status, "cpu")
-        reads += polish_rows
-        if not duals_hold(m, v, row_to_col):
-            return None
-    return row_to_col, v, small_stats(int(reads), int(polish_rows), elapsed, compile_s)
-
-
-def small_stats(reads: int, polish_rows: int, elapsed: float, compile_s: float) -> dict:
-    """The stats of a small-path solve (the ε path's keys, with ``method`` "jv")."""
-    return {"backend": "cpu", "method": "jv", "rows_evaluated": reads, "passes": 1,
-            "epsilons": [0.0], "eps_upper": 0.0, "eps_lower": 0.0, "time_estimate_s": 0.0,
-            "time_solve_s": elapsed, "compile_s": compile_s, "threads": 1,
-            "certified_by_estimate": False, "polish_rows": polish_rows, "compiled": True}
 
 
 #: the dtypes ``solve_small`` is compiled for -> its compiled entry point, once compiled

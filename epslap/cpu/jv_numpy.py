@@ -125,25 +125,6 @@ def solve_small(c, maximize, xs, duals):
         _add_rent(time.perf_counter() - t0)
 
 
-def solve_dense(m, integral: bool):
-    """``jv.solve_jv``'s solve in NumPy for the canonical matrix ``m`` (checked: n1 <= n2,
-    minimised): ``(row_to_col, v, rows evaluated, polish rows, seconds)``, or None for the ε
-    path (the row budget, or float duals that miss ``verify``'s rule for u taken from the
-    assigned pairs after one polish, as ``jv.solve_jv`` decides)."""
-    from .._status import raise_for_status
-    t0 = time.perf_counter()
-    try:
-        work = np.int64 if integral else np.float64
-        status, x, _, v, reads, polish_rows = _certified(np.asarray(m, dtype=work), integral,
-                                                         _pair_duals_hold)
-        if status == NEEDS_EPSILON:
-            return None
-        raise_for_status(status, "cpu")
-        return x, v, int(reads), int(polish_rows), time.perf_counter() - t0
-    finally:
-        _add_rent(time.perf_counter() - t0)
-
-
 def _solve_small(c, maximize, xs, duals):
     integral = c.dtype.kind in "biu"
     work = np.int64 if integral else np.float64
@@ -204,18 +185,6 @@ def _row_duals_hold(m, v, x) -> bool:
     cx = m[rows, x]
     slack = (cx - u) - v[x]
     return not (np.abs(slack) > RTOL * ((np.abs(cx) + np.abs(u)) + np.abs(v[x]))).any()
-
-
-def _pair_duals_hold(m, v, x) -> bool:
-    """``jv.duals_hold``'s test: with u from the assigned pairs, every finite entry within the
-    rule."""
-    from .._exact import exact_excess
-    cx = m[np.arange(m.shape[0]), x]
-    u = cx - v[x]
-    with np.errstate(invalid="ignore"):
-        excess = exact_excess(u[:, None], v[None, :], m)
-        tol = RTOL * ((np.abs(m) + np.abs(u)[:, None]) + np.abs(v)[None, :])
-    return not ((excess > tol) & np.isfinite(m)).any()
 
 
 def _shortest_paths(m, integral: bool, v=None):

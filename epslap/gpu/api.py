@@ -5,8 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validate import (canonical_dense, check_device_matrix, check_float_range,
-                         check_int_range, parse_memory)
+from .._validate import canonical_dense, check_float_range, check_int_range, parse_memory
 from .device_costs import device_form
 from .launch import LaunchConfig
 from .runtime import import_cupy, upload
@@ -28,8 +27,8 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
 
 
 def canonical_cupy(cupy, cost, maximize):
-    """Validate and orient a CuPy matrix on the device (never copied to the host)."""
-    check_device_matrix(cost)
+    """Orient a CuPy matrix (its shape and dtype checked: ``_validate.problem_of``) on the
+    device, never copied to the host; its values are checked here."""
     integral = cost.dtype.kind in "biu"
     m = cost
     if integral:
