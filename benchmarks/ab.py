@@ -27,7 +27,8 @@ CASES = [("random", 2000), ("geometric", 2000), ("sanity", 4000), ("rank8", 2000
 #: matrix fits) or a row cache of that share of the rows, on one thread
 ON_DEMAND_CASES = [("geometric", 8000, "table"), ("geometric", 8000, "5%"),
                    ("random", 8000, "table"), ("random", 8000, "5%"), ("sanity", 8000, "5%"),
-                   ("rank2", 4000, "5%"), ("integer", 4000, "5%")]
+                   ("rank2", 4000, "5%"), ("integer", 4000, "5%"), ("sanity", 8000, "table"),
+                   ("random", 3000, "table"), ("integer", 3000, "table")]
 
 _CHILD = r"""
 import json, sys, time

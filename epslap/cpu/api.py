@@ -17,6 +17,7 @@ from ..candidates import HostPasses, solve_by_candidates
 from ..cache import join_caches, make_cache, serve_rows
 from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
+from ..sparse import solve_sparse
 from . import jv
 from .passes import col_range
 from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
@@ -50,7 +51,6 @@ def solve_on_cpu(problem: Problem, options: Options) -> Solution:
     method where its option takes the problem; else the dense method — a matrix by the small
     path or the ε-passes (:func:`solve_cpu`), a cost source through a table or row caches."""
     if problem.form == "sparse":
-        from ..sparse import solve_sparse
         return solve_sparse(problem.cost, problem.maximize)
     sol, declined = solve_by_candidates(problem, options, _host_passes)
     if sol is not None:

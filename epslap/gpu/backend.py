@@ -5,6 +5,7 @@ import time
 
 from .._validate import Options, Problem, device_ids
 from ..candidates import solve_by_candidates
+from ..sparse import solve_sparse
 from . import batch
 from .api import solve_gpu
 from .candidates import DevicePasses, device_auction
@@ -20,7 +21,6 @@ def solve_on_gpu(problem: Problem, options: Options):
     if isinstance(device, str):  # "all": the dense method on the first (its split over GPUs
         device = device_ids(device)[0]  # pays at n >= 512,000 only: a list asks for it)
     if problem.form == "sparse":
-        from ..sparse import solve_sparse
         if not isinstance(device, int):
             raise ValueError("a sparse cost on backend='gpu' runs on one device: pass "
                              "device=<int>")
