@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 
-from ._validate import Options, Problem, check_options, problem_of
+from ._validate import Options, check_options, problem_of
 from .cpu import jv as _jv
+from .backends import solve_on
 from .candidates import check_candidates
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
@@ -212,21 +213,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                        checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                        candidates=candidates)
     if options.limit is not None:  # a matrix with one slack column per row, on the backend
-        return solve_with_limit(problem, options.limit, lambda extended: _solve_on_backend(
+        return solve_with_limit(problem, options.limit, lambda extended: solve_on(
             extended, options._replace(limit=None)))
-    return _solve_on_backend(problem, options)
-
-
-def _solve_on_backend(problem: Problem, options: Options) -> Solution:
-    """The backend's ``solve(problem, options)``: each chooses its own method."""
-    if options.backend == "cpu":
-        from .cpu.api import solve_on_cpu
-        return solve_on_cpu(problem, options)
-    if options.backend == "gpu":
-        from .gpu.backend import solve_on_gpu
-        return solve_on_gpu(problem, options)
-    from .gpu.hungarian.solver import solve_on_hungarian_gpu
-    return solve_on_hungarian_gpu(problem, options)
+    return solve_on(problem, options)
 
 
 def _options(form: str, *, backend, maximize, epsilon, memory, cache, threads, progress, device,

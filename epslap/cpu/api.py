@@ -3,8 +3,6 @@ source — oriented, then computed once as a table or streamed through row cache
 budget; both end in the one compiled solver (``solver.solve_rows``)."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from costfns.functions import FunctionSource
@@ -12,12 +10,10 @@ from costfns.rows import ErasedState, has_part_form
 
 from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, raise_out_of_range,
                         raise_pending)
-from .._validate import Options, Problem, canonical_dense, check_before_compile, parse_memory
-from ..candidates import HostPasses, solve_by_candidates
+from .._validate import canonical_dense, check_before_compile, parse_memory
 from ..cache import join_caches, make_cache, serve_rows
 from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
-from ..sparse import solve_sparse
 from . import jv
 from .passes import col_range
 from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
@@ -43,40 +39,6 @@ def _hit_rate_text(state):
         h, m = int(hits[0]), int(hits[1])
         return f"cache hits {h / (h + m):.1%}" if h + m else "cache hits -"
     return text
-
-
-def solve_on_cpu(problem: Problem, options: Options) -> Solution:
-    """The CPU backend's choice of method (see :func:`epslap.solve`) for a problem and its
-    options as the entry checked them: stored pairs by the sparse solver; the candidates
-    method where its option takes the problem; else the dense method — a matrix by the small
-    path or the ε-passes (:func:`solve_cpu`), a cost source through a table or row caches."""
-    if problem.form == "sparse":
-        return solve_sparse(problem.cost, problem.maximize)
-    sol, declined = solve_by_candidates(problem, options, _host_passes)
-    if sol is not None:
-        return sol
-    t_start = time.perf_counter()
-    if problem.form == "source":
-        sol = _solve_source(problem.cost, maximize=problem.maximize, epsilon=options.epsilon,
-                            memory=options.memory, cache=options.cache, threads=options.threads,
-                            progress=options.progress, t_start=t_start, init=options.init,
-                            checkpoint=options.carry)
-    else:
-        sol = solve_cpu(problem.cost, maximize=problem.maximize, epsilon=options.epsilon,
-                        threads=options.threads, progress=options.progress, t_start=t_start,
-                        init=options.init, checkpoint=options.carry)
-    if declined is not None:
-        sol.stats["candidates"] = declined
-    return sol
-
-
-def _host_passes(cost, maximize: bool, options: Options):
-    """The candidates method's passes on the CPU threads: nearest-neighbour queries for a
-    squared Euclidean point set, scans of every cost otherwise."""
-    from ..lifted import applies
-    from ..point_passes import PointPasses
-    passes = PointPasses if applies(cost, maximize) else HostPasses
-    return passes(cost, maximize, options.threads)
 
 
 def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progress: bool,
@@ -123,7 +85,7 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
                   maximize, t_start)
 
 
-def _solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None,
+def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None,
                   init=None, checkpoint=None):
     """Solve a ``costfns.CostSource`` on the CPU: where the whole matrix fits ``memory`` it is
     computed once and solved as a matrix (:func:`solve_cpu`), else its rows go through row

@@ -46,13 +46,6 @@ def _module(cupy, storage: np.dtype):
                         {"COST_ST": _CTYPES[storage], "THREADS": THREADS}, ("--std=c++17",))
 
 
-def solve_on_hungarian_gpu(problem, options):
-    """``backend="hungarian-gpu"`` for a problem and its options as ``epslap.solve``'s entry
-    checked them (a matrix, NumPy or CuPy, or a cost source)."""
-    return solve_hungarian(problem.cost, maximize=problem.maximize, device=options.device,
-                           t_start=time.perf_counter(), launch=options.launch)
-
-
 def solve_hungarian(cost, *, maximize: bool, device: int, t_start: float,
                     launch: LaunchConfig | None = None):
     """See :func:`epslap.solve`; returns a :class:`~epslap.Solution` with NumPy arrays.
