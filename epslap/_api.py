@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-
-from ._validate import Options, check_options, problem_of
-from .cpu import jv as _jv
+from ._validate import Options, check_options, form_of, problem_of
 from .backends import solve_on
 from .candidates import check_candidates
+from .cpu import jv as _jv
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 
@@ -162,15 +161,17 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         (``epslap.candidates``): a streaming pass finds each row's k cheapest columns, a sparse
         solve over them gives the duals, and a pass over all costs proves them feasible or adds
         the pairs that violate them, until none does. The result is exact either way.
-        ``"auto"`` (default): taken for NumPy matrices and cost sources (on ``backend="gpu"``
-        a CuPy matrix takes the dense method), from ``candidates.AUTO_MIN_SIDE`` rows and columns
+        ``"auto"`` (default): taken for NumPy matrices (a nested list is read as one) and
+        cost sources (on ``backend="gpu"`` a CuPy matrix takes the dense method), from ``candidates.AUTO_MIN_SIDE`` rows and columns
         (4000 on the CPU, 16,000 on the GPU) where a sample of rows shows that it pays; the
         dense ε method otherwise. ``True``: 8 columns per row per doubling of n, from 24 to 64
         (32 at 4000), and 20 more per doubling beyond 2**20 columns (104 at 4,096,000);
         an int: that many; ``False``: the dense method. A problem whose certificate keeps
         failing goes to the dense method, and ``stats["candidates"]`` says why. With
-        ``cost_limit``, ``init``, checkpoints or ``epsilon=False``, ``"auto"`` takes the dense
-        method and an explicit request is refused (ValueError). On the GPU the
+        ``init``, checkpoints or ``epsilon=False``, ``"auto"`` takes the dense method and an
+        explicit request is refused (ValueError); with ``cost_limit`` an explicit request is
+        refused and ``"auto"`` chooses for the extended matrix (one slack column per row), as
+        for any matrix. On the GPU the
         host's end of each auction phase runs on several threads: where several assignments
         are optimal, which one is returned may change from run to run.
 
@@ -206,12 +207,13 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                              progress=False, t_start=t_start, small_tried=True)
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
-    problem = problem_of(cost, maximize, backend)
-    options = _options(problem.form, backend=backend, maximize=maximize, epsilon=epsilon,
+    form = form_of(cost, backend)
+    options = _options(form, backend=backend, maximize=maximize, epsilon=epsilon,
                        memory=memory, cache=cache, threads=threads, progress=progress,
                        device=device, launch=launch, cost_limit=cost_limit, init=init,
                        checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                        candidates=candidates)
+    problem = problem_of(cost, form, maximize)  # (the options' errors come first)
     if options.limit is not None:  # a matrix with one slack column per row, on the backend
         return solve_with_limit(problem, options.limit, lambda extended: solve_on(
             extended, options._replace(limit=None)))

@@ -61,18 +61,31 @@ class Options(NamedTuple):
         return self.limit is not None or self.carry is not None
 
 
-def problem_of(cost, maximize: bool, backend: str) -> Problem:
-    """``cost`` as a :class:`Problem`: its form recognised, a matrix's shape and dtype checked
-    (scipy's errors), a nested list made an array."""
+def form_of(cost, backend: str) -> str:
+    """What ``cost`` is (the ``form`` of its :class:`Problem`), without looking at its values:
+    a cost source, stored pairs, a GPU array (GPU backends) or anything else, read as a matrix.
+    A GPU array other than CuPy's is refused with a clear error."""
     from costfns import CostSource
     if isinstance(cost, CostSource):
-        return Problem(cost, "source", maximize)
+        return "source"
     if is_sparse(cost):
-        return Problem(cost, "sparse", maximize)
+        return "sparse"
     if backend != "cpu" and is_device_array(cost):
+        if type(cost).__module__.partition(".")[0] != "cupy":
+            raise TypeError(f"a GPU array of type {type(cost).__name__} is not a CuPy array: "
+                            "pass cupy.asarray(cost) (no copy on the device)")
+        return "device"
+    return "matrix"
+
+
+def problem_of(cost, form: str, maximize: bool) -> Problem:
+    """``cost`` of that ``form`` (:func:`form_of`) as a :class:`Problem`: a matrix's shape and
+    dtype checked (scipy's errors), a nested list made an array."""
+    if form == "matrix":
+        cost = as_matrix(cost)
+    elif form == "device":
         check_device_matrix(cost)
-        return Problem(cost, "device", maximize)
-    return Problem(as_matrix(cost), "matrix", maximize)
+    return Problem(cost, form, maximize)
 
 
 def is_device_array(cost) -> bool:

@@ -16,9 +16,13 @@ import time
 
 import numpy as np
 
+from . import sparse_input
 from ._validate import check_float_range, check_int_range
 from .errors import InfeasibleError
 from .sparse_input import SparseProblem, stored_pairs
+
+#: whether a cost is stored pairs (``epslap.sparse_input``; importable from here too)
+is_sparse = sparse_input.is_sparse
 
 #: distance "not reached" of the integer search (above every path length, as in the dense solver)
 INT_BIG = 2**62

@@ -75,7 +75,7 @@ def test_help_lists_problems_and_the_thread_rule(capsys):
     flat = " ".join(out.split())
     assert all(name in flat for name in costfns.PROBLEMS)
     assert f"{AUTO_MIN_COLS_FLOAT} columns for a float matrix" in flat
-    assert f"{AUTO_MIN_COLS} for an integer matrix or costs on demand" in flat
+    assert f"{AUTO_MIN_COLS} for integers or costs through row caches" in flat
 
 
 @pytest.fixture

@@ -168,6 +168,54 @@ def test_bad_input_errors(bad, exc, match):
         assert isinstance(ref, exc)
 
 
+@pytest.mark.parametrize("options, exc, match", [
+    (dict(cost_limit="x"), TypeError, "cost_limit must be a real number"),
+    (dict(candidates=0), ValueError, "candidates must be"),
+    (dict(launch=1), ValueError, "launch applies to backend='gpu'"),
+    (dict(init=np.zeros(2), resume="r.ckpt"), ValueError, "init and resume exclude each other"),
+])
+def test_an_option_error_comes_before_the_matrix_error(options, exc, match):
+    """The entry checks the options before the matrix (a 3-D array here)."""
+    with pytest.raises(exc, match=match):
+        epslap.solve(np.zeros((2, 2, 2)), **options)
+
+
+class _OtherGpuArray:
+    """A GPU array that is not CuPy's (the CUDA array interface, another library's dtype)."""
+    __cuda_array_interface__ = {"shape": (2, 2), "typestr": "<f8", "data": (0, False),
+                                "version": 3}
+    ndim, shape, dtype = 2, (2, 2), object()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu", "hungarian-gpu"])
+def test_a_gpu_array_that_is_not_cupys_gets_a_clear_error(backend):
+    match = "given to the CPU backend" if backend == "cpu" else "is not a CuPy array"
+    with pytest.raises(TypeError, match=match):
+        epslap.solve(_OtherGpuArray(), backend=backend)
+
+
+def test_a_warm_start_is_checked_before_any_cost_is_computed():
+    calls = []
+
+    def cost(i, j):
+        calls.append((i, j))
+        return float(i + j)
+    src = costfns.from_function(cost, (50, 50))
+    with pytest.raises(ValueError, match="expected 50 column duals"):
+        epslap.solve(src, init=np.zeros(3))
+    assert not calls
+    for empty in (costfns.Dense(np.zeros((0, 5))), np.zeros((0, 5))):
+        with pytest.raises(ValueError, match="expected 5 column duals"):
+            epslap.solve(empty, init=np.zeros(3))
+
+
+def test_launch_is_refused_on_the_cpu_for_every_cost_form():
+    import scipy.sparse as sp
+    for cost in (np.eye(3), sp.csr_matrix(np.eye(3)), costfns.Dense(np.eye(3))):
+        with pytest.raises(ValueError, match="launch applies to backend='gpu'"):
+            epslap.solve(cost, launch=1)
+
+
 def test_maximize_with_inf_is_invalid_like_scipy():
     c = np.array([[np.inf, 1.0], [1.0, 2.0]])
     with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):

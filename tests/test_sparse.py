@@ -10,8 +10,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import epslap
 from conftest import gpu
-from epslap.sparse import canonical_sparse, solve_canonical
-from epslap.sparse_input import is_sparse
+from epslap.sparse import canonical_sparse, is_sparse, solve_canonical
 
 
 def _dense(n1, n2, rows, cols, vals, maximize):

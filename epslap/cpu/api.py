@@ -1,6 +1,7 @@
-"""The CPU backend's entry points (see :func:`epslap.solve`): a matrix in memory, and a cost
-source — oriented, then computed once as a table or streamed through row caches under the memory
-budget; both end in the one compiled solver (``solver.solve_rows``)."""
+"""The CPU backend's dense method (see :func:`epslap.solve`): a matrix in memory (the small
+path, or the ε-passes), and a cost source — computed once as a table and solved as a matrix
+where it fits the memory budget, else oriented and streamed through row caches; both end in the
+one compiled solver (``solver.solve_rows``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -69,12 +70,12 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
     n1, n2 = m.shape
     if m.dtype.kind == "f" and m.dtype not in _SOLVED_DTYPES and m.size <= PRECHECK_MAX:
         check_before_compile(m, False)  # the passes' first compile waits on no input error
+    init_v = None if init is None else canonical_hint(
+        init, n_rows=arr.shape[0], n_cols=arr.shape[1], transposed=canon.transposed,
+        maximize=maximize, integral=canon.integral)
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
     else:
-        init_v = None if init is None else canonical_hint(
-            init, n_rows=arr.shape[0], n_cols=arr.shape[1], transposed=canon.transposed,
-            maximize=maximize, integral=canon.integral)
         row_to_col, v, stats = solve_rows(m, n1, n2, m.dtype, integral=canon.integral,
                                           epsilon=epsilon, progress=progress, threads=nthreads,
                                           checkpoint=checkpoint, init_v=init_v,
@@ -86,7 +87,7 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
 
 
 def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None,
-                  init=None, checkpoint=None):
+                 init=None, checkpoint=None):
     """Solve a ``costfns.CostSource`` on the CPU: where the whole matrix fits ``memory`` it is
     computed once and solved as a matrix (:func:`solve_cpu`), else its rows go through row
     caches under the budget."""
@@ -94,6 +95,10 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
     dtype = np.dtype(source.dtype)
     if dtype not in _ROW_DTYPES:
         raise ValueError(f"cost source dtype must be float64, float32, int64 or int32, got {dtype}")
+    # a warm start is checked before any cost is computed
+    init_v = None if init is None else canonical_hint(
+        init, n_rows=n1, n_cols=n2, transposed=n1 > n2, maximize=maximize,
+        integral=dtype.kind == "i")
     budget = parse_memory(DEFAULT_MEMORY if memory is None else memory)
     if n1 * n2 * dtype.itemsize <= budget:  # a table
         matrix = source.dense()
@@ -103,9 +108,6 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         sol.stats.update(cache_policy="table", cache_rows=min(n1, n2), cache_hits=0,
                          cache_misses=0)
         return sol
-    init_v = None if init is None else canonical_hint(
-        init, n_rows=n1, n_cols=n2, transposed=n1 > n2, maximize=maximize,
-        integral=dtype.kind == "i")
     transposed = n1 > n2
     if transposed:
         source = source.transpose()

@@ -722,8 +722,9 @@ jv_numpy.keep_rent_beside(solve_small)  # the first calls' time, beside this ker
 def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
     """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), each by the small
     path's exact search (a polish and the check of the duals for u from the assigned pairs,
-    ``duals_hold``, where floats miss the rule): fills ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated),
-    and for each solved problem its result as ``solution.orient`` takes it: v shifted to a
+    ``duals_hold``, where floats miss the rule): fills ``x`` (B, n1), ``v`` (B, n2),
+    ``status`` and ``rows`` (rows evaluated), and for each solved problem its result as
+    ``solution.orient`` takes it: v shifted to a
     maximum of 0, ``u`` (B, n1) from the shifted v, ``total`` (B,) the sum of the pairs' costs,
     ``row_ind`` (B, n1) the row numbers 0 … n1-1 (filled here, on the batch's threads, instead
     of by NumPy after them)."""

@@ -32,8 +32,9 @@ from .estimate.validate import validate_rows
 INT_INF = np.int64(2**62)
 # threads=None uses one thread below this many columns (the measured crossovers: benchmarks/
 # README.md "Two threads against one"); every core Numba may use from here on. Float matrices
-# in memory gain from 2 threads at n = 2000 (1.2-1.4x); integer matrices lose there (0.84x) and
-# tie at 3000; costs on demand keep the general rule.
+# in memory gain from 2 threads at n = 2000 (1.2-1.4x), and so do cost sources computed as a
+# table (solved as a matrix); integer matrices lose there (0.84x) and tie at 3000; costs
+# through row caches keep the general rule.
 AUTO_MIN_COLS = 4000
 AUTO_MIN_COLS_FLOAT = 2000
 
