@@ -71,7 +71,7 @@ def form_of(cost, backend: str) -> str:
     if is_sparse(cost):
         return "sparse"
     if backend != "cpu" and is_device_array(cost):
-        if type(cost).__module__.partition(".")[0] != "cupy":
+        if not any(k.__module__.partition(".")[0] == "cupy" for k in type(cost).__mro__):
             raise TypeError(f"a GPU array of type {type(cost).__name__} is not a CuPy array: "
                             "pass cupy.asarray(cost) (no copy on the device)")
         return "device"
