@@ -10,7 +10,7 @@ import numpy as np
 from ._validate import Options, check_options, form_of, problem_of
 from .backends import solve_on
 from .candidates import check_candidates
-from .cpu import jv as _jv
+from .cpu import small as _small
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 
@@ -161,19 +161,19 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         (``epslap.candidates``): a streaming pass finds each row's k cheapest columns, a sparse
         solve over them gives the duals, and a pass over all costs proves them feasible or adds
         the pairs that violate them, until none does. The result is exact either way.
-        ``"auto"`` (default): taken for NumPy matrices (a nested list is read as one) and
-        cost sources (on ``backend="gpu"`` a CuPy matrix takes the dense method), from ``candidates.AUTO_MIN_SIDE`` rows and columns
-        (4000 on the CPU, 16,000 on the GPU) where a sample of rows shows that it pays; the
-        dense ε method otherwise. ``True``: 8 columns per row per doubling of n, from 24 to 64
-        (32 at 4000), and 20 more per doubling beyond 2**20 columns (104 at 4,096,000);
-        an int: that many; ``False``: the dense method. A problem whose certificate keeps
-        failing goes to the dense method, and ``stats["candidates"]`` says why. With
-        ``init``, checkpoints or ``epsilon=False``, ``"auto"`` takes the dense method and an
-        explicit request is refused (ValueError); with ``cost_limit`` an explicit request is
-        refused and ``"auto"`` chooses for the extended matrix (one slack column per row), as
-        for any matrix. On the GPU the
-        host's end of each auction phase runs on several threads: where several assignments
-        are optimal, which one is returned may change from run to run.
+        ``"auto"`` (default): taken for NumPy matrices (a nested list is read as one) and cost
+        sources (on ``backend="gpu"`` a CuPy matrix takes the dense method), from
+        ``candidates.AUTO_MIN_SIDE`` rows and columns (4000 on the CPU, 16,000 on the GPU) where
+        a sample of rows shows that it pays; the dense ε method otherwise. ``True``: 8 columns
+        per row per doubling of n, from 24 to 64 (32 at 4000), and 20 more per doubling beyond
+        2**20 columns (104 at 4,096,000); an int: that many; ``False``: the dense method. A
+        problem whose certificate keeps failing goes to the dense method, and
+        ``stats["candidates"]`` says why. With ``init``, checkpoints or ``epsilon=False``,
+        ``"auto"`` takes the dense method and an explicit request is refused (ValueError); with
+        ``cost_limit`` an explicit request is refused and ``"auto"`` chooses for the extended
+        matrix (one slack column per row), as for any matrix. On the GPU the host's end of each
+        auction phase runs on several threads: where several assignments are optimal, which one
+        is returned may change from run to run.
 
     Returns
     -------
@@ -197,9 +197,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         # every option at its default, a matrix: what the checks below would let through to
         # the small path, without them (a tiny problem's call is mostly the calls around it)
         n1, n2 = cost.shape
-        if 0 < n1 <= _jv.QUICK_SIDE and 0 < n2 <= _jv.QUICK_SIDE:
+        if 0 < n1 <= _small.QUICK_SIDE and 0 < n2 <= _small.QUICK_SIDE:
             t_start = time.perf_counter()
-            sol = _jv.small_solution(cost, maximize, t_start)
+            sol = _small.small_solution(cost, maximize, t_start)
             if sol is not None:
                 return sol
             from .cpu.api import solve_cpu  # the ε path takes the problem over
@@ -296,7 +296,7 @@ def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> tuple[np.
     """
     maximize = bool(maximize)
     if type(cost_matrix) is np.ndarray:  # the small path's assignment alone, if it takes it
-        pair = _jv.small_assignment(cost_matrix, maximize)
+        pair = _small.small_assignment(cost_matrix, maximize)
         if pair is not None:
             return pair
     sol = solve(cost_matrix, maximize=maximize)

@@ -5,7 +5,7 @@ The problems are spread over threads, a contiguous share of them per thread and 
 thread runs the small path's compiled solver (``cpu/jv.py``) over its share without returning to
 Python. A 3-D array (B, n1, n2) is solved in place of B calls; a list of matrices of different
 shapes or dtypes is grouped by (shape, dtype) into such stacks. Problems that the small path
-does not take (square ones above ``jv.MAX_SQUARE`` columns) are solved one after the other by
+does not take (square ones above ``small.MAX_SQUARE`` columns) are solved one after the other by
 :func:`epslap.solve`, each on every thread.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from ._status import STATUS_OK, raise_for_status
 from ._validate import check_float_range, check_int_range, check_options, float_kind
 from .limit import check_cost_limit, solve_batch_with_limit
-from .cpu import jv
+from .cpu import jv, small
 from .solution import Solution, orient_duals
 
 
@@ -244,7 +244,7 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
     status = np.zeros(b, np.int64)
     rows = np.zeros(b, np.int64)
     if b and n1:
-        if jv.applies(n1, n2):
+        if small.applies(n1, n2):
             _run_threads((c, integral, x, v, status, rows, u, total, row_ind),
                          max(1, min(nthreads, b)))
         else:

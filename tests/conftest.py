@@ -123,16 +123,16 @@ def assert_certificate_catches_planted_violations(passes, src, sol, trials=5):
 def cpu_path(name: str):
     """Solve dense matrices through one path: "small" leaves the automatic choice (the
     Jonker–Volgenant path for small and rectangular problems), "eps" forces the ε-passes."""
-    from epslap.cpu import jv
+    from epslap.cpu import small
     if name == "small":
         yield
         return
-    saved = jv.applies, jv.QUICK_SIDE
-    jv.applies, jv.QUICK_SIDE = (lambda n1, n2: False), 0
+    saved = small.applies, small.QUICK_SIDE
+    small.applies, small.QUICK_SIDE = (lambda n1, n2: False), 0
     try:
         yield
     finally:
-        jv.applies, jv.QUICK_SIDE = saved
+        small.applies, small.QUICK_SIDE = saved
 
 
 def _gpu_reason():

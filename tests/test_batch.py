@@ -9,7 +9,7 @@ import pytest
 import costfns
 import epslap
 from conftest import batch_certified, batch_scipy_costs
-from epslap.cpu import jv
+from epslap.cpu import small
 
 _scipy_costs = batch_scipy_costs
 _certified = batch_certified
@@ -84,15 +84,16 @@ def test_large_members_take_the_epsilon_path(monkeypatch):
     solve = api.solve_cpu
     monkeypatch.setattr(api, "solve_cpu",
                         lambda c, **kw: asked.append(kw["threads"]) or solve(c, **kw))
-    n = jv.MAX_SQUARE + 8
+    n = small.MAX_SQUARE + 8
     c = np.random.default_rng(2).random((2, n, n))
     sol = epslap.solve_batch(c)
     np.testing.assert_allclose(sol.cost, _scipy_costs(c), rtol=1e-12)
     _certified(c, sol)
     assert asked == [None, None] and sol.stats["threads"] > 1
     tries = []
-    small = jv.small_solution
-    monkeypatch.setattr(jv, "small_solution", lambda *a: tries.append(1) or small(*a))
+    solve_small = small.small_solution
+    monkeypatch.setattr(small, "small_solution",
+                        lambda *a: tries.append(1) or solve_small(*a))
     pair = np.stack([costfns.Disjoint(600, seed=1).dense()] * 2)
     handed = epslap.solve_batch(pair)  # long paths: the batch's small path hands them back
     assert asked[-2:] == [None, None] and tries == []  # and they are not tried there again

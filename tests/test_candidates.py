@@ -174,9 +174,9 @@ def test_auto_takes_candidates_where_they_spread(monkeypatch):
 def test_auto_on_matrices_samples_them_first(name, shape, monkeypatch):
     """A matrix in memory: ``"auto"`` judges a NumPy sample of its rows before anything else
     is built, with the same rule as for cost sources (the sample's spread and the message)."""
-    import epslap.cpu.jv as jv
+    import epslap.cpu.small as small
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
-    monkeypatch.setattr(jv, "QUICK_SIDE", 0)  # no shortcut for small matrices in the way
+    monkeypatch.setattr(small, "QUICK_SIDE", 0)  # no shortcut for small matrices in the way
     c = _matrix(name, *shape, seed=2)
     for maximize in (False, True):
         sol = epslap.solve(c, maximize=maximize)

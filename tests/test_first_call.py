@@ -14,6 +14,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import epslap
 import epslap.cpu.jv as jv
+import epslap.cpu.small as small
 import epslap.cpu.jv_numpy as jv_numpy
 
 
@@ -21,8 +22,8 @@ import epslap.cpu.jv_numpy as jv_numpy
 def uncompiled(monkeypatch, tmp_path):
     """This process as a fresh one: no compiled entry, nothing on disk, no time spent (here or
     in the rent file, which lives in ``tmp_path``)."""
-    monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
-    monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
+    monkeypatch.setattr(small, "_ENTRIES", dict.fromkeys(small._ENTRIES))
+    monkeypatch.setattr(small, "_on_disk", lambda dispatcher, sig: False)
     monkeypatch.setattr(jv_numpy, "COMPILE_S", 15.0)  # conftest sets 0: the kernel at once
     monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
     monkeypatch.setattr(jv_numpy, "_UNSAVED", [0.0])
@@ -60,7 +61,7 @@ def test_the_vector_form_is_optimal_with_certified_duals(uncompiled, maximize):
         rows, cols = epslap.linear_sum_assignment(c, maximize=maximize)
         assert np.array_equal(rows, np.sort(rows)) and rows.size == min(c.shape)
         assert c[rows, cols].sum() == pytest.approx(c[r, k].sum(), rel=1e-12, abs=1e-12)
-    assert all(jv._ENTRIES[t] is None for t in jv._ENTRIES)  # nothing compiled for them
+    assert all(small._ENTRIES[t] is None for t in small._ENTRIES)  # nothing compiled for them
 
 
 def test_the_vector_form_against_scipy_on_random_small_problems(uncompiled):
@@ -96,8 +97,8 @@ def test_the_vector_form_gives_the_kernels_answer_where_it_is_delicate(monkeypat
     cases = [(np.ones((3, 3)), False), (np.array([[-0.0, 0.0], [0.0, -0.0]]), False),
              (np.outer(rng.random(40), rng.random(40)), True)]
     kernel = [epslap.solve(c, maximize=mx) for c, mx in cases]
-    monkeypatch.setattr(jv, "_ENTRIES", dict.fromkeys(jv._ENTRIES))
-    monkeypatch.setattr(jv, "_on_disk", lambda dispatcher, sig: False)
+    monkeypatch.setattr(small, "_ENTRIES", dict.fromkeys(small._ENTRIES))
+    monkeypatch.setattr(small, "_on_disk", lambda dispatcher, sig: False)
     monkeypatch.setattr(jv_numpy, "COMPILE_S", 15.0)  # conftest sets 0: the kernel at once
     monkeypatch.setattr(jv_numpy, "_SPENT", [0.0])
     monkeypatch.setattr(jv_numpy, "_UNSAVED", [0.0])
@@ -134,7 +135,7 @@ def test_the_kernel_takes_over_once_the_rent_reaches_a_compile(uncompiled):
     assert epslap.solve(c).stats["compiled"] is False
     jv_numpy._SPENT[0] = jv_numpy.COMPILE_S
     sol = epslap.solve(c)  # compiled (or loaded) now, and kept
-    assert sol.stats["compiled"] is True and jv._ENTRIES[np.dtype(np.float64)] is not None
+    assert sol.stats["compiled"] is True and small._ENTRIES[np.dtype(np.float64)] is not None
 
 
 def test_the_rent_is_counted_across_processes(uncompiled):
@@ -159,7 +160,7 @@ def test_a_cost_source_table_takes_the_vector_form_first(uncompiled):
     sol = epslap.solve(src, candidates=False)
     assert sol.stats["method"] == "jv" and sol.stats["compile_s"] == 0.0
     assert sol.stats["compiled"] is False and sol.stats["cache_policy"] == "table"
-    assert all(entry is None for entry in jv._ENTRIES.values())
+    assert all(entry is None for entry in small._ENTRIES.values())
     r, k = scipy_lsa(src.dense())
     assert sol.cost == pytest.approx(src.dense()[r, k].sum(), rel=1e-12)
     assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
@@ -169,7 +170,7 @@ def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
     """``epslap.precompile`` (and the benchmarks) want the kernels, not the first calls'
     vector form: the small path's entries are compiled, and later calls use them."""
     epslap.precompile(functions=False, sources=False, candidates=False)
-    assert all(jv._ENTRIES[t] is not None for t in jv._ENTRIES)
+    assert all(small._ENTRIES[t] is not None for t in small._ENTRIES)
     assert not jv_numpy.rent_pays()
     assert epslap.solve(np.random.default_rng(6).random((20, 20))).stats["compiled"] is True
 
@@ -199,8 +200,8 @@ def test_the_disk_cache_is_read_per_signature():
     import numba
     m = np.zeros((3, 3))
     epslap.solve(m)
-    assert jv._on_disk(jv.solve_small, jv._signature(m))
-    assert not jv._on_disk(jv.solve_small, (numba.types.float64,))
+    assert small._on_disk(jv.solve_small, small._signature(m))
+    assert not small._on_disk(jv.solve_small, (numba.types.float64,))
 
 
 _FRESH = """

@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 import epslap
-from epslap.cpu import jv
+from epslap.cpu import jv, small
 
 
 def _reference(c, maximize=False):
@@ -52,7 +52,7 @@ def test_every_shape_up_to_30(n1):
 @pytest.mark.parametrize("seed", range(40))
 def test_square_sizes_around_the_crossover(seed):
     rng = np.random.default_rng(100 + seed)
-    n = int(rng.integers(31, jv.MAX_SQUARE + 1))
+    n = int(rng.integers(31, small.MAX_SQUARE + 1))
     pts_a, pts_b = rng.random((n, 2)), rng.random((n, 2))
     geometric = ((pts_a[:, None] - pts_b[None]) ** 2).sum(-1)
     _check(geometric if seed % 2 else rng.random((n, n)))
@@ -137,7 +137,7 @@ def test_duals_that_miss_the_rule_go_to_the_epsilon_path(monkeypatch):
 
     def uncertified(m, maximize, xs, duals):
         return jv.NEEDS_EPSILON, 0.0, 0, 0
-    monkeypatch.setitem(jv._ENTRIES, c.dtype, uncertified)
+    monkeypatch.setitem(small._ENTRIES, c.dtype, uncertified)
     sol = epslap.solve(c)
     assert sol.stats.get("method") != "jv"
     assert sol.cost == pytest.approx(_reference(c), rel=1e-12)
@@ -209,7 +209,7 @@ def test_linear_sum_assignment_edge_inputs():
 def test_epsilon_false_and_large_square_keep_the_epsilon_path():
     rng = np.random.default_rng(2)
     assert epslap.solve(rng.random((20, 20)), epsilon=False).stats.get("method") != "jv"
-    n = jv.MAX_SQUARE + 1
+    n = small.MAX_SQUARE + 1
     assert epslap.solve(rng.random((n, n))).stats.get("method") != "jv"
 
 

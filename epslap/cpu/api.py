@@ -15,7 +15,7 @@ from .._validate import canonical_dense, check_before_compile, parse_memory
 from ..cache import join_caches, make_cache, serve_rows
 from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
-from . import jv
+from . import small
 from .passes import col_range
 from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
                      rows_served, solve_rows)
@@ -45,7 +45,7 @@ def _hit_rate_text(state):
 def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progress: bool,
               t_start: float, init=None, checkpoint=None, small_tried: bool = False) -> Solution:
     """Solve the matrix ``arr`` (2-D, numeric: ``_validate.problem_of``) on the CPU. A small
-    matrix takes the small path in one compiled call (``jv.small_solution``: a tiny problem's
+    matrix takes the small path in one compiled call (``small.small_solution``: a tiny problem's
     time is mostly this call's overhead); what that path cannot certify, and larger matrices,
     the ε-passes. ``init`` (a warm start) and ``checkpoint``
     (``epslap.checkpoint.Checkpointing``) go to the ε-passes, whatever the size.
@@ -53,8 +53,8 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
     problem over (a second try would repeat its work)."""
     # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes,
     # except for a rectangular matrix with many spare columns, which the passes would pad
-    if not small_tried and epsilon and checkpoint is None and jv.takes(*arr.shape, threads):
-        sol = jv.small_solution(arr, maximize, t_start)
+    if not small_tried and epsilon and checkpoint is None and small.takes(*arr.shape, threads):
+        sol = small.small_solution(arr, maximize, t_start)
         if sol is not None:
             if progress:  # one call, too short for phases: say what ran
                 import sys

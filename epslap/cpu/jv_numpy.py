@@ -15,7 +15,7 @@ pays at most about twice the compile. The compile serves every later process (Nu
 cache), so the time spent is counted across processes too: a small file beside that cache
 (``RENT_FILE``) carries it, so that short processes run again and again reach the compile as
 one long one would. Where Numba's disk cache holds the kernel already, it is loaded at once
-(``jv._prepare``).
+(``small._prepare``).
 """
 from __future__ import annotations
 
