@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import checkpoint as ckpt
 from ._validate import Options, check_options, form_of, problem_of
 from .backends import solve_on
 from .candidates import check_candidates
 from .cpu import small as _small
+from .cpu.api import solve_cpu
 from .limit import check_cost_limit, solve_with_limit
 from .solution import Solution
 
@@ -202,7 +204,6 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
             sol = _small.small_solution(cost, maximize, t_start)
             if sol is not None:
                 return sol
-            from .cpu.api import solve_cpu  # the ε path takes the problem over
             return solve_cpu(cost, maximize=maximize, epsilon=True, threads=None,
                              progress=False, t_start=t_start, small_tried=True)
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
@@ -263,7 +264,6 @@ def _check_sparse_options(backend, cost_limit, init, checkpoint, resume, candida
 def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):
     """Check ``solve``'s warm-start and checkpoint options; the :class:`Checkpointing` of the
     solve (a loaded checkpoint when resuming)."""
-    from . import checkpoint as ckpt
     used = [name for name, value in (("init", init), ("checkpoint", checkpoint),
                                      ("resume", resume)) if value is not None]
     if backend not in ("cpu", "gpu"):

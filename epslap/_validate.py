@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from ._status import STATUS_INFEASIBLE, STATUS_INVALID, raise_for_status
+from ._sync import new_sync, run_workers
 from .sparse_input import is_sparse
 
 #: Largest |cost| times (4·n + 8) that keeps every potential and path length inside int64.
@@ -285,7 +286,6 @@ def _range_and_int32(arr: np.ndarray, maximize: bool, threads: int):
     """(min, max, int32 copy) of ``arr`` (negated if ``maximize``; min and max as Python ints)
     in one read of the matrix, its rows split over ``threads`` threads. The copy is only valid
     when min and max fit in int32 (else its entries wrapped)."""
-    from ._sync import new_sync, run_workers
     n1 = arr.shape[0]
     threads = max(1, min(int(threads), n1))
     out = np.empty(arr.shape, np.int32)

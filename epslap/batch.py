@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from ._status import STATUS_OK, raise_for_status
+from ._sync import usable_cores
 from ._validate import check_float_range, check_int_range, check_options, float_kind
-from .limit import check_cost_limit, solve_batch_with_limit
 from .cpu import jv, small
+from .cpu.api import solve_cpu
+from .limit import check_cost_limit, solve_batch_with_limit
 from .solution import Solution, orient_duals
 
 
@@ -252,7 +254,6 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
             row_ind[:] = np.arange(n1)
     for k in np.flatnonzero(status != STATUS_OK).tolist():  # errors name the first bad
         if status[k] == jv.NEEDS_EPSILON:                   # problem; rare leftovers: ε path
-            from .cpu.api import solve_cpu  # what solve runs, without another small try
             try:
                 sol = solve_cpu(c[k], maximize=False, epsilon=True, threads=threads,
                                 progress=False, t_start=time.perf_counter(), small_tried=True)
@@ -278,7 +279,6 @@ def _batch_threads(threads) -> int:
     """Threads for a batch: the cores this process may run on (at most the threads Numba may
     use) by default; an explicit count up to those cores (above them, capped with a warning,
     as ``cpu.solver.resolve_threads`` caps a single solve's)."""
-    from ._sync import usable_cores
     cap = usable_cores()
     if threads is None:
         return cap

@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from costfns.rows import cost_at, cost_forms, get_row, get_row_part
-from ._sync import barrier, load_acquire
+from ._sync import barrier, load_acquire, new_sync, request_abort
 
 LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
@@ -372,7 +372,6 @@ def _stop_serving(s):
 
 
 def join_caches(caches, bounds) -> JoinedCaches:
-    from ._sync import new_sync
     n2 = int(bounds[-1])
     return JoinedCaches(tuple(caches), np.asarray(bounds, np.int64),
                         np.empty(n2, caches[0].slots.dtype), new_sync(),
@@ -388,7 +387,6 @@ def serve_rows(joined: JoinedCaches):
     if nthreads == 1:
         yield
         return
-    from ._sync import new_sync, request_abort
     joined.sync[:] = new_sync()  # barrier counts restart with the helpers' own
     joined.req[:3] = (0, 0, 1)
     errors: list[BaseException] = []

@@ -30,10 +30,17 @@ import time
 
 import numpy as np
 
-from .certificate import RTOL
+from ._sources import NegatedState, raise_pending
+from ._sync import new_sync, run_workers
 from ._validate import Options, Problem, canonical_dense, check_float_range, check_int_range
+from .certificate import RTOL
+from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
+                             certify_rows, lists_to_csr)
+from .cpu.solver import compile_kernels, resolve_threads
 from .errors import InfeasibleError
-from .sparse import SparseProblem, solve_canonical
+from .locality import relabeled, restore_labels
+from .solution import finish
+from .sparse import SparseProblem, kernel_table, solve_canonical
 
 #: candidates per row for ``candidates=True``/``"auto"``: K_PER_LOG2 per doubling of n beyond
 #: 2**K_FROM_LOG2 columns, within [K_MIN, K_MAX] (measured on geometric, random and integer
@@ -156,7 +163,6 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
         if declined is not None:
             return None, declined
     t_start = time.perf_counter()
-    from .locality import relabeled
     labeled, order = relabeled(problem.cost)  # a point set in a spatial order
     return solve_candidates(passes_of(labeled, problem.maximize, options),
                             maximize=problem.maximize, k=k, t_start=t_start, auto=auto,
@@ -177,8 +183,6 @@ class HostPasses:
         from costfns.functions import FunctionSource
         from costfns.rows import ErasedState
 
-        from ._sources import NegatedState
-        from .cpu.solver import resolve_threads
         self.source = None
         if isinstance(cost, CostSource):
             n1, n2 = cost.shape
@@ -208,7 +212,6 @@ class HostPasses:
     def run(self, kernel, args, count=None):
         """``kernel(src, buf, *head, first, stride, n1, *tail)`` on every thread, ``args =
         (head, tail)``, each thread with its own row buffer (``first`` = its index)."""
-        from ._sync import new_sync, run_workers
         head, tail = args
         nt = self.threads
 
@@ -217,13 +220,11 @@ class HostPasses:
             return (self.src, buf, *head, tid, nt, self.n1 if count is None else count, *tail)
         run_workers(kernel, args_of, nt, new_sync())
         if self.source is not None:
-            from ._sources import raise_pending
             raise_pending(self.source)
 
     def candidates(self, v, k: int, rows, maximize: bool):
         """Each of ``rows``' k cheapest columns by ``c - v`` (``cpu.candidates.candidate_rows``),
         values checked: ``(cols, vals, counts, diag)`` by position in ``rows``."""
-        from .cpu import candidates as passes
         m = rows.size
         cols = np.zeros((m, k), np.int64)
         vals = np.zeros((m, k), self.work)
@@ -231,7 +232,7 @@ class HostPasses:
         diag = np.zeros(m, self.work if self.integral else np.float64)
         stats = np.zeros((self.threads, 1))
         flags = np.zeros(self.threads, np.int64)
-        self.run(passes.candidate_rows, ((v, k, rows), (cols, vals, counts, diag, stats, flags)),
+        self.run(candidate_rows, ((v, k, rows), (cols, vals, counts, diag, stats, flags)),
                  count=m)
         check_values(self, int(np.bitwise_or.reduce(flags)), float(stats.max()), maximize)
         return cols, vals, counts, diag
@@ -240,13 +241,12 @@ class HostPasses:
         """The certificate pass over ``rows`` (``cpu.candidates.certify_rows``): the rows that
         fail it, with their (at most ``cap``) most violating pairs, and every row's least
         ``c_ij - v_j`` beside its own pair: ``(failing, cols, vals, counts, row_min)``."""
-        from .cpu import candidates as passes
         m = rows.size
         cols = np.zeros((m, cap), np.int64)
         vals = np.zeros((m, cap), self.work)
         counts = np.zeros(m, np.int64)
         row_min = np.zeros(m)
-        self.run(passes.certify_rows, ((v, u, cap, rel, rows, row_to_col),
+        self.run(certify_rows, ((v, u, cap, rel, rows, row_to_col),
                                        (cols, vals, counts, row_min)), count=m)
         at = counts > 0
         return rows[at], cols[at], vals[at], counts[at], row_min
@@ -263,7 +263,6 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     ``progress``: a line per round on stderr. ``order``: the passes' problem is a point set
     relabeled by ``epslap.locality.relabeled``, whose labels the result is mapped back to.
     ``spread``: ``"auto"``'s sample was judged already (``matrix_sample``), with this spread."""
-    from .solution import finish
     auction = getattr(prob, "auction", None)
     n1, n2, work = prob.n1, prob.n2, prob.work
     v = np.zeros(n2, work)
@@ -377,7 +376,6 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
         stats["auction_phases"] = prob.auction_log  # (eps, device rounds, device/host bids,
         #                                               device/host seconds)
     if order is not None:
-        from .locality import restore_labels
         row_to_col, v, assigned = restore_labels(order, prob.transposed, row_to_col, v,
                                                  assigned)
     # the prices as certified, in the reported position already
@@ -398,9 +396,6 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None):
     free core): ``(spread, why)``, ``why`` None where candidates may go on. A minimised
     C-contiguous float64 or int64 matrix is read where it is, others' sampled rows are copied
     into that form first."""
-    from ._sync import new_sync, run_workers
-    from .cpu.candidates import candidate_rows
-    from .cpu.solver import resolve_threads
     c = cost if cost.shape[0] <= cost.shape[1] else cost.T
     n1, n2 = c.shape
     k = min(k, n2, AUTO_SAMPLE_K)
@@ -463,7 +458,6 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
     """The dense input's value errors for what a candidate pass read (``seen``: its value
     flags, ``biggest``: its largest finite |c|): a cost source's, and a matrix's on the
     host (on the GPU a matrix was checked on its upload)."""
-    from .cpu.candidates import FLAG_NAN, FLAG_NEG_INF
     if seen and getattr(prob, "source", 0) is None:  # a matrix: scipy's words
         raise ValueError("matrix contains invalid numeric entries")
     if seen & FLAG_NAN:
@@ -479,9 +473,6 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
 def compile_sparse_kernels(integral: bool, progress: bool = True) -> float:
     """Compile the sparse solve's kernels and the CSR builders below (``progress``: with a
     running clock); the seconds spent."""
-    from .cpu.candidates import appended_pairs, lists_to_csr
-    from .cpu.solver import compile_kernels
-    from .sparse import kernel_table
     work = np.int64 if integral else np.float64
     lists = (np.zeros((1, 1), np.int64), np.zeros((1, 1), work), np.zeros(1, np.int64))
     csr = (np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1, work))
@@ -492,7 +483,6 @@ def compile_sparse_kernels(integral: bool, progress: bool = True) -> float:
 
 def _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, integral) -> SparseProblem:
     """The candidate pairs, with (i, i) added where finite and not among them."""
-    from .cpu.candidates import lists_to_csr
     indptr, indices, data = lists_to_csr(cand_cols, cand_vals, counts,
                                          diag.astype(cand_vals.dtype), not integral)
     return SparseProblem(indptr, indices, data, n1, n2, False, integral)
@@ -502,7 +492,6 @@ def _merged(prob: SparseProblem, rows, add_cols, add_vals, add_counts) -> Sparse
     """``prob`` with row ``rows[t]``'s pairs ``add_cols[t, :add_counts[t]]`` appended: the
     certificate's violators, or the second candidate pass's (which may repeat a held pair at
     the same cost: a pair stored twice changes no search)."""
-    from .cpu.candidates import appended_pairs
     indptr, indices, data = appended_pairs(prob.indptr, prob.indices, prob.data,
                                            np.asarray(rows, np.int64), add_cols,
                                            add_vals.astype(prob.data.dtype), add_counts)

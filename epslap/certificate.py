@@ -28,6 +28,11 @@ import numpy as np
 from numba import njit
 
 from ._exact import RTOL, exact_excess  # noqa: F401  (RTOL: the rule's tolerance, for every module)
+from ._validate import largest_finite
+from .cpu.verify_rows import scan_source
+from .lifted import applies, pair_costs, verify_pairs
+from .limit import check_cost_limit
+from .sparse_input import is_sparse, stored_pairs
 
 _CHUNK = 1 << 22  # matrix entries checked per block: bounded extra memory for big matrices
 _INT64_SAFE = 2**62  # |c| + |u| + |v| below this: c - u - v cannot overflow int64
@@ -147,7 +152,6 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         A malformed argument: not a matrix, indices that are not integers or out of range,
         duals of the wrong shape.
     """
-    from .sparse_input import is_sparse, stored_pairs
     streamed = False  # a cost source, whose rows are computed
     on_device = None  # the costs on a GPU (backend="gpu")
     if backend not in ("cpu", "gpu"):
@@ -180,7 +184,6 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     u = _duals("u", u, n1)
     v = _duals("v", v, n2)
     if cost_limit is not None:
-        from .limit import check_cost_limit
         cost_limit = check_cost_limit(cost_limit, maximize)
     incomplete = []  # why the pairs are not an assignment of the shorter side
     if r.size != min(n1, n2) and cost_limit is None:
@@ -201,7 +204,6 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     from costfns import CostSource
     source = cost if streamed and isinstance(cost, CostSource) else None
     if streamed and cost_limit is None and on_device is None:
-        from .lifted import applies, verify_pairs
         pairs = verify_pairs(cost, r, k, u, v) if applies(cost, maximize) else None
         if pairs is not None:  # a point set: only the pairs that could violate are read
             block_of, source = pairs, None
@@ -323,7 +325,6 @@ def _scale_exponent(*arrays) -> int:
     """A power of two that brings every finite magnitude below 2**900 (0: none needed), so that
     sums and tolerances of entries near the top of the float range do not overflow. Scaling by
     a power of two is exact and every test is homogeneous, so the verdict does not change."""
-    from ._validate import largest_finite
     top = max(largest_finite(np.asarray(a, dtype=np.float64)) for a in arrays)
     if top < 2.0**900:
         return 0
@@ -337,8 +338,6 @@ def _compiled_scan(source, us, vs, au, av, sign, r, k):
     if source is None or np.dtype(source.dtype).kind != "f":
         return None
     from numba.core.errors import NumbaError
-    from .cpu.verify_rows import scan_source
-    from .lifted import pair_costs
     try:
         worst, excess, flags = scan_source(source, us, vs, au, av, sign)
         if flags:

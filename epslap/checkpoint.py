@@ -27,7 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from ._validate import FLOAT_BIG, float_cost_limit, int_cost_limit
+from .cpu import passes as ker
 from .errors import CheckpointError, unreadable
+from .solution import Solution
 
 FORMAT = "epslap-checkpoint"
 VERSION = 1
@@ -182,7 +185,6 @@ class _Contents:
     """The checks of one checkpoint's members, each error naming the file and the member."""
 
     def __init__(self, state: dict, path: str, n1: int, n2: int, integral: bool):
-        from ._validate import FLOAT_BIG, float_cost_limit, int_cost_limit
         self.state, self.path, self.n1, self.n2, self.integral = state, path, n1, n2, integral
         self.head = state["header"]
         #: the largest ε a solve of this problem uses: ε_upper <= the largest cost it may hold
@@ -319,7 +321,6 @@ class _Contents:
 
     def cpu(self, mode: str) -> None:
         """What ``cpu.solver._Checkpoints.save`` writes."""
-        from .cpu import passes as ker
         eps_upper = self.common_header()
         self.prices()
         perm = self.perm()
@@ -443,8 +444,6 @@ def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, max
     the passes stay exact whatever it is; only its length and values are checked here.
     Integer prices are rounded and kept within the range rule's cost limit of the top (no
     int64 overflow: ``_validate.int_cost_limit``)."""
-    from ._validate import int_cost_limit
-    from .solution import Solution
     if isinstance(init, Solution):
         u, v = init.u, init.v
     elif isinstance(init, tuple):

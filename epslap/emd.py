@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._api import solve
 from ._outputs import ResumableCsv
 from ._runner import run_tasks
 
@@ -70,7 +71,6 @@ def emd(img_a, img_b, *, size: int | None = None, metric: str = "euclidean",
     """
     from costfns.images import ImageEMD
 
-    from ._api import solve
     src = ImageEMD(img_a, img_b, size=size, position_weight=position_weight, colour=colour,
                    metric=metric, unmatched=unmatched)
     sol = solve(src, backend=backend, memory=memory, threads=threads)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ._api import solve
 from ._outputs import ManyResult, open_output
 from ._runner import Outcome, run_tasks
 
@@ -233,7 +234,6 @@ def _payload(problem):
 
 def _solve_one(problem, options: dict) -> dict:
     """On the worker: build or read the costs, solve, keep what the result needs."""
-    from ._api import solve
     if isinstance(problem, (str, os.PathLike)):
         path = os.fspath(problem)
         if not path.endswith(".npy"):

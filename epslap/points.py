@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ._api import solve
 from .solution import Solution
 
 METRICS = ("sqeuclidean", "euclidean")
@@ -34,7 +35,6 @@ def emd2(xa: Any, xb: Any, metric: str = "sqeuclidean", *, backend: str = "cpu",
     """
     import costfns
 
-    from ._api import solve
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     a = np.asarray(xa, dtype=np.float64)

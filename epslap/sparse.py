@@ -18,7 +18,11 @@ import numpy as np
 
 from . import sparse_input
 from ._validate import check_float_range, check_int_range
+from .certificate import RTOL
+from .cpu import sparse as core
+from .cpu.sparse import repair_duals
 from .errors import InfeasibleError
+from .solution import finish
 from .sparse_input import SparseProblem, stored_pairs
 
 #: whether a cost is stored pairs (``epslap.sparse_input``; importable from here too)
@@ -68,7 +72,6 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
     with ``auction_of``, a function of ``(integral)`` giving a device's auction phase
     (``epslap.gpu.candidates.device_auction``: every free row bidding at once over its stored
     pairs), the auction on that GPU and the exact pass on the host."""
-    from .solution import finish
     if t_start is None:
         t_start = time.perf_counter()
     prob = canonical_sparse(cost, maximize)
@@ -81,8 +84,6 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
         # the safety net for float prices that miss verify's per-entry rule at a tight pair of
         # tiny costs: mended from the optimal assignment by lowering prices (cpu.dual_repair's
         # rule); one sweep over the stored pairs when nothing needs it
-        from .certificate import RTOL
-        from .cpu.sparse import repair_duals
         reads, lowered = repair_duals(prob.indptr, prob.indices, prob.data, v, row_to_col,
                                       RTOL, np.int64(REPAIR_READS_PER_ROW * prob.n1 + 1000))
         if reads < 0:
@@ -129,7 +130,6 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     free columns).
     ``auction``: the function that runs one auction phase (``cpu.sparse.auction``'s signature
     and result; ``epslap.gpu.candidates`` passes the device's)."""
-    from .cpu import sparse as core
     n1, n2 = prob.n1, prob.n2
     work = np.int64 if prob.integral else np.float64
     big = work(INT_BIG) if prob.integral else np.inf
@@ -192,7 +192,6 @@ def kernel_table(integral: bool) -> list:
     """The sparse solve's kernels with arguments of its types (``cpu.solver.compile_kernels``
     compiles them, with a running clock where asked, before a solve that would otherwise
     compile them silently)."""
-    from .cpu import sparse as core
     work = np.int64 if integral else np.float64
     big = work(INT_BIG) if integral else np.inf
     one = np.zeros(1, np.int64)

@@ -79,10 +79,10 @@ def test_large_members_take_the_epsilon_path(monkeypatch):
     """Members too large for the small path are solved as ``solve`` would, with the caller's
     ``threads`` (None: solve's own rule, one thread at this size), not with the batch's thread
     count (lock-step threads on a busy machine stall each other)."""
-    import epslap.cpu.api as api
+    import epslap.batch as batch
     asked = []
-    solve = api.solve_cpu
-    monkeypatch.setattr(api, "solve_cpu",
+    solve = batch.solve_cpu
+    monkeypatch.setattr(batch, "solve_cpu",
                         lambda c, **kw: asked.append(kw["threads"]) or solve(c, **kw))
     n = small.MAX_SQUARE + 8
     c = np.random.default_rng(2).random((2, n, n))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._sync import new_sync, run_workers
 from .sparse import auction, best_two
 
 #: free rows below which a phase runs on one thread (``cpu.sparse.auction``): the GPU's auction
@@ -90,7 +91,6 @@ def parallel_auction(threads: int):
     among ``threads`` threads (module docstring); one thread, or fewer than PARALLEL_MIN free
     rows, run the sequential auction itself."""
     def phase(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bids, big):
-        from .._sync import new_sync, run_workers
         free = np.flatnonzero(row_to_col < 0)
         if threads < 2 or free.size < PARALLEL_MIN:
             return auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump,

@@ -16,15 +16,16 @@ from typing import Any
 import numba
 import numpy as np
 
+from .._progress import SolveProgress, compile_clock
 from .._sync import LoadWatch, available_cores, new_sync, request_abort, run_workers
-from .._progress import SolveProgress
 from .._schedule import rectangular_from_zero
 from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
                        STOP_AFTER_AUGMENTATION, STOP_NONE, STOP_NOW, raise_for_status)
 from .. import checkpoint as ckpt
 from .._validate import check_float_range
-from ..certificate import prices_need_polish
+from ..certificate import RTOL, prices_need_polish
 from . import passes as ker
+from .dual_repair import repair_duals
 from .estimate import CpuStages, certificate_holds
 from .estimate import certify as cert
 from .estimate.validate import validate_rows
@@ -201,7 +202,6 @@ def compile_kernels(kernels, progress=None, what: str = "the CPU kernels") -> fl
         return sum(_compile(dispatcher, args) for dispatcher, args in kernels)
     if progress and any(tuple(numba.typeof(a) for a in args) not in dispatcher.overloads
                         for dispatcher, args in kernels):
-        from .._progress import compile_clock
         with (compile_clock(what) if progress is True else progress.compiling(what)):
             spent = compile_all()
     else:
@@ -648,7 +648,6 @@ def _read_rows(src, n2: int, row_dtype, rows: np.ndarray, estimate_context) -> n
 def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assigned) -> bool:
     """``passes.duals_hold_rows`` over the rows of ``src`` (inside ``estimate_context``: a
     source whose rows helper threads compute); the assigned costs into ``assigned``."""
-    from ..certificate import RTOL
     stop = new_sync()
 
     def run():
@@ -661,8 +660,6 @@ def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assign
 def _repair_duals(src, n2: int, row_dtype, v, row_to_col, estimate_context) -> int:
     """``dual_repair.repair_duals`` over the rows of ``src`` (a budget of 8 reads per row and
     1000 more); its rows read, -1 where it did not finish."""
-    from ..certificate import RTOL
-    from .dual_repair import repair_duals
     stop = new_sync()
     budget = np.int64(8 * len(row_to_col) + 1000)
 

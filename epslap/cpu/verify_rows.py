@@ -14,6 +14,7 @@ from numba import njit
 from costfns.rows import get_row
 
 from .._exact import RTOL, exact_excess_scalar
+from .._sync import new_sync, run_workers, usable_cores
 
 #: ``flags`` of :func:`scan_rows`: a NaN cost, a -inf cost (after the sign), a cost too large
 #: for the unscaled arithmetic (the NumPy check scales it)
@@ -65,7 +66,6 @@ def scan_source(cost, us, vs, au, av, sign: float):
     user's function on the calling thread): ``(worst, excess, flags)``."""
     from costfns.functions import FunctionSource
 
-    from .._sync import new_sync, run_workers, usable_cores
     n1, n2 = cost.shape
     threads = 1 if isinstance(cost, FunctionSource) or n1 < SCAN_MIN_ROWS else usable_cores()
     src = cost.state()
