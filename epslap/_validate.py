@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
+from costfns import CostSource
+
 from ._status import STATUS_INFEASIBLE, STATUS_INVALID, raise_for_status
 from ._sync import new_sync, run_workers
 from .sparse_input import is_sparse
@@ -66,7 +68,6 @@ def form_of(cost, backend: str) -> str:
     """What ``cost`` is (the ``form`` of its :class:`Problem`), without looking at its values:
     a cost source, stored pairs, a GPU array (GPU backends) or anything else, read as a matrix.
     A GPU array other than CuPy's is refused with a clear error."""
-    from costfns import CostSource
     if isinstance(cost, CostSource):
         return "source"
     if is_sparse(cost):

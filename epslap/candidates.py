@@ -247,7 +247,7 @@ class HostPasses:
         counts = np.zeros(m, np.int64)
         row_min = np.zeros(m)
         self.run(certify_rows, ((v, u, cap, rel, rows, row_to_col),
-                                       (cols, vals, counts, row_min)), count=m)
+                                (cols, vals, counts, row_min)), count=m)
         at = counts > 0
         return rows[at], cols[at], vals[at], counts[at], row_min
 
