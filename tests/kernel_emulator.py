@@ -195,12 +195,15 @@ def _library(storage: np.dtype, defines: str = ""):
     os.makedirs(d, exist_ok=True)
     so = os.path.join(d, f"hung_{key}.so")
     if not os.path.exists(so):
-        cpp = os.path.join(d, f"hung_{key}.cpp")
+        # each process writes and compiles its own files, then renames: test processes building
+        # the same library at once never read each other's half-written source
+        cpp = os.path.join(d, f"hung_{key}.{os.getpid()}.cpp")
         with open(cpp, "w") as fh:
             fh.write(code)
         tmp = so + f".{os.getpid()}"
         subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
                         "-o", tmp, cpp], check=True, capture_output=True, text=True)
+        os.remove(cpp)
         os.replace(tmp, so)
     lib = ctypes.CDLL(so)
     lib.emu_solve.restype = ctypes.c_int

@@ -30,6 +30,12 @@ def _sources():
     }
 
 
+def _long_passes():
+    """A dense device-cost problem whose ε passes outlast the host's first looks (below the
+    size from which "auto" takes candidates on the GPU)."""
+    return costfns.problem("geometric", 8000, seed=1)
+
+
 @pytest.mark.parametrize("name", list(_sources()))
 def test_checkpoints_between_passes_and_resume(name, tmp_path):
     cost = _sources()[name]()
@@ -141,7 +147,8 @@ def test_checkpoints_inside_a_pass_and_resume_from_one(name, tmp_path, monkeypat
     import shutil
 
     import epslap.checkpoint as ckpt
-    cost = _sources()[name]()
+    # passes long enough (tens of milliseconds on an H200) for the host's look to land in one
+    cost = _long_passes() if name == "device cost" else _sources()[name]()
     kw = dict(backend="gpu")
     if name == "host rows":
         kw["memory"] = "2MiB"
@@ -172,7 +179,7 @@ def test_ctrl_c_inside_a_pass_stops_the_kernel_and_saves_the_pass(tmp_path, monk
     pass may end before the kernel sees the request: that Ctrl-C is saved between passes,
     which must resume as well; a later look (k = 2, 4, 8) lands inside a pass."""
     import time
-    c = costfns.problem("geometric", 3000, seed=1)
+    c = _long_passes()
     plain = epslap.solve(c, backend="gpu")
     sleep = time.sleep
     inside = 0
