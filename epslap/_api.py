@@ -93,7 +93,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         (a cost source whose matrix fits ``memory`` is computed once and solved as one),
         ``AUTO_MIN_COLS`` (4000) for integer matrices and costs through row caches, else 1
         (below those measured crossovers the per-step barrier costs more than the split scan
-        saves); they
+        saves; the candidates method's streaming passes, which share no barrier, follow the
+        same counts, 2000 columns for every matrix in memory); they
         hand over to one thread if they stall each other during the passes. ``1``: the serial
         kernel. An explicit count is honoured whatever else runs, up to the cores this process
         may run on (and ``numba.get_num_threads()``): above that it is capped with a warning,
@@ -165,8 +166,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         the pairs that violate them, until none does. The result is exact either way.
         ``"auto"`` (default): taken for NumPy matrices (a nested list is read as one) and cost
         sources (on ``backend="gpu"`` a CuPy matrix takes the dense method), from
-        ``candidates.AUTO_MIN_SIDE`` rows and columns (4000 on the CPU, 16,000 on the GPU) where
-        a sample of rows shows that it pays; the dense ε method otherwise. ``True``: 8 columns
+        ``candidates.AUTO_MATRIX_MIN_SIDE`` rows and columns for a matrix (2000 on the CPU,
+        16,000 on the GPU) and ``candidates.AUTO_MIN_SIDE`` for a cost source (4000 on the CPU,
+        16,000 on the GPU) where a sample of rows shows that it pays; the dense ε method
+        otherwise. ``True``: 8 columns
         per row per doubling of n, from 24 to 64 (32 at 4000), and 20 more per doubling beyond
         2**20 columns (104 at 4,096,000); an int: that many; ``False``: the dense method. A
         problem whose certificate keeps failing goes to the dense method, and

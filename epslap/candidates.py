@@ -36,7 +36,7 @@ from ._validate import Options, Problem, canonical_dense, check_float_range, che
 from .certificate import RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
-from .cpu.solver import compile_kernels, resolve_threads
+from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, compile_kernels, resolve_threads
 from .errors import InfeasibleError
 from .locality import relabeled, restore_labels
 from .solution import finish
@@ -62,6 +62,11 @@ K_PER_DOUBLING_LARGE = 20
 #: and columns, per backend (measured against the dense method on every class, benchmark page;
 #: on the GPU from 16,000, the smallest size measured there)
 AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
+#: the same for a matrix in memory: on the CPU the candidates beat the dense ε method from just
+#: above the small path's square problems (random, integer and geometric 2000: 0.3-0.6x, one
+#: thread, benchmark page), and the sample that declines the other classes reads 64 rows (about
+#: 0.4 ms at 2000 columns: sanity 2000, the cheapest declined solve, about 1.1x)
+AUTO_MATRIX_MIN_SIDE = {"cpu": 2000, "gpu": 16000}
 #: the backends where ``"auto"`` may take candidates
 AUTO_BACKENDS = tuple(AUTO_MIN_SIDE)
 #: the backends where ``"auto"`` may take candidates for a matrix in memory (NumPy array) as
@@ -139,7 +144,8 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
     if auto and not (problem.form == "source" or (problem.form == "matrix"
                                                    and options.backend in AUTO_MATRIX_BACKENDS)):
         return None
-    if min(shape) == 0 or (auto and min(shape) < AUTO_MIN_SIDE[options.backend]):
+    least = (AUTO_MATRIX_MIN_SIDE if problem.form == "matrix" else AUTO_MIN_SIDE)
+    if min(shape) == 0 or (auto and min(shape) < least[options.backend]):
         return None  # (an empty problem: nothing to choose, the dense path's answer)
     if candidates is True or auto:
         return default_k(max(shape))
@@ -207,7 +213,11 @@ class HostPasses:
         self.n1, self.n2 = min(self.shape), max(self.shape)
         self.integral = self.buf_dtype.kind in "iu"
         self.work = np.dtype(np.int64 if self.integral else np.float64)
-        self.threads = resolve_threads(threads, self.n2)
+        # a matrix's passes take the free cores from the column count where the dense method
+        # takes them for a float matrix (the passes share nothing but their output: no
+        # barrier per step to pay for)
+        self.threads = resolve_threads(threads, self.n2, AUTO_MIN_COLS if self.source is not None
+                                       else AUTO_MIN_COLS_FLOAT)
 
     def run(self, kernel, args, count=None):
         """``kernel(src, buf, *head, first, stride, n1, *tail)`` on every thread, ``args =

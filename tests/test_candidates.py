@@ -159,6 +159,7 @@ def test_verify_of_rows_given_by_an_object_that_is_not_a_cost_source():
 
 def test_auto_takes_candidates_where_they_spread(monkeypatch):
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
+    monkeypatch.setattr(cand, "AUTO_MATRIX_MIN_SIDE", {"cpu": 100, "gpu": 100})
     geo = costfns.problem("geometric", 400, seed=1)
     sol = epslap.solve(geo)
     assert sol.stats["method"] == "candidates"
@@ -176,6 +177,7 @@ def test_auto_on_matrices_samples_them_first(name, shape, monkeypatch):
     is built, with the same rule as for cost sources (the sample's spread and the message)."""
     import epslap.cpu.small as small
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
+    monkeypatch.setattr(cand, "AUTO_MATRIX_MIN_SIDE", {"cpu": 100, "gpu": 100})
     monkeypatch.setattr(small, "QUICK_SIDE", 0)  # no shortcut for small matrices in the way
     c = _matrix(name, *shape, seed=2)
     for maximize in (False, True):
@@ -412,6 +414,7 @@ def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind):
 @pytest.mark.gpu
 def test_gpu_auto_takes_candidates_where_they_spread(monkeypatch):
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
+    monkeypatch.setattr(cand, "AUTO_MATRIX_MIN_SIDE", {"cpu": 100, "gpu": 100})
     geo = costfns.problem("geometric", 400, seed=1)
     sol = epslap.solve(geo, backend="gpu")
     assert sol.stats["method"] == "candidates" and sol.stats["backend"] == "gpu"
@@ -493,3 +496,22 @@ def test_candidate_lists_to_csr_and_appended_pairs(integral):
         rows_want[i] = rows_want[i] + list(zip(add_cols[t, :add_counts[t]],
                                                 add_vals[t, :add_counts[t]]))
     assert rows_of(merged) == rows_want
+
+
+def test_auto_thresholds_differ_for_matrices_and_cost_sources(monkeypatch):
+    """``"auto"`` looks at a matrix in memory from AUTO_MATRIX_MIN_SIDE rows and at a cost
+    source from AUTO_MIN_SIDE (on the CPU 2000 and 4000: a source's sample computes its rows)."""
+    import scipy.optimize
+    c = costfns.generate("random", 2000, seed=3)
+    sol = epslap.solve(c)
+    assert sol.stats["method"] == "candidates"
+    r, col = scipy.optimize.linear_sum_assignment(c)
+    assert sol.cost == pytest.approx(c[r, col].sum(), rel=1e-12)
+    import epslap.cpu.small as small
+    monkeypatch.setattr(small, "QUICK_SIDE", 0)  # no shortcut for small matrices in the way
+    monkeypatch.setattr(cand, "AUTO_MATRIX_MIN_SIDE", {"cpu": 300, "gpu": 300})
+    monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 500, "gpu": 500})
+    src = costfns.problem("geometric", 400, seed=1)
+    assert epslap.solve(src.dense()).stats["method"] == "candidates"
+    assert epslap.solve(src).stats.get("method") != "candidates"
+    assert epslap.solve(src.dense()[:299]).stats.get("method") != "candidates"

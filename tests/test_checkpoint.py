@@ -94,7 +94,7 @@ def test_ctrl_c_writes_a_last_checkpoint_and_the_resume_finishes_the_solve(monke
                                                                            tmp_path):
     import epslap._progress as progress
     c = costfns.generate("geometric", 2000, seed=8)
-    plain = epslap.solve(c, threads=1)
+    plain = epslap.solve(c, threads=1, candidates=False)  # the method that checkpoints
     fired = {}
 
     def tick(self):  # the first progress update of the passes

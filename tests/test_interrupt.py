@@ -35,11 +35,12 @@ def _sigint_after(delay: float) -> threading.Timer:
                     reason="needs POSIX signals")
 def test_real_sigint_in_the_passes_writes_the_pass_under_way_and_leaves_no_thread(tmp_path):
     c = costfns.generate("geometric", 2500, seed=11)
-    plain = epslap.solve(c, threads=1)  # compiles; its times place the signals
+    # the dense method (the one that checkpoints); compiles, and its times place the signals
+    plain = epslap.solve(c, threads=1, candidates=False)
     t_est = plain.stats["time_estimate_s"]
     t_total = plain.stats["time_total_s"] if "time_total_s" in plain.stats else None
     t0 = time.perf_counter()
-    epslap.solve(c, threads=1)
+    epslap.solve(c, threads=1, candidates=False)
     t_total = time.perf_counter() - t0 if t_total is None else t_total
     assert t_total > t_est
     rng = np.random.default_rng(5)
@@ -65,7 +66,8 @@ def test_real_sigint_in_the_passes_writes_the_pass_under_way_and_leaves_no_threa
             continue
         state = load(str(path)) if path.exists() else None
         if state is None or state["header"]["reason"] == "estimate":
-            resumed = epslap.solve(c, threads=1, resume=path) if state else epslap.solve(c)
+            resumed = (epslap.solve(c, threads=1, resume=path) if state
+                       else epslap.solve(c, candidates=False))
         else:
             assert state["header"]["reason"] == "interrupted", state["header"]
             assert state["header"]["rows_evaluated"] > 0

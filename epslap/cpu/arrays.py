@@ -1,7 +1,28 @@
-"""Array helpers for compiled code."""
+"""Array and bit helpers for compiled code."""
 from __future__ import annotations
 
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
+
+
+def _bitcast(src, dst, doc: str):
+    """An intrinsic that reinterprets a ``src`` value's bits as ``dst`` (an LLVM bitcast, free
+    at run time)."""
+    def cast(typingctx, x):
+        if x != src:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
+        return dst(src), codegen
+    cast.__name__ = cast.__qualname__ = f"_bitcast_{src}_{dst}"  # distinct names for typing
+    cast.__doc__ = doc
+    return intrinsic(cast)
+
+
+float_bits = _bitcast(types.float64, types.int64, "The bits of a float64 as an int64.")
+bits_float = _bitcast(types.int64, types.float64,
+                      "The float64 whose bits are the int64 (the inverse of float_bits).")
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -14,11 +14,14 @@ from numba import njit
 
 from costfns.rows import get_row
 
-from .arrays import copy_into
+from .arrays import bits_float, copy_into, float_bits
+from .passes import KEY_MAX
 
 #: value flags of a pass (a bit per thread in ``flags[tid]``)
 FLAG_NAN = 1
 FLAG_NEG_INF = 2
+#: the bits of +inf: a float's magnitude bits lie below them iff it is finite, above iff NaN
+INF_BITS = np.int64(0x7FF0000000000000)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -40,6 +43,20 @@ def _insert(vals, cols, count, k, r, j):
     return count
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _float_magnitudes(row, n2, big):
+    """``(max(big, largest finite |c| of the row's bits), NaN met)`` for a float row: on the
+    magnitude bits (the sign cleared; positive floats order as their bits, +inf's bits lie
+    above every finite one and NaN's above +inf), branch-free integer compares that the
+    compiler vectorises, where the same on floats (NaN-aware max) runs one entry at a time."""
+    nan = False
+    for j in range(n2):
+        m = float_bits(np.float64(row[j])) & KEY_MAX
+        nan |= m > INF_BITS
+        big = max(big, m if m < INF_BITS else 0)
+    return big, nan
+
+
 @njit(cache=True, nogil=True)
 def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals, counts, diag,
                    stats, flags):
@@ -58,6 +75,7 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     work = v.dtype.type
     integral = work(0.5) == 0  # (a constant of the compiled version)
     rv = np.empty(k, v.dtype)
+    big_bits = np.int64(0)  # the largest finite |c| of float rows, as bits
     biggest = 0.0
     for t in range(first, n1, stride):
         i = rows[t]
@@ -69,12 +87,7 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
                 hi = max(hi, row[j])
             biggest = max(biggest, abs(np.float64(lo)), abs(np.float64(hi)))
         else:
-            nan = False
-            for j in range(n2):
-                c = row[j]
-                nan |= c != c
-                a = abs(np.float64(c))
-                biggest = max(biggest, a if a < np.inf else 0.0)
+            big_bits, nan = _float_magnitudes(row, n2, big_bits)
             if nan:
                 flags[first] |= FLAG_NAN
         count = 0
@@ -97,6 +110,8 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
             cand_vals[t, q] = row[cols[q]]
         counts[t] = count
         diag[t] = row[i]
+    if not integral:
+        biggest = bits_float(big_bits)
     stats[first, 0] = biggest
 
 

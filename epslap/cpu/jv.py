@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
 
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK
 from .._validate import FLOAT_BIG
 from ..certificate import RTOL, row_duals_hold
 from . import jv_numpy
-from .arrays import flip_path
+from .arrays import bits_float, flip_path, float_bits
 from .kinds import is_integral
 
 #: a problem whose duals missed ``verify``'s rule even after ``polish``: the ε path solves it
@@ -102,26 +102,6 @@ def _work_empty_typed(c, n):
     return lambda c, n: np.empty(n, np.float64)
 
 
-def _bitcast(src, dst, doc: str):
-    """An intrinsic that reinterprets a ``src`` value's bits as ``dst`` (an LLVM bitcast, free
-    at run time)."""
-    def cast(typingctx, x):
-        if x != src:
-            return None
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], context.get_value_type(dst))
-        return dst(src), codegen
-    cast.__name__ = cast.__qualname__ = f"_bitcast_{src}_{dst}"  # distinct names for typing
-    cast.__doc__ = doc
-    return intrinsic(cast)
-
-
-_float_bits = _bitcast(types.float64, types.int64, "The bits of a float64 as an int64.")
-_bits_float = _bitcast(types.int64, types.float64,
-                       "The float64 whose bits are the int64 (the inverse of _float_bits).")
-
-
 _MAGNITUDE = np.int64(2**63 - 1)
 
 
@@ -141,7 +121,7 @@ def _ordered_typed(x):
         return lambda x: np.int64(x)
 
     def ordered(x):
-        b = _float_bits(np.float64(x))
+        b = float_bits(np.float64(x))
         return b ^ ((b >> 63) & _MAGNITUDE)
     return ordered
 
@@ -159,7 +139,7 @@ def _unordered_typed(k, like):
     """:func:`_unordered` resolved at compile time."""
     if isinstance(like, types.Integer):
         return lambda k, like: np.int64(k)
-    return lambda k, like: _bits_float(k ^ ((k >> 63) & _MAGNITUDE))
+    return lambda k, like: bits_float(k ^ ((k >> 63) & _MAGNITUDE))
 
 
 def _key(x):
@@ -176,7 +156,7 @@ def _key_typed(x):
     """:func:`_key` resolved at compile time: a bitcast for floats, the value for integers."""
     if isinstance(x, types.Integer):
         return lambda x: np.int64(x)
-    return lambda x: _float_bits(np.float64(x))
+    return lambda x: float_bits(np.float64(x))
 
 
 @njit(cache=True, nogil=True)
