@@ -34,7 +34,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--classes", nargs="+",
                     default=["geometric", "random", "disjoint", "sanity", "rank1", "rank8",
                              "integer"])
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="CPU threads of every solve; 0: threads=None (the free cores)")
     ap.add_argument("--pot", action="store_true", help="time ot.emd2_lazy on geometric")
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--k", type=int, nargs="+", default=None,
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
     import costfns
     import epslap
     gpu = args.backend == "gpu"
-    opts = dict(backend=args.backend) if gpu else dict(threads=args.threads)
+    opts = dict(backend=args.backend) if gpu else dict(threads=args.threads or None)
     if gpu:
         from ._common import require_gpu
         rt = require_gpu("candidates").cuda.runtime
