@@ -67,6 +67,12 @@ AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: thread, benchmark page), and the sample that declines the other classes reads 64 rows (about
 #: 0.4 ms at 2000 columns: sanity 2000, the cheapest declined solve, about 1.1x)
 AUTO_MATRIX_MIN_SIDE = {"cpu": 2000, "gpu": 16000}
+#: a matrix on the CPU with at least this share of spare columns (n2 - n1 >= n1 * share)
+#: stays with the small path's rectangular solve from v = 0, which ``"auto"`` would otherwise
+#: pass over (random, one thread: 2000 x 2600 29 ms there against 44 ms by candidates, 4000 x
+#: 8000 220 against 256 ms, 8000 x 16,000 518 against 712 ms; 2000 x 2200 33 ms both ways,
+#: 4000 x 4300 276 against 166 ms)
+AUTO_MATRIX_SPARE_MAX = 0.125
 #: the backends where ``"auto"`` may take candidates
 AUTO_BACKENDS = tuple(AUTO_MIN_SIDE)
 #: the backends where ``"auto"`` may take candidates for a matrix in memory (NumPy array) as
@@ -144,9 +150,13 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
     if auto and not (problem.form == "source" or (problem.form == "matrix"
                                                    and options.backend in AUTO_MATRIX_BACKENDS)):
         return None
-    least = (AUTO_MATRIX_MIN_SIDE if problem.form == "matrix" else AUTO_MIN_SIDE)
+    matrix = problem.form == "matrix"
+    least = AUTO_MATRIX_MIN_SIDE if matrix else AUTO_MIN_SIDE
     if min(shape) == 0 or (auto and min(shape) < least[options.backend]):
         return None  # (an empty problem: nothing to choose, the dense path's answer)
+    if (auto and matrix and options.backend == "cpu"
+            and max(shape) - min(shape) >= AUTO_MATRIX_SPARE_MAX * min(shape)):
+        return None  # wide: the small path's rectangular solve
     if candidates is True or auto:
         return default_k(max(shape))
     return int(candidates)

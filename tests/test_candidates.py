@@ -171,7 +171,7 @@ def test_auto_takes_candidates_where_they_spread(monkeypatch):
 
 
 @pytest.mark.parametrize("name", CLASSES)
-@pytest.mark.parametrize("shape", [(400, 400), (300, 420), (420, 300)])
+@pytest.mark.parametrize("shape", [(400, 400), (400, 440), (440, 400)])  # (not wide)
 def test_auto_on_matrices_samples_them_first(name, shape, monkeypatch):
     """A matrix in memory: ``"auto"`` judges a NumPy sample of its rows before anything else
     is built, with the same rule as for cost sources (the sample's spread and the message)."""
@@ -507,6 +507,11 @@ def test_auto_thresholds_differ_for_matrices_and_cost_sources(monkeypatch):
     assert sol.stats["method"] == "candidates"
     r, col = scipy.optimize.linear_sum_assignment(c)
     assert sol.cost == pytest.approx(c[r, col].sum(), rel=1e-12)
+    # a wide matrix (n1 / 8 spare columns or more) stays with the small path's rectangular solve
+    wide = np.random.default_rng(4).random((2000, 2250))
+    assert epslap.solve(wide).stats.get("method") != "candidates"
+    assert epslap.solve(wide.T).stats.get("method") != "candidates"
+    assert epslap.solve(wide[:, :2249]).stats["method"] == "candidates"
     import epslap.cpu.small as small
     monkeypatch.setattr(small, "QUICK_SIDE", 0)  # no shortcut for small matrices in the way
     monkeypatch.setattr(cand, "AUTO_MATRIX_MIN_SIDE", {"cpu": 300, "gpu": 300})
