@@ -32,10 +32,12 @@ import numpy as np
 
 from ._sources import NegatedState, raise_pending
 from ._sync import new_sync, run_workers
-from ._validate import Options, Problem, canonical_dense, check_float_range, check_int_range
+from ._validate import (Options, Problem, canonical_dense, check_before_compile, check_float_range,
+                        check_int_range)
 from .certificate import RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
+from .cpu.api import PRECHECK_MAX
 from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, compile_kernels, resolve_threads
 from .errors import InfeasibleError
 from .locality import relabeled, restore_labels
@@ -63,10 +65,11 @@ K_PER_DOUBLING_LARGE = 20
 #: on the GPU from 16,000, the smallest size measured there)
 AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: the same for a matrix in memory: on the CPU the candidates beat the dense ε method from just
-#: above the small path's square problems (random, integer and geometric 2000: 0.3-0.6x, one
-#: thread, benchmark page), and the sample that declines the other classes reads 64 rows (about
-#: 0.4 ms at 2000 columns: sanity 2000, the cheapest declined solve, about 1.1x)
-AUTO_MATRIX_MIN_SIDE = {"cpu": 2000, "gpu": 16000}
+#: above the small path's square problems (``cpu.small.MAX_SQUARE``; random, integer and
+#: geometric 1100-3000: 0.25-0.6x, one thread, benchmark page), and the sample that declines
+#: the other classes reads 64 rows (0.3-0.9 ms at 1100-3000 columns: sanity, the cheapest
+#: declined solve, 1.1-1.2x; the other declined classes within 1.05x)
+AUTO_MATRIX_MIN_SIDE = {"cpu": 1025, "gpu": 16000}
 #: a matrix on the CPU with at least this share of spare columns (n2 - n1 >= n1 * share)
 #: stays with the small path's rectangular solve from v = 0, which ``"auto"`` would otherwise
 #: pass over (random, one thread: 2000 x 2600 29 ms there against 44 ms by candidates, 4000 x
@@ -162,6 +165,11 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
     return int(candidates)
 
 
+#: the matrix dtypes whose candidate passes this process has run (compiled): a matrix of another
+#: is checked in NumPy first (``cpu.api.PRECHECK_MAX``)
+_PASSED_DTYPES: set = set()
+
+
 def solve_by_candidates(problem: Problem, options: Options, passes_of):
     """The candidates method where ``solve``'s option takes it, with the backend's passes
     (``passes_of(cost, maximize, options)``): ``(Solution, None)``; ``(None, why)`` where
@@ -173,16 +181,26 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
         return None, None
     auto = options.candidates.__class__ is str
     spread = None
-    if auto and problem.form == "matrix":
-        spread, declined = matrix_sample(problem.cost, problem.maximize, k,
+    matrix = problem.cost if problem.form == "matrix" else None
+    if matrix is not None and matrix.dtype not in _PASSED_DTYPES \
+            and matrix.size <= PRECHECK_MAX:
+        # the input errors before the passes' first compile of this dtype (the passes check
+        # every value again), as the dense method does
+        check_before_compile(matrix, problem.maximize)
+    if auto and matrix is not None:
+        spread, declined = matrix_sample(matrix, problem.maximize, k,
                                          options.threads if options.backend == "cpu" else None)
+        _PASSED_DTYPES.add(matrix.dtype)
         if declined is not None:
             return None, declined
     t_start = time.perf_counter()
     labeled, order = relabeled(problem.cost)  # a point set in a spatial order
-    return solve_candidates(passes_of(labeled, problem.maximize, options),
-                            maximize=problem.maximize, k=k, t_start=t_start, auto=auto,
-                            progress=options.progress, order=order, spread=spread)
+    result = solve_candidates(passes_of(labeled, problem.maximize, options),
+                              maximize=problem.maximize, k=k, t_start=t_start, auto=auto,
+                              progress=options.progress, order=order, spread=spread)
+    if matrix is not None:
+        _PASSED_DTYPES.add(matrix.dtype)
+    return result
 
 
 class HostPasses:

@@ -122,17 +122,20 @@ def assert_certificate_catches_planted_violations(passes, src, sol, trials=5):
 @contextmanager
 def cpu_path(name: str):
     """Solve dense matrices through one path: "small" leaves the automatic choice (the
-    Jonker–Volgenant path for small and rectangular problems), "eps" forces the ε-passes."""
+    Jonker–Volgenant path for small and rectangular problems), "eps" forces the ε-passes
+    (neither the small path nor ``"auto"``'s candidates method)."""
+    from epslap import candidates
     from epslap.cpu import small
     if name == "small":
         yield
         return
-    saved = small.applies, small.QUICK_SIDE
+    saved = small.applies, small.QUICK_SIDE, candidates.AUTO_MATRIX_MIN_SIDE
     small.applies, small.QUICK_SIDE = (lambda n1, n2: False), 0
+    candidates.AUTO_MATRIX_MIN_SIDE = dict.fromkeys(saved[2], 2**62)
     try:
         yield
     finally:
-        small.applies, small.QUICK_SIDE = saved
+        small.applies, small.QUICK_SIDE, candidates.AUTO_MATRIX_MIN_SIDE = saved
 
 
 def _gpu_reason():

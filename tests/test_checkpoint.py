@@ -515,8 +515,9 @@ def _perturbed(name, n, seed):
     ("random", True, False), ("integer", False, False)])
 def test_a_warm_start_from_a_similar_problem_is_exact(name, maximize, cheaper):
     before, after = _perturbed(name, 1500, seed=12)
-    prev = epslap.solve(before, maximize=maximize, threads=1)
-    cold = epslap.solve(after, maximize=maximize, threads=1)
+    # against the cold solve of the method a warm start takes (the dense ε method)
+    prev = epslap.solve(before, maximize=maximize, threads=1, candidates=False)
+    cold = epslap.solve(after, maximize=maximize, threads=1, candidates=False)
     warm = epslap.solve(after, maximize=maximize, threads=1, init=prev)
     assert warm.stats["warm_start"] == "used"
     assert_optimal(after, warm, maximize=maximize)
