@@ -520,3 +520,21 @@ def test_auto_thresholds_differ_for_matrices_and_cost_sources(monkeypatch):
     assert epslap.solve(src.dense()).stats["method"] == "candidates"
     assert epslap.solve(src).stats.get("method") != "candidates"
     assert epslap.solve(src.dense()[:299]).stats.get("method") != "candidates"
+
+
+def test_auto_sample_is_judged_on_a_quarter_of_its_rows_where_that_decides():
+    """The first look (every 4th sampled row) decides alone where its spread is clearly low
+    (rows sharing their cheapest columns) or clearly high; a separated class reads the rest."""
+    n = 1100
+    sample = cand._sample_rows(n)
+    first = sample[::cand.AUTO_FIRST_EVERY].size
+    for name, rows in (("sanity", first), ("rank1", first), ("disjoint", sample.size)):
+        c = costfns.generate(name, n, seed=1)
+        sol = epslap.solve(c)
+        assert f"the candidates of {rows} sampled rows share" in sol.stats["candidates"]
+        assert_optimal(c, sol)
+    c = costfns.generate("random", n, seed=1)
+    sol = epslap.solve(c)
+    assert sol.stats["method"] == "candidates"
+    assert sol.stats["sample_spread"] >= cand.AUTO_SURE_ABOVE
+    assert_optimal(c, sol)
