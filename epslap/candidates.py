@@ -66,9 +66,10 @@ K_PER_DOUBLING_LARGE = 20
 AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: the same for a matrix in memory: on the CPU the candidates beat the dense ε method from just
 #: above the small path's square problems (``cpu.small.MAX_SQUARE``; random, integer and
-#: geometric 1100-3000: 0.25-0.6x, one thread, benchmark page), and the sample that declines
-#: the other classes reads 64 rows (0.3-0.9 ms at 1100-3000 columns: sanity, the cheapest
-#: declined solve, 1.1-1.2x; the other declined classes within 1.05x)
+#: geometric 1100-3000: 0.26-0.78x, one thread, benchmark page), and the sample that declines
+#: the other classes costs them 0.91-1.08x at 1100-3000 (sanity, the cheapest declined solve,
+#: is decided by the sample's first look, 17 rows: 1.01-1.03x from 2000, about 0.2 ms on
+#: 2.2 ms at 1100)
 AUTO_MATRIX_MIN_SIDE = {"cpu": 1025, "gpu": 16000}
 #: a matrix on the CPU with at least this share of spare columns (n2 - n1 >= n1 * share)
 #: stays with the small path's rectangular solve from v = 0, which ``"auto"`` would otherwise
@@ -97,7 +98,7 @@ AUTO_SAMPLE_K = 16
 AUTO_SPREAD_MIN = 0.5
 #: the sample is read in two looks: first every AUTO_FIRST_EVERY-th sampled row, which decides
 #: alone where its spread lies below AUTO_SURE_BELOW or from AUTO_SURE_ABOVE up; the rest only
-#: between them. Spreads of the first look (16 rows) on every class at 1100-16,000, three seeds:
+#: between them. Spreads of the first look (16-17 rows) on every class at 1100-16,000, three seeds:
 #: sanity and rank-1 0.02-0.08, rank-8 0.19-0.39, separated 0.41-0.67, random, integer and
 #: point sets 0.88-1.03; the full sample reads lower for the classes whose rows share their
 #: columns (more rows, the same few columns) and the same for the others, so a first look's
