@@ -15,13 +15,12 @@ from numba import njit
 from costfns.rows import get_row
 
 from .arrays import bits_float, copy_into, float_bits
+from .estimate.keys import KEY_POS_INF
 from .passes import KEY_MAX
 
 #: value flags of a pass (a bit per thread in ``flags[tid]``)
 FLAG_NAN = 1
 FLAG_NEG_INF = 2
-#: the bits of +inf: a float's magnitude bits lie below them iff it is finite, above iff NaN
-INF_BITS = np.int64(0x7FF0000000000000)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -46,14 +45,15 @@ def _insert(vals, cols, count, k, r, j):
 @njit(cache=True, nogil=True, inline="always")
 def _float_magnitudes(row, n2, big):
     """``(max(big, largest finite |c| of the row's bits), NaN met)`` for a float row: on the
-    magnitude bits (the sign cleared; positive floats order as their bits, +inf's bits lie
-    above every finite one and NaN's above +inf), branch-free integer compares that the
-    compiler vectorises, where the same on floats (NaN-aware max) runs one entry at a time."""
+    magnitude bits (the sign cleared: the order-preserving key of |c|, ``estimate.keys``; every
+    finite one lies below +inf's, KEY_POS_INF, and NaN's above), branch-free integer compares
+    that the compiler vectorises, where the same on floats (NaN-aware max) runs one entry at a
+    time."""
     nan = False
     for j in range(n2):
         m = float_bits(np.float64(row[j])) & KEY_MAX
-        nan |= m > INF_BITS
-        big = max(big, m if m < INF_BITS else 0)
+        nan |= m > KEY_POS_INF
+        big = max(big, m if m < KEY_POS_INF else 0)
     return big, nan
 
 
