@@ -106,6 +106,20 @@ AUTO_SPREAD_MIN = 0.5
 AUTO_FIRST_EVERY = 4
 AUTO_SURE_BELOW = 0.15
 AUTO_SURE_ABOVE = 0.8
+#: a matrix taken on the CPU whose sampled rows look *local* (``_locality`` above LOCAL_ABOVE:
+#: a row's cheapest columns are those of the row nearest its cheapest column, as in a point set)
+#: gets at least K_LOCAL candidates per row (K_LOCAL_SMALL below K_LOCAL_FROM columns). Locality of the first look at 1100-4000, three
+#: seeds: point sets 0.74-0.86, random and integer 0.00-0.02 (separated 0.56-0.74 and rank-8
+#: 0.25-0.39, both declined by their spread first). Geometric matrices, one thread: at 2000 the
+#: default 24 per row fails 16-220 rows in the first certificate pass (0.26-0.94x the dense
+#: method), 48 none (0.33-0.45x); at 3000 28 per row 0.34-0.78x, 48 0.33-0.48x; at 4000 32
+#: 0.20-0.32x, 48 0.16-0.24x; at 8000 the default 40 certifies in one round (0.16x; 64:
+#: 0.21x); at 1100 and 1500 32 per row 0.21-0.51x, 24 0.28-0.66x, 48 0.25-0.72x. Random and
+#: integer matrices keep the default: 48 per row costs them 20-40 % at 2000
+LOCAL_ABOVE = 0.5
+K_LOCAL = 48
+K_LOCAL_SMALL = 32
+K_LOCAL_FROM = 2000
 #: certificate rounds before the problem goes to the dense method
 MAX_ROUNDS = 64
 #: a float pair fails the certificate pass beyond this fraction of (|c| + |u| + |v|): a quarter
@@ -198,17 +212,24 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
         # the input errors before the passes' first compile of this dtype (the passes check
         # every value again), as the dense method does
         check_before_compile(matrix, problem.maximize)
+    locality = None
     if auto and matrix is not None:
-        spread, declined = matrix_sample(matrix, problem.maximize, k,
-                                         options.threads if options.backend == "cpu" else None)
+        on_cpu = options.backend == "cpu"
+        spread, declined, locality = matrix_sample(matrix, problem.maximize, k,
+                                                   options.threads if on_cpu else None,
+                                                   locality=on_cpu)
         _PASSED_DTYPES.add(matrix.dtype)
         if declined is not None:
             return None, declined
+        if locality is not None and locality > LOCAL_ABOVE:
+            n2 = max(matrix.shape)
+            k = max(k, K_LOCAL if n2 >= K_LOCAL_FROM else K_LOCAL_SMALL)
     t_start = time.perf_counter()
     labeled, order = relabeled(problem.cost)  # a point set in a spatial order
     result = solve_candidates(passes_of(labeled, problem.maximize, options),
                               maximize=problem.maximize, k=k, t_start=t_start, auto=auto,
-                              progress=options.progress, order=order, spread=spread)
+                              progress=options.progress, order=order, spread=spread,
+                              locality=locality)
     if matrix is not None:
         _PASSED_DTYPES.add(matrix.dtype)
     return result
@@ -302,7 +323,8 @@ class HostPasses:
 
 
 def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool = False,
-                     progress: bool = False, order=None, spread: float | None = None):
+                     progress: bool = False, order=None, spread: float | None = None,
+                     locality: float | None = None):
     """Solve by candidates, then certify (module docstring) with the passes ``prob`` (a
     :class:`HostPasses`, or ``epslap.gpu.candidates.DevicePasses``, whose auction phases then
     run on the device; the exact pass stays on the CPU): ``(Solution, None)``, or ``(None,
@@ -311,7 +333,8 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     as soon as the first certificate pass finds more than ``AUTO_FAIL_MAX`` of the rows failing.
     ``progress``: a line per round on stderr. ``order``: the passes' problem is a point set
     relabeled by ``epslap.locality.relabeled``, whose labels the result is mapped back to.
-    ``spread``: ``"auto"``'s sample was judged already (``matrix_sample``), with this spread."""
+    ``spread``: ``"auto"``'s sample was judged already (``matrix_sample``), with this spread
+    (and ``locality``, reported in the stats)."""
     auction = getattr(prob, "auction", None)
     n1, n2, work = prob.n1, prob.n2, prob.work
     v = np.zeros(n2, work)
@@ -409,7 +432,7 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
              "candidate_edges": edges0, "edges_added": added, "edges": int(sparse.data.size),
              "rounds": rounds, "rows_streamed": streamed, "first_failing": first_failing,
              "repriced_edges": repriced,
-             "sample_spread": spread,
+             "sample_spread": spread, "sample_locality": locality,
              "rows_evaluated": n1 + streamed + sum(s["rows_evaluated"] for s in solve_stats),
              "augmentations": sum(s["augmentations"] for s in solve_stats),
              "auction_bids": sum(s["auction_bids"] for s in solve_stats),
@@ -439,11 +462,13 @@ def _sample_rows(n1: int):
     return np.arange(0, n1, step, dtype=np.int64)
 
 
-def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None):
+def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
+                  locality: bool = False):
     """``"auto"``'s sample of a matrix in memory, read before anything else is built (the
     passes' checks and copies of the whole matrix would cost a declined problem more than its
     sample), on ``threads`` threads (``cpu.solver.resolve_threads``; on the GPU's host every
-    free core): ``(spread, why)``, ``why`` None where candidates may go on. A minimised
+    free core): ``(spread, why, local)``, ``why`` None where candidates may go on, ``local``
+    the first look's :func:`_locality` where asked and not declined (else None). A minimised
     C-contiguous float64 or int64 matrix is read where it is, others' sampled rows are copied
     into that form first."""
     c = cost if cost.shape[0] <= cost.shape[1] else cost.T
@@ -469,8 +494,35 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None):
         run_workers(candidate_rows,
                     lambda t: (src, np.empty(n2, work), np.zeros(n2, work), k, rows, t, nt, m,
                                cols, vals, counts, diag, stats, flags), nt, new_sync())
+        looks.append((sample, cols, counts))
         return cols, counts
-    return sample_spread(n1, n2, sampled)
+    looks: list = []
+    spread, why = sample_spread(n1, n2, sampled)
+    if why is not None or not locality:
+        return spread, why, None
+    return spread, why, _locality(c, maximize, *looks[0], sampled)
+
+
+def _locality(c: np.ndarray, maximize: bool, rows, cols, counts, sampled) -> float:
+    """How *local* the sampled rows of the canonical-shaped matrix ``c`` are: for each, the
+    share of its cheapest columns (``cols``, ``counts``; its very cheapest ``j`` left out) that
+    are also among those of the row ``i'`` cheapest in column ``j`` (``sampled(rows)`` gives
+    rows' candidates), averaged. In a point set ``i'`` lies near ``j``, so near ``i``, and the
+    two rows share most of their neighbours; in a random matrix they share about none."""
+    near = np.empty(rows.size, np.int64)
+    for t, i in enumerate(rows):
+        column = c[:, cols[t, 0] if counts[t] else 0].astype(np.float64)
+        if maximize:
+            np.negative(column, out=column)
+        column[i] = np.inf
+        near[t] = np.argmin(column)
+    near_cols, near_counts = sampled(near)
+    shares = []
+    for t in range(rows.size):
+        own = set(cols[t, 1:counts[t]].tolist())
+        if own:
+            shares.append(len(own.intersection(near_cols[t, :near_counts[t]].tolist())) / len(own))
+    return float(np.mean(shares)) if shares else 0.0
 
 
 def sample_spread(n1: int, n2: int, sampled):

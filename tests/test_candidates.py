@@ -538,3 +538,92 @@ def test_auto_sample_is_judged_on_a_quarter_of_its_rows_where_that_decides():
     assert sol.stats["method"] == "candidates"
     assert sol.stats["sample_spread"] >= cand.AUTO_SURE_ABOVE
     assert_optimal(c, sol)
+
+
+def _least_k(row, v, k):
+    """The reference of a candidate list: the k least finite ``c - v`` by value, then column."""
+    finite = np.flatnonzero(np.isfinite(row))
+    r = row[finite].astype(v.dtype) - v[finite]
+    keep = finite[np.lexsort((finite, r))][:k]
+    return keep
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_candidate_pass_keeps_each_row_s_k_least_by_value_then_column(dtype, threads):
+    """Rows of scales a thousand times apart in turn (each row's hint from the row before is
+    then far too low or far too high), with ties, forbidden pairs and rows with fewer than k
+    finite costs: every list is the reference's."""
+    rng = np.random.default_rng(5)
+    n1, n2, k = 60, 300, 12
+    if np.dtype(dtype).kind == "f":
+        c = rng.integers(0, 40, (n1, n2)).astype(dtype) * 0.5  # many ties
+        c *= np.where(np.arange(n1) % 3 == 0, 1000.0, 1.0)[:, None].astype(dtype)
+        c[rng.random((n1, n2)) < 0.1] = np.inf
+        c[7, 5:] = np.inf  # five finite costs only
+    else:
+        c = rng.integers(0, 40, (n1, n2)).astype(dtype)
+        c *= np.where(np.arange(n1) % 3 == 0, 1000, 1)[:, None].astype(dtype)
+    passes = cand.HostPasses(c, False, threads)
+    work = passes.work
+    for v in (np.zeros(n2, work), (rng.integers(0, 5, n2) * (1 if work.kind == "i" else 0.25)
+                                   ).astype(work)):
+        rows = rng.permutation(n1).astype(np.int64)
+        cols, vals, counts, _ = passes.candidates(v, k, rows, False)
+        for t, i in enumerate(rows):
+            want = _least_k(c[i], v, k)
+            np.testing.assert_array_equal(cols[t, :counts[t]], want)
+            np.testing.assert_array_equal(vals[t, :counts[t]], c[i, want])
+
+
+@pytest.mark.parametrize("integral", [False, True])
+def test_certificate_pass_against_numpy(integral):
+    """Each row's least ``c - v`` beside its own pair and its violating pairs (its own pair too,
+    where ``u`` is not the assignment's) as NumPy computes them, with the duals of the
+    optimum a little disturbed."""
+    rng = np.random.default_rng(6)
+    n1, n2 = 80, 120
+    c = rng.integers(0, 100, (n1, n2)) if integral else rng.random((n1, n2))
+    sol = epslap.solve(c, candidates=False)
+    work = np.int64 if integral else np.float64
+    r2c = np.asarray(sol.col_ind, np.int64)[np.argsort(sol.row_ind)]
+    u = np.asarray(sol.u, work)
+    v = np.asarray(sol.v, work).copy()
+    v[::9] += 3 if integral else 0.03  # those columns' pairs undercut some rows' duals
+    passes = cand.HostPasses(c, False, 2)
+    rows = np.arange(n1, dtype=np.int64)
+    failing, cols, vals, counts, row_min = passes.certify(v, u, r2c, rows, 4, 0.0)
+    red = c - v[None, :]
+    beside = red.astype(np.float64)
+    beside[rows, r2c] = np.inf
+    np.testing.assert_array_equal(row_min, beside.min(axis=1))
+    violating = red < u[:, None]
+    assert violating[rows, r2c].any()  # some rows' own pairs violate too
+    np.testing.assert_array_equal(failing, np.flatnonzero(violating.any(axis=1)))
+    for t, i in enumerate(failing):
+        assert counts[t] == min(4, violating[i].sum())
+        assert set(cols[t, :counts[t]]) <= set(np.flatnonzero(violating[i]))
+
+
+def test_auto_gives_local_matrices_more_candidates(monkeypatch):
+    """A matrix whose sampled rows share their cheapest columns with the row nearest their
+    cheapest column (a point set) gets at least K_LOCAL_SMALL / K_LOCAL candidates per row;
+    a random matrix the default count."""
+    import epslap.cpu.small as small
+    monkeypatch.setattr(small, "QUICK_SIDE", 0)  # no shortcut for small matrices in the way
+    monkeypatch.setattr(cand, "AUTO_MATRIX_MIN_SIDE", {"cpu": 100, "gpu": 100})
+    for name in ("geometric", "random", "integer"):
+        c = _matrix(name, 400, 400, seed=3)
+        sol = epslap.solve(c)
+        assert_optimal(c, sol)
+        assert sol.stats["method"] == "candidates"
+        local = sol.stats["sample_locality"]
+        if name == "geometric":
+            assert local > cand.LOCAL_ABOVE
+            assert sol.stats["candidates_per_row"] == cand.K_LOCAL_SMALL
+        else:
+            assert local < 0.1
+            assert sol.stats["candidates_per_row"] == cand.default_k(400)
+    monkeypatch.setattr(cand, "K_LOCAL_FROM", 400)
+    assert epslap.solve(_matrix("geometric", 400, 400, seed=3)).stats[
+        "candidates_per_row"] == cand.K_LOCAL

@@ -70,13 +70,20 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     A row is read twice from its buffer: once for the value checks (branch-free, so that the
     compiler vectorises them; for integer costs NaN and inf do not exist and drop out), once
     for the selection, where a column is compared with the list's last value in a register
-    and only the rare one below it takes the slow path."""
+    and only the rare one below it takes the slow path. Until a row's list holds k, a column
+    is taken only below a *hint* from the thread's previous row (its k-th value plus its spread
+    ``k-th - least``): every column taken costs a shift of the sorted list, and without a bound
+    about k·(1 + ln(n/k)) are taken, with it about 2k. The bound is safe where at least k
+    columns lie below it (those beyond are worse than every one kept); where fewer do, the row
+    is read again without it (about 1 row in 40 of a point set, fewer of random costs). The
+    selection takes half the time it took without the hint (k = 24-48, 2000-4000 columns)."""
     n2 = v.size
     work = v.dtype.type
     integral = work(0.5) == 0  # (a constant of the compiled version)
     rv = np.empty(k, v.dtype)
     big_bits = np.int64(0)  # the largest finite |c| of float rows, as bits
     biggest = 0.0
+    has_hint, hint = False, work(0)
     for t in range(first, n1, stride):
         i = rows[t]
         row = get_row(src, i, buf)
@@ -90,22 +97,33 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
             big_bits, nan = _float_magnitudes(row, n2, big_bits)
             if nan:
                 flags[first] |= FLAG_NAN
-        count = 0
         cols = cand_cols[t]
-        limit = rv[0]  # the list's last value once it holds k (unread before)
-        for j in range(n2):
-            r = work(row[j]) - v[j]
-            if count == k and not r < limit:
-                continue
-            c = row[j]
-            if c != c or c == np.inf:
-                continue
-            if c == -np.inf:
-                flags[first] |= FLAG_NEG_INF
-                continue
-            count = _insert(rv, cols, count, k, r, j)
-            if count == k:
-                limit = rv[k - 1]
+        hinted = has_hint
+        while True:
+            count = 0
+            limit = rv[0]  # the list's last value once it holds k (unread before)
+            for j in range(n2):
+                r = work(row[j]) - v[j]
+                if count == k:
+                    if not r < limit:
+                        continue
+                elif hinted and not r < hint:
+                    continue
+                c = row[j]
+                if c != c or c == np.inf:
+                    continue
+                if c == -np.inf:
+                    flags[first] |= FLAG_NEG_INF
+                    continue
+                count = _insert(rv, cols, count, k, r, j)
+                if count == k:
+                    limit = rv[k - 1]
+            if count == k or not hinted:
+                break
+            hinted = False  # fewer than k below the hint: the row again, without it
+        if count == k:
+            hint = rv[k - 1] + (rv[k - 1] - rv[0])
+            has_hint = True
         for q in range(count):
             cand_vals[t, q] = row[cols[q]]
         counts[t] = count
@@ -113,6 +131,32 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     if not integral:
         biggest = bits_float(big_bits)
     stats[first, 0] = biggest
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _least_reduced(row, v, lo, hi, best):
+    """``min(best, min over lo <= j < hi of c_ij - v_j)`` in four independent running minima:
+    one minimum carried through every column waits on each compare in turn (about twice the
+    time of the row's read); four overlap. A NaN (none reaches a certificate pass: the
+    candidate pass refuses it) or +inf never lowers them."""
+    work = v.dtype.type
+    b0 = b1 = b2 = b3 = best
+    j = lo
+    while j + 4 <= hi:
+        r0 = work(row[j]) - v[j]
+        r1 = work(row[j + 1]) - v[j + 1]
+        r2 = work(row[j + 2]) - v[j + 2]
+        r3 = work(row[j + 3]) - v[j + 3]
+        b0 = r0 if r0 < b0 else b0
+        b1 = r1 if r1 < b1 else b1
+        b2 = r2 if r2 < b2 else b2
+        b3 = r3 if r3 < b3 else b3
+        j += 4
+    while j < hi:
+        r0 = work(row[j]) - v[j]
+        b0 = r0 if r0 < b0 else b0
+        j += 1
+    return min(min(b0, b1), min(b2, b3))
 
 
 @njit(cache=True, nogil=True)
@@ -125,7 +169,12 @@ def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, 
     the (at most ``cap``) columns where ``c_ij - v_j`` is most below ``u[i]`` (the pairs that
     violate the certificate) with their costs. ``rel``: a float pair violates only beyond
     ``rel * (|c| + |u_i| + |v_j|)`` (a fraction of ``epslap.verify``'s tolerance: ties that
-    rounding moves by an ulp are not violations); 0 for integers (exact)."""
+    rounding moves by an ulp are not violations); 0 for integers (exact).
+
+    A pair violates only where ``c_ij - v_j < u_i`` (its own pair gives ``u_i`` itself where
+    the duals are those of the assignment), so a row is read a second time, for its violators,
+    only where its minimum or its own pair's lies below ``u_i``: the rare row, once the
+    candidates hold nearly every optimal pair."""
     n2 = v.size
     work = v.dtype.type
     rv = np.empty(cap, v.dtype)
@@ -133,25 +182,24 @@ def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, 
         i = rows[t]
         row = get_row(src, i, buf)
         ui = u[i]
-        aui = abs(np.float64(ui))
         own = row_to_col[i]
+        best = _least_reduced(row, v, 0, own, np.inf)
+        best = _least_reduced(row, v, own + 1, n2, best)
+        row_min[t] = best
         count = 0
-        best = np.inf
-        for j in range(n2):
-            c = row[j]
-            if c == np.inf:
-                continue
-            r = work(c) - v[j]
-            if r < best and j != own:
-                best = r
-            if r < ui:
-                if rel == 0.0 or (ui - r) > rel * (abs(np.float64(c)) + aui
-                                                    + abs(np.float64(v[j]))):
+        if best < ui or work(row[own]) - v[own] < ui:
+            aui = abs(np.float64(ui))
+            for j in range(n2):
+                c = row[j]
+                if c == np.inf:
+                    continue
+                r = work(c) - v[j]
+                if r < ui and (rel == 0.0 or (ui - r) > rel * (abs(np.float64(c)) + aui
+                                                               + abs(np.float64(v[j])))):
                     count = _insert(rv, add_cols[t], count, cap, r, j)
         for q in range(count):
             add_vals[t, q] = row[add_cols[t, q]]
         add_counts[t] = count
-        row_min[t] = best
 
 
 @njit(cache=True, nogil=True)
