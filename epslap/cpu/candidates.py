@@ -84,6 +84,10 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     big_bits = np.int64(0)  # the largest finite |c| of float rows, as bits
     biggest = 0.0
     has_hint, hint = False, work(0)
+    if integral:  # no bound: above every reduced cost (an integer one is within the range rule)
+        top = work(KEY_MAX)
+    else:
+        top = work(np.inf)
     for t in range(first, n1, stride):
         i = rows[t]
         row = get_row(src, i, buf)
@@ -101,13 +105,10 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
         hinted = has_hint
         while True:
             count = 0
-            limit = rv[0]  # the list's last value once it holds k (unread before)
+            limit = hint if hinted else top  # then the list's last value once it holds k
             for j in range(n2):
                 r = work(row[j]) - v[j]
-                if count == k:
-                    if not r < limit:
-                        continue
-                elif hinted and not r < hint:
+                if not r < limit:
                     continue
                 c = row[j]
                 if c != c or c == np.inf:
