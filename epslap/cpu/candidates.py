@@ -75,8 +75,9 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     ``k-th - least``): every column taken costs a shift of the sorted list, and without a bound
     about k·(1 + ln(n/k)) are taken, with it about 2k. The bound is safe where at least k
     columns lie below it (those beyond are worse than every one kept); where fewer do, the row
-    is read again without it (about 1 row in 40 of a point set, fewer of random costs). The
-    selection takes half the time it took without the hint (k = 24-48, 2000-4000 columns)."""
+    is read again without it (1 row in 20-40 of a point set, about 1 in 100 of random costs).
+    The selection takes half the time it took without the hint (k = 24-48, 2000-4000
+    columns)."""
     n2 = v.size
     work = v.dtype.type
     integral = work(0.5) == 0  # (a constant of the compiled version)
