@@ -108,14 +108,15 @@ AUTO_SURE_BELOW = 0.15
 AUTO_SURE_ABOVE = 0.8
 #: a matrix taken on the CPU whose sampled rows look *local* (``_locality`` above LOCAL_ABOVE:
 #: a row's cheapest columns are those of the row nearest its cheapest column, as in a point set)
-#: gets at least K_LOCAL candidates per row (K_LOCAL_SMALL below K_LOCAL_FROM columns). Locality of the first look at 1100-4000, three
-#: seeds: point sets 0.74-0.86, random and integer 0.00-0.02 (separated 0.56-0.74 and rank-8
-#: 0.25-0.39, both declined by their spread first). Geometric matrices, one thread: at 2000 the
-#: default 24 per row fails 16-220 rows in the first certificate pass (0.26-0.94x the dense
-#: method), 48 none (0.33-0.45x); at 3000 28 per row 0.34-0.78x, 48 0.33-0.48x; at 4000 32
-#: 0.20-0.32x, 48 0.16-0.24x; at 8000 the default 40 certifies in one round (0.16x; 64:
-#: 0.21x); at 1100 and 1500 32 per row 0.21-0.51x, 24 0.28-0.66x, 48 0.25-0.72x. Random and
-#: integer matrices keep the default: 48 per row costs them 20-40 % at 2000
+#: gets at least K_LOCAL candidates per row (K_LOCAL_SMALL below K_LOCAL_FROM columns).
+#: Locality of the first look at 1100-4000, three seeds: point sets 0.74-0.86, random and
+#: integer 0.00-0.02 (separated 0.56-0.74 and rank-8 0.25-0.39, both declined by their spread
+#: first). Geometric matrices, one thread: at 2000 the default 24 per row fails 16-220 rows in
+#: the first certificate pass (0.26-0.94x the dense method), 48 none (0.33-0.45x); at 3000 28
+#: per row 0.34-0.78x, 48 0.33-0.48x; at 4000 32 0.20-0.32x, 48 0.16-0.24x; at 8000 the default
+#: 40 certifies in one round (0.16x; 64: 0.21x); at 1100 and 1500 32 per row 0.21-0.51x, 24
+#: 0.28-0.66x, 48 0.25-0.72x. Random and integer matrices keep the default: 48 per row costs
+#: them 20-40 % at 2000
 LOCAL_ABOVE = 0.5
 K_LOCAL = 48
 K_LOCAL_SMALL = 32
