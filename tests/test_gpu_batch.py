@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import epslap
-from conftest import GPU_REASON as _REASON, batch_certified, batch_scipy_costs, gpu
+from conftest import GPU_REASON as _REASON, assert_optimal, batch_certified, batch_scipy_costs, gpu
 
 
 _scipy_costs = batch_scipy_costs
@@ -163,9 +163,9 @@ def test_a_member_the_device_cannot_certify_is_solved_on_the_cpu(maximize, monke
     launch = gb._launch
 
     def one_uncertified(*args):
-        status = launch(*args)
-        status[1] = gb.UNCERTIFIED
-        return status
+        launch(*args)
+        status = args[-2]  # (the members' statuses, on the device)
+        status[min(1, status.size - 1)] = gb.UNCERTIFIED
     monkeypatch.setattr(gb, "_launch", one_uncertified)
     for shape in ((3, 20, 20), (3, 12, 30), (3, 30, 12)):
         c = np.random.default_rng(sum(shape)).random(shape)
@@ -173,6 +173,13 @@ def test_a_member_the_device_cannot_certify_is_solved_on_the_cpu(maximize, monke
         assert sol.stats["cpu_fallbacks"] == 1
         np.testing.assert_allclose(sol.cost, _scipy_costs(c, maximize), rtol=1e-12)
         _certified(c, sol, maximize)
+    # a batch of one (a single problem on backend="gpu") takes the batch's way then
+    monkeypatch.setattr(gb, "SINGLE_MAX_SIDE", 1024)
+    for shape in ((20, 20), (12, 30), (30, 12)):
+        c = np.random.default_rng(sum(shape)).random(shape)
+        sol = epslap.solve(c, maximize=maximize, backend="gpu")
+        assert sol.stats["method"] == "batch kernel" and sol.stats["cpu_fallbacks"] == 1
+        assert_optimal(c, sol, maximize=maximize)
 
 
 @gpu

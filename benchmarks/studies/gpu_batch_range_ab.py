@@ -5,8 +5,10 @@ batches and 1000 x 100x100, best and median of 40 calls after three warm-up call
     for r in 1 2; do python benchmarks/studies/gpu_batch_range_ab.py /tmp/old old$r
                      python benchmarks/studies/gpu_batch_range_ab.py . new$r; done
 
-Writes ab_<name>.json under $OUT (or here); gpu_batch_range_ab_h200.json holds the four runs of
-2026-11-29 (the batch sweep's float range check, epslap 7c822c7, against the code before it).
+Writes ab_<name>.json under $OUT (or here). gpu_batch_range_ab_h200.json holds the four runs of
+2026-11-29 (the batch sweep's float range check, epslap 7c822c7, against the code before it);
+gpu_single_readback_ab_h200.json those of 2026-11-30 (a batch of one's outputs in one device
+buffer read back once, against epslap 93052f0).
 """
 import json, os, sys, time
 sys.path.insert(0, os.path.abspath(sys.argv[1]))

@@ -48,6 +48,7 @@ _C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "l
 # properties and the kernel's attributes would take two (measured on an H200)
 _DEVICES: dict = {}  # device -> (name, attributes)
 _KERNELS: dict = {}  # (device, defines) -> (kernel, attributes)
+_LAYOUTS: dict = {}  # (n1, n2, work dtype) -> a batch of one's output layout (_Outputs)
 
 
 #: a single dense problem on ``backend="gpu"`` whose sides are at most this long is solved as a
@@ -138,24 +139,72 @@ def takes_single(cost, *, memory, cache, epsilon, init, checkpoint, device, laun
 def solve_one(cost, *, maximize: bool, device: int, t_start: float):
     """One matrix (NumPy or CuPy, as ``_validate.problem_of`` checked it; sides up to
     SINGLE_MAX_SIDE) as a batch of one: a :class:`~epslap.Solution` with NumPy arrays,
-    certified on the device as every member is, its errors those of a single problem."""
+    certified on the device as every member is, its errors those of a single problem.
+
+    The kernel's outputs share one device buffer, read back by one copy, and are put in the
+    caller's orientation on the host: each separate read or device-side step costs a
+    synchronisation or a launch, about 10-20 us apiece against a 0.1-0.4 ms solve. A member
+    the kernel did not certify or could not solve goes the batch's way (its host fallback,
+    its errors)."""
     cupy = import_cupy()
-    m = cost  # checked at the entry
     with cupy.cuda.Device(device):
         stats = {"backend": "gpu", "method": "batch kernel", "device": _device(cupy)[0],
                  "cpu_fallbacks": 0, "device_polishes": 0, "single_gpu_solves": 0,
                  "launches": 0, "compile_s": 0.0, "time_kernel_s": 0.0}
         t0 = time.perf_counter()
-        out = _solve_stack(cupy, m[None], maximize, None, stats)
-        row_ind, col_ind, total, u, v, rows = (cupy.asnumpy(a)[0] for a in out)
-    n_rows, n_cols = m.shape
+        m, transposed, integral = _device_stack(cupy, cost[None], maximize)
+        n1, n2 = m.shape[1:]
+        out = _Outputs(cupy, n1, n2, np.int64 if integral else np.float64)
+        _launch(cupy, m, maximize, integral, *out.device, stats)
+        x, u, v, total, rows, counter, status = out.fetch()
+        if status[0] == STATUS_OK:
+            stats["device_polishes"] += int(counter[1])
+            row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed)
+            row_ind, col_ind, total, u, v, rows = (a[0] for a in (row_ind, col_ind, total, u,
+                                                                   v, rows))
+        else:
+            out = _solve_stack(cupy, cost[None], maximize, None, stats)
+            row_ind, col_ind, total, u, v, rows = (cupy.asnumpy(a)[0] for a in out)
+    n_rows, n_cols = cost.shape
     stats.update(rows_evaluated=int(rows), passes=1, epsilons=[0.0], time_estimate_s=0.0,
                  time_solve_s=time.perf_counter() - t0, n_rows=n_rows, n_cols=n_cols,
                  transposed=n_rows > n_cols, maximize=maximize,
                  time_total_s=time.perf_counter() - t_start)
     return Solution(row_ind=row_ind, col_ind=col_ind,
-                    cost=int(total) if m.dtype.kind in "biu" else float(total), u=u, v=v,
+                    cost=int(total) if cost.dtype.kind in "biu" else float(total), u=u, v=v,
                     stats=stats)
+
+
+class _Outputs:
+    """A batch of one's kernel outputs (x, u, v, total, rows, counter, status) as views of one
+    device buffer, the counter zeroed; ``fetch`` copies the buffer to the host in one read."""
+
+    def __init__(self, cupy, n1: int, n2: int, work):
+        self.layout = _LAYOUTS.get((n1, n2, work))
+        if self.layout is None:
+            self.layout, offset = [], 0
+            for dtype, shape in ((np.int64, (1, n1)), (work, (1, n1)), (work, (1, n2)),
+                                 (work, (1,)), (np.int64, (1,)), (np.uint64, (2,)),
+                                 (np.int32, (1,))):  # 8-byte items first: all aligned
+                dtype = np.dtype(dtype)
+                self.layout.append((offset, dtype, shape))
+                offset += shape[-1] * dtype.itemsize
+            self.layout.append((offset, None, None))  # the buffer's size
+            if len(_LAYOUTS) >= 1024:
+                _LAYOUTS.clear()
+            _LAYOUTS[n1, n2, work] = self.layout
+        self.buffer = cupy.empty(self.layout[-1][0], np.uint8)
+        mem = self.buffer.data
+        self.device = [cupy.ndarray(shape, dtype, memptr=mem + offset)
+                       for offset, dtype, shape in self.layout[:-1]]
+        counter = self.device[5]
+        cupy.cuda.runtime.memsetAsync(counter.data.ptr, 0, counter.nbytes,
+                                      cupy.cuda.get_current_stream().ptr)
+
+    def fetch(self) -> list:
+        host = self.buffer.get()
+        return [np.ndarray(shape, dtype, buffer=host, offset=offset)
+                for offset, dtype, shape in self.layout[:-1]]
 
 
 def _check_dtype(dtype, k: int) -> None:
@@ -242,7 +291,11 @@ def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) ->
     u, v, total = cupy.empty((b, n1), work), cupy.empty((b, n2), work), cupy.empty(b, work)
     rows = cupy.empty(b, np.int64)
     if n2 <= MAX_COLS:
-        status = _launch(cupy, m, maximize, integral, x, u, v, total, rows, stats)
+        status = cupy.empty(b, np.int32)
+        counter = cupy.zeros(2, np.uint64)  # the next member to take; the members polished
+        _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status, stats)
+        stats["device_polishes"] += int(counter[1].get())
+        status = cupy.asnumpy(status)
         _raise_first(cupy, status, index, m, stack.shape[1:])
         for k in np.flatnonzero(status == UNCERTIFIED):
             _solve_on_host(cupy, m, int(k), maximize, integral, x, u, v, total, rows)
@@ -254,8 +307,10 @@ def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) ->
     return _assemble(cupy, x, u, v, total, rows, transposed, maximize)
 
 
-def _launch(cupy, m, maximize, integral, x, u, v, total, rows, stats) -> np.ndarray:
-    """One launch of ``batch_solve`` over the canonical stack ``m``; the members' statuses."""
+def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
+            stats) -> None:
+    """One launch of ``batch_solve`` over the canonical stack ``m`` (``counter`` zeroed: the
+    next member to take, the members polished; ``status``: each member's), synchronised."""
     b, n1, n2 = m.shape
     geo = geometry(n2)
     defines = {"COST_INTEGRAL": int(integral), "IN_T": _C_TYPES[m.dtype.name],
@@ -271,8 +326,6 @@ def _launch(cupy, m, maximize, integral, x, u, v, total, rows, stats) -> np.ndar
     if smem > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = smem
     grid = min(-(-b // teams), _resident_blocks(dev, attrs, geo.threads, smem))
-    status = cupy.empty(b, np.int32)
-    counter = cupy.zeros(2, np.uint64)  # the next member to take; the members polished
     args = (m, np.int64(b), np.int32(n1), np.int32(n2), np.int32(maximize), x, u, v, total,
             status, rows, counter, np.float64(RTOL), np.float64(float_cost_limit((n1, n2))))
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
@@ -290,8 +343,6 @@ def _launch(cupy, m, maximize, integral, x, u, v, total, rows, stats) -> np.ndar
     stats["time_kernel_s"] += cupy.cuda.get_elapsed_time(start, end) / 1000.0
     stats["launches"] += 1
     stats.update(team=geo.team, columns_per_thread=geo.k, grid=grid)
-    stats["device_polishes"] += int(counter[1].get())
-    return cupy.asnumpy(status)
 
 
 def _device(cupy) -> tuple[str, dict]:
