@@ -383,6 +383,7 @@ _CUDA_SOURCES = {
     "batch.cu": ("batch_solve",),
     "candidates.cu": ("scan_rows", "auction_phase"),
     "verify.cu": ("verify_scan", "pair_costs"),
+    "orient.cu": ("orient_members",),
     "hungarian/hungarian.cu": ("hungarian_solve", "hungarian_check"),
 }
 

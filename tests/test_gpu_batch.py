@@ -304,3 +304,22 @@ def test_which_single_problems_take_the_batch_kernel(monkeypatch):
                    dict(init=np.zeros(5)), dict(checkpoint=object()), dict(device=[0]),
                    dict(launch=LaunchConfig(threads=256))):
         assert not batch.takes_single(np.ones((5, 5)), **{**default, **change})
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(50, 9, 4), (50, 4, 9), (3, 700, 300), (3, 300, 700)])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_members_are_oriented_as_the_cpu_batch_orients_them(shape, maximize, monkeypatch):
+    """``orient.cu`` puts every member's pairs in the caller's orientation, rows ascending, as
+    the CPU batch does (a unique optimum: the same pairs), over more members than blocks
+    (grid-stride) and with more rows than a block has threads."""
+    import cupy
+    import epslap.gpu.batch as gb
+    monkeypatch.setattr(gb, "ORIENT_BLOCKS", 7)
+    c = np.random.default_rng(sum(shape)).random(shape)
+    gpu_sol = epslap.solve_batch(cupy.asarray(c), maximize=maximize, backend="gpu")
+    cpu_sol = epslap.solve_batch(c, maximize=maximize)
+    np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.row_ind), cpu_sol.row_ind)
+    np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.col_ind), cpu_sol.col_ind)
+    np.testing.assert_allclose(cupy.asnumpy(gpu_sol.cost), cpu_sol.cost, rtol=1e-12)

@@ -28,7 +28,7 @@ from .._status import STATUS_OK, STATUS_OUT_OF_RANGE, raise_for_status
 from .._validate import check_float_range, check_int_range, float_cost_limit, float_kind
 from ..certificate import RTOL
 from ..solution import Solution, orient_duals
-from .modules import EPS_OPTIONS, GPU_DIR, build_module, status_header
+from .modules import EPS_OPTIONS, GPU_DIR, ORIENT, build_module, status_header
 from .runtime import import_cupy
 
 BATCH_CU = GPU_DIR / "batch.cu"
@@ -49,6 +49,10 @@ _C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "l
 _DEVICES: dict = {}  # device -> (name, attributes)
 _KERNELS: dict = {}  # (device, defines) -> (kernel, attributes)
 _LAYOUTS: dict = {}  # (n1, n2, work dtype) -> a batch of one's output layout (_Outputs)
+#: the orientation kernel's launch (``orient.cu``): blocks (one member each, grid-stride beyond)
+#: and threads per block
+ORIENT_BLOCKS = 4096
+ORIENT_THREADS = 128
 
 
 #: a single dense problem on ``backend="gpu"`` whose sides are at most this long is solved as a
@@ -154,7 +158,7 @@ def solve_one(cost, *, maximize: bool, device: int, t_start: float):
         t0 = time.perf_counter()
         m, transposed, integral = _device_stack(cupy, cost[None], maximize)
         n1, n2 = m.shape[1:]
-        out = _Outputs(cupy, n1, n2, np.int64 if integral else np.float64)
+        out = _Outputs(cupy, 1, n1, n2, np.int64 if integral else np.float64)
         _launch(cupy, m, maximize, integral, *out.device, stats)
         x, u, v, total, rows, counter, status = out.fetch()
         if status[0] == STATUS_OK:
@@ -176,23 +180,25 @@ def solve_one(cost, *, maximize: bool, device: int, t_start: float):
 
 
 class _Outputs:
-    """A batch of one's kernel outputs (x, u, v, total, rows, counter, status) as views of one
-    device buffer, the counter zeroed; ``fetch`` copies the buffer to the host in one read."""
+    """A launch's kernel outputs for ``b`` members (x, u, v, total, rows, counter, status) as
+    views of one device buffer, the counter zeroed: ``fetch`` copies the whole buffer to the
+    host in one read, ``fetch_flags`` the counter and the statuses only (they lie last)."""
 
-    def __init__(self, cupy, n1: int, n2: int, work):
-        self.layout = _LAYOUTS.get((n1, n2, work))
+    def __init__(self, cupy, b: int, n1: int, n2: int, work):
+        key = (b, n1, n2, work)
+        self.layout = _LAYOUTS.get(key)
         if self.layout is None:
             self.layout, offset = [], 0
-            for dtype, shape in ((np.int64, (1, n1)), (work, (1, n1)), (work, (1, n2)),
-                                 (work, (1,)), (np.int64, (1,)), (np.uint64, (2,)),
-                                 (np.int32, (1,))):  # 8-byte items first: all aligned
+            for dtype, shape in ((np.int64, (b, n1)), (work, (b, n1)), (work, (b, n2)),
+                                 (work, (b,)), (np.int64, (b,)), (np.uint64, (2,)),
+                                 (np.int32, (b,))):  # 8-byte items first: all aligned
                 dtype = np.dtype(dtype)
                 self.layout.append((offset, dtype, shape))
-                offset += shape[-1] * dtype.itemsize
+                offset += int(np.prod(shape)) * dtype.itemsize
             self.layout.append((offset, None, None))  # the buffer's size
             if len(_LAYOUTS) >= 1024:
                 _LAYOUTS.clear()
-            _LAYOUTS[n1, n2, work] = self.layout
+            _LAYOUTS[key] = self.layout
         self.buffer = cupy.empty(self.layout[-1][0], np.uint8)
         mem = self.buffer.data
         self.device = [cupy.ndarray(shape, dtype, memptr=mem + offset)
@@ -205,6 +211,13 @@ class _Outputs:
         host = self.buffer.get()
         return [np.ndarray(shape, dtype, buffer=host, offset=offset)
                 for offset, dtype, shape in self.layout[:-1]]
+
+    def fetch_flags(self) -> tuple:
+        """``(counter, status)`` on the host."""
+        first = self.layout[5][0]
+        host = self.buffer[first:].get()
+        return tuple(np.ndarray(shape, dtype, buffer=host, offset=offset - first)
+                     for offset, dtype, shape in self.layout[5:7])
 
 
 def _check_dtype(dtype, k: int) -> None:
@@ -287,15 +300,12 @@ def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) ->
         u, v, total = cupy.zeros((b, n1), work), cupy.zeros((b, n2), work), cupy.zeros(b, work)
         return _assemble(cupy, x, u, v, total, cupy.zeros(b, np.int64), transposed, maximize)
     # every member's team writes all of these (batch.cu)
-    x = cupy.empty((b, n1), np.int64)
-    u, v, total = cupy.empty((b, n1), work), cupy.empty((b, n2), work), cupy.empty(b, work)
-    rows = cupy.empty(b, np.int64)
+    out = _Outputs(cupy, b, n1, n2, work)
+    x, u, v, total, rows = out.device[:5]
     if n2 <= MAX_COLS:
-        status = cupy.empty(b, np.int32)
-        counter = cupy.zeros(2, np.uint64)  # the next member to take; the members polished
-        _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status, stats)
-        stats["device_polishes"] += int(counter[1].get())
-        status = cupy.asnumpy(status)
+        _launch(cupy, m, maximize, integral, *out.device, stats)
+        counter, status = out.fetch_flags()
+        stats["device_polishes"] += int(counter[1])
         _raise_first(cupy, status, index, m, stack.shape[1:])
         for k in np.flatnonzero(status == UNCERTIFIED):
             _solve_on_host(cupy, m, int(k), maximize, integral, x, u, v, total, rows)
@@ -449,6 +459,19 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
 
 
 def _assemble(cupy, x, u, v, total, rows, transposed, maximize) -> tuple:
-    """Every problem's result in the caller's orientation and sign (as the CPU batch's)."""
-    row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed, xp=cupy)
+    """Every problem's result in the caller's orientation and sign (as the CPU batch's
+    ``orient_duals``), the assignments by ``orient.cu``'s kernel: one launch where a device sort
+    and its gathers took most of a detection-shaped batch's time."""
+    if maximize:
+        u, v, total = -u, -v, -total
+    b, n1 = x.shape
+    row_ind, col_ind = cupy.empty_like(x), cupy.empty_like(x)
+    if b and n1:
+        kernel = build_module(cupy, ORIENT, {}, {}, EPS_OPTIONS,
+                              cooperative=False).get_function("orient_members")
+        kernel((int(min(b, ORIENT_BLOCKS)),), (ORIENT_THREADS,),
+               (x, np.int64(b), np.int32(n1), np.int32(transposed), row_ind, col_ind),
+               shared_mem=n1 * 8)
+    if transposed:
+        u, v = v, u
     return row_ind, col_ind, total, u, v, rows

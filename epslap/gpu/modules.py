@@ -31,6 +31,7 @@ ESTIMATE = GPU_DIR / "estimate.cu"
 DIAGNOSTICS = GPU_DIR / "diagnostics.cu"
 CANDIDATES = GPU_DIR / "candidates.cu"
 VERIFY = GPU_DIR / "verify.cu"
+ORIENT = GPU_DIR / "orient.cu"
 
 # NVRTC options of the ε-SSP sources: no fused multiply-add, so that the device's arithmetic is
 # the CPU's, operation by operation
@@ -55,13 +56,14 @@ def cost_headers(code: str) -> dict[str, str]:
 
 
 def build_module(cupy, source: Path, headers: dict[str, str], defines: dict[str, object],
-                 options: tuple[str, ...]):
+                 options: tuple[str, ...], cooperative: bool = True):
     """``source`` compiled for the current device with the generated ``headers`` (name ->
     text) and ``defines`` (name -> value; True: defined without a value; None or False: left
-    out), with cooperative groups (CuPy then launches every kernel of it cooperatively).
-    Memoised per process."""
+    out), with cooperative groups unless ``cooperative`` is False (CuPy then launches every
+    kernel of it cooperatively: its grid must fit on the device at once). Memoised per
+    process."""
     key = (cupy.cuda.Device().id, str(source), tuple(sorted(headers.items())),
-           tuple(defines.items()), options)
+           tuple(defines.items()), options, cooperative)
     mod = _MODULES.get(key)
     if mod is None:
         flags = tuple(f"-D{name}" if value is True else f"-D{name}={value}"
@@ -70,7 +72,7 @@ def build_module(cupy, source: Path, headers: dict[str, str], defines: dict[str,
         dirs = dict.fromkeys((source.parent, GPU_DIR, header_dir(headers)))
         include = tuple(f"-I{d}" for d in dirs)
         mod = cupy.RawModule(code=source.read_text(), options=options + include + flags,
-                             enable_cooperative_groups=True)
+                             enable_cooperative_groups=cooperative)
         _MODULES[key] = mod
     return mod
 
