@@ -25,7 +25,8 @@ class Status(IntEnum):
     BROKEN_PATH = 7      # Hungarian: an alternating path did not close (a defect)
     ITERATION_LIMIT = 8  # Hungarian: the dual updates exceeded their bound (a defect)
     PAUSED = 9           # a checkpoint's stop request, met after an augmentation (not an end)
-    OUT_OF_RANGE = 10    # a finite float cost beyond the range rule (the GPU batch's sweep)
+    OUT_OF_RANGE = 10    # a finite cost beyond the range rule (the small path, the GPU batch)
+    NEEDS_EPSILON = 11   # the small path hands the problem to the ε method (not an end)
 
 
 STATUS_OK = int(Status.OK)
@@ -39,6 +40,7 @@ STATUS_BROKEN_PATH = int(Status.BROKEN_PATH)
 STATUS_ITERATION_LIMIT = int(Status.ITERATION_LIMIT)
 STATUS_PAUSED = int(Status.PAUSED)
 STATUS_OUT_OF_RANGE = int(Status.OUT_OF_RANGE)
+STATUS_NEEDS_EPSILON = int(Status.NEEDS_EPSILON)
 
 
 #: a stop request, as the host writes it into a CPU solve's control word (``ctl[0]``) and the
@@ -77,6 +79,7 @@ def raise_for_status(status: int, backend: str) -> None:
     what = {Status.ABORTED: "a solver thread ended abnormally",
             Status.SUSPENDED: "a pass ended waiting for a row",
             Status.BROKEN_PATH: "an alternating path did not close",
-            Status.ITERATION_LIMIT: "the dual updates exceeded their bound"}[s]
+            Status.ITERATION_LIMIT: "the dual updates exceeded their bound",
+            Status.NEEDS_EPSILON: "the small path's hand-over was read as an end"}[s]
     raise RuntimeError(f"backend={backend!r}: {what} (internal error); please report this "
                        "problem (use backend='cpu' meanwhile)")

@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK
+from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, STATUS_OUT_OF_RANGE
 from .._validate import FLOAT_BIG
 from ..certificate import RTOL, row_duals_hold
 from . import jv_numpy
@@ -60,7 +60,7 @@ NEEDS_EPSILON = jv_numpy.NEEDS_EPSILON
 ROW_BUDGET = jv_numpy.ROW_BUDGET
 #: a cost beyond the range rule (``_validate.int_cost_limit``, ``float_cost_limit``): the caller
 #: raises
-OUT_OF_RANGE = -2
+OUT_OF_RANGE = STATUS_OUT_OF_RANGE
 
 #: row scans the augmenting row reduction may spend, per row of the problem; past it the rows
 #: still free go to the augmentation (long displacement chains on near ties cost more there)
