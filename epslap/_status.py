@@ -40,7 +40,6 @@ STATUS_BROKEN_PATH = int(Status.BROKEN_PATH)
 STATUS_ITERATION_LIMIT = int(Status.ITERATION_LIMIT)
 STATUS_PAUSED = int(Status.PAUSED)
 STATUS_OUT_OF_RANGE = int(Status.OUT_OF_RANGE)
-STATUS_NEEDS_EPSILON = int(Status.NEEDS_EPSILON)
 
 
 #: a stop request, as the host writes it into a CPU solve's control word (``ctl[0]``) and the

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from .._exact import RTOL
-from .._status import STATUS_INFEASIBLE, STATUS_NEEDS_EPSILON, STATUS_OK
+from .._status import STATUS_INFEASIBLE, STATUS_OK, Status
 
 #: what the first compile of ``jv.solve_small`` costs in a fresh environment, about (2-core
 #: machine: 15-18 s); the vector form's calls stop once they have spent this much
@@ -37,7 +37,7 @@ _BEFORE: list = [None]
 #: the file beside Numba's disk cache of the small path's kernel that carries the time spent
 RENT_FILE = "epslap-first-calls.seconds"
 #: ``jv.NEEDS_EPSILON``: float duals that miss ``verify``'s rule (the ε path solves then)
-NEEDS_EPSILON = STATUS_NEEDS_EPSILON
+NEEDS_EPSILON = int(Status.NEEDS_EPSILON)
 #: rows read per row after which either form of the small path hands the problem to the ε path
 #: (``jv`` takes it from here; docs/algorithm.md §9)
 ROW_BUDGET = 48
