@@ -319,3 +319,27 @@ def test_sparse_on_other_backends_is_refused():
     m = sp.csr_array(np.eye(3))
     with pytest.raises(ValueError, match="backend='cpu' or 'gpu'"):
         epslap.solve(m, backend="hungarian-gpu")
+
+
+@pytest.mark.parametrize("integral", [False, True])
+def test_a_bid_s_view_of_a_row_against_numpy(integral):
+    """``cpu.sparse.best_two`` (branch-free): the first column of the least ``c - v``, that
+    least and the second least (equal to it on a tie), over rows with ties, one pair or none."""
+    from epslap.cpu.sparse import best_two
+    rng = np.random.default_rng(8)
+    work = np.int64 if integral else np.float64
+    lengths = [0, 1, 2, 5, 40, 40, 7]
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    indices = rng.integers(0, 30, indptr[-1]).astype(np.int64)
+    data = rng.integers(0, 6, indptr[-1]).astype(work)  # many ties
+    v = rng.integers(0, 3, 30).astype(work)
+    big = work(2**62) if integral else np.inf
+    for i in range(len(lengths)):
+        arg, best, second = best_two(indptr, indices, data, v, i, big)
+        r = data[indptr[i]:indptr[i + 1]] - v[indices[indptr[i]:indptr[i + 1]]]
+        if r.size == 0:
+            assert (arg, best, second) == (-1, big, big)
+            continue
+        order = np.argsort(r, kind="stable")
+        assert arg == indices[indptr[i] + order[0]] and best == r[order[0]]
+        assert second == (r[order[1]] if r.size > 1 else big)

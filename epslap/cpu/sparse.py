@@ -252,14 +252,12 @@ def best_two(indptr, indices, data, v, i, big):
     best = big
     second = big
     arg = -1
-    for p in range(indptr[i], indptr[i + 1]):
-        r = data[p] - v[indices[p]]
-        if r < best:
-            second = best
-            best = r
-            arg = indices[p]
-        elif r < second:
-            second = r
+    for p in range(indptr[i], indptr[i + 1]):  # branch-free: the compares of a row's reduced
+        r = data[p] - v[indices[p]]             # costs are a coin toss for the predictor
+        second = min(second, max(best, r))
+        below = r < best
+        arg = indices[p] if below else arg
+        best = r if below else best
     return arg, best, second
 
 
