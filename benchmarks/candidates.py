@@ -16,8 +16,10 @@ solve runs and the candidates' own certificate (a last pass over all n² costs) 
 ``--matrix``: the same costs as a matrix in memory (``src.dense()``) instead of on demand.
 ``--pot``: POT's ``ot.emd2_lazy`` on the geometric class's points (uniform weights, n times the
 assignment's mean cost), where installed.
-Reports seconds, the ratio to the dense method, rounds, candidate pairs, pairs added, rows
-streamed by the certificate passes, and what ``"auto"`` chose.
+Reports seconds, the ratio to the dense method (best against best, and with ``--repeat`` the
+ratio of the two medians of the turns: the dense method's time moves from call to call, which a
+best-of-R cell reads as a gain or a loss), rounds, candidate pairs, pairs added, rows streamed
+by the certificate passes, and what ``"auto"`` chose.
 """
 from __future__ import annotations
 
@@ -92,6 +94,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
             runs = [("candidates", True)] if args.k is None else \
                 [(f"candidates k={k}", k) for k in args.k]
             paired = {}  # dense and auto, timed in turns (--repeat), the best of each kept
+            turns: dict = {}  # and every time of each, for the ratio of their medians
             if args.dense_max is None or n <= args.dense_max:
                 # "auto" beside the dense run it is compared with: after an explicit
                 # candidates run that fails (a long run that allocates much), the next solve
@@ -99,6 +102,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
                 for _ in range(args.repeat):
                     for label, option in (("dense", False), ("auto", "auto")):
                         sol, t = _timed(lambda: epslap.solve(cost, candidates=option, **opts))
+                        turns.setdefault(label, []).append(t)
                         if label not in paired or t < paired[label][1]:
                             paired[label] = (sol, t)
                 dense, t_dense = paired["dense"]
@@ -120,6 +124,9 @@ def run(args: argparse.Namespace, out: Output) -> None:
                            form="matrix" if args.matrix else "on demand",
                            threads=st.get("threads"), seconds=t,
                            ratio=None if t_dense is None else t / t_dense,
+                           median_ratio=(float(np.median(turns[label])
+                                               / np.median(turns["dense"]))
+                                         if label in turns else None),
                            chose=st.get("method", "dense"), declined=st.get("candidates"),
                            rounds=st.get("rounds"), candidate_edges=st.get("candidate_edges"),
                            edges_added=st.get("edges_added"),
@@ -175,6 +182,11 @@ def render(meta: dict, rows: list[dict]) -> str:
              num(r["rows_streamed"])] for r in rows]
     head = ["class", "n", "method", "backend", "seconds", "/ dense", "solved by", "rounds",
             "candidate pairs", "pairs added", "rows streamed"]
+    if any(r.get("median_ratio") is not None for r in rows):  # (--repeat's medians)
+        head.insert(6, "/ dense, medians")
+        for line, r in zip(body, rows):
+            m = r.get("median_ratio")
+            line.insert(6, "–" if m is None else f"{m:.3f}")
     if any("verify_s" in r for r in rows):
         head.append("verify s")
         for line, r in zip(body, rows):
