@@ -66,10 +66,11 @@ K_PER_DOUBLING_LARGE = 20
 AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: the same for a matrix in memory: on the CPU the candidates beat the dense ε method from just
 #: above the small path's square problems (``cpu.small.MAX_SQUARE``; random, integer and
-#: geometric 1100-3000: 0.26-0.78x, one thread, benchmark page), and the sample that declines
-#: the other classes costs them 0.91-1.08x at 1100-3000 (sanity, the cheapest declined solve,
-#: is decided by the sample's first look, 17 rows: 1.01-1.03x from 2000, about 0.2 ms on
-#: 2.2 ms at 1100)
+#: geometric 1100-3000: 0.15-0.38x, one thread, benchmark page), and the sample that declines
+#: the other classes costs them 0.85-1.11x at 1100-3000 by medians of nine turns (sanity, the
+#: cheapest declined solve, is decided by the sample's first look, 17 rows: about 0.15 ms on
+#: 1.8 ms at 1100). From 700 to 1024 rows the small path keeps them: candidates there took
+#: geometric in 0.34-0.58x its time but integer in up to 1.34x and sanity 1.08-1.18x
 AUTO_MATRIX_MIN_SIDE = {"cpu": 1025, "gpu": 16000}
 #: a matrix on the CPU with at least this share of spare columns (n2 - n1 >= n1 * share)
 #: stays with the small path's rectangular solve from v = 0, which ``"auto"`` would otherwise
