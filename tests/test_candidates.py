@@ -627,3 +627,19 @@ def test_auto_gives_local_matrices_more_candidates(monkeypatch):
     monkeypatch.setattr(cand, "K_LOCAL_FROM", 400)
     assert epslap.solve(_matrix("geometric", 400, 400, seed=3)).stats[
         "candidates_per_row"] == cand.K_LOCAL
+
+
+def test_integer_costs_beyond_float_precision_are_certified_exactly():
+    """Integer costs near 2**55 (within the range rule for small n): reduced costs that a float
+    cannot tell apart still fail the certificate where they violate it (the certificate pass
+    compares them as integers), so the candidates' answer is the optimum."""
+    import scipy.optimize
+    rng = np.random.default_rng(9)
+    for trial in range(40):
+        n = int(rng.integers(3, 12))
+        off = rng.integers(0, 20, (n, n))
+        c = off + 2**55
+        r, k = scipy.optimize.linear_sum_assignment(off)
+        for per_row in (1, 2):
+            sol = epslap.solve(c, candidates=per_row)
+            assert off[sol.row_ind, sol.col_ind].sum() == off[r, k].sum(), (trial, per_row)

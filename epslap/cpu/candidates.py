@@ -179,15 +179,20 @@ def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, 
     candidates hold nearly every optimal pair."""
     n2 = v.size
     work = v.dtype.type
+    integral = work(0.5) == 0  # (a constant of the compiled version)
+    if integral:  # above every reduced cost, in the work type: the test below stays exact
+        top = work(KEY_MAX)  # (an integer one beyond 2**53 has no float of its own)
+    else:
+        top = work(np.inf)
     rv = np.empty(cap, v.dtype)
     for t in range(first, n1, stride):
         i = rows[t]
         row = get_row(src, i, buf)
         ui = u[i]
         own = row_to_col[i]
-        best = _least_reduced(row, v, 0, own, np.inf)
+        best = _least_reduced(row, v, 0, own, top)
         best = _least_reduced(row, v, own + 1, n2, best)
-        row_min[t] = best
+        row_min[t] = best if best < top else np.inf
         count = 0
         if best < ui or work(row[own]) - v[own] < ui:
             aui = abs(np.float64(ui))

@@ -53,6 +53,9 @@ _LAYOUTS: dict = {}  # (n1, n2, work dtype) -> a batch of one's output layout (_
 #: and threads per block
 ORIENT_BLOCKS = 4096
 ORIENT_THREADS = 128
+#: most canonical rows a member may have for the kernel: 8 bytes each in a block's shared
+#: memory, within the 48 KiB a launch gets without opting in
+ORIENT_MAX_ROWS = 4096
 
 
 #: a single dense problem on ``backend="gpu"`` whose sides are at most this long is solved as a
@@ -461,10 +464,16 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
 def _assemble(cupy, x, u, v, total, rows, transposed, maximize) -> tuple:
     """Every problem's result in the caller's orientation and sign (as the CPU batch's
     ``orient_duals``), the assignments by ``orient.cu``'s kernel: one launch where a device sort
-    and its gathers took most of a detection-shaped batch's time."""
+    and its gathers took most of a detection-shaped call. Members with more than
+    ORIENT_MAX_ROWS canonical rows (possible beyond MAX_COLS columns, solved one by one) take
+    the sort: the kernel holds a member's rows in shared memory."""
+    b, n1 = x.shape
+    if n1 > ORIENT_MAX_ROWS:
+        row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed,
+                                                     xp=cupy)
+        return row_ind, col_ind, total, u, v, rows
     if maximize:
         u, v, total = -u, -v, -total
-    b, n1 = x.shape
     row_ind, col_ind = cupy.empty_like(x), cupy.empty_like(x)
     if b and n1:
         kernel = build_module(cupy, ORIENT, {}, {}, EPS_OPTIONS,

@@ -3,8 +3,9 @@
 // ascending. Not transposed: row j is the caller's row j, so row_ind = j and col_ind = x. Transposed:
 // the canonical rows are the caller's columns and x holds the caller's rows; the pair of canonical
 // row j goes to the rank of x[b, j] among the member's (distinct) values. One block per member
-// (grid-stride), the member's x in shared memory: the rank is a count over n1 <= 4096 values, which
-// replaces a device sort and two gathers (about 0.3 ms for 64 members of 20 rows, NVIDIA H200).
+// (grid-stride), the member's x in shared memory: the rank is a count over n1 <= 4096 values
+// (batch.py's ORIENT_MAX_ROWS; wider members keep the device sort), which replaces a device sort
+// and two gathers (about 0.3 ms for 64 members of 20 rows, NVIDIA H200).
 extern "C" __global__ void orient_members(const long long* __restrict__ x, long long members,
                                           int n1, int transposed, long long* __restrict__ row_ind,
                                           long long* __restrict__ col_ind)
