@@ -643,3 +643,20 @@ def test_integer_costs_beyond_float_precision_are_certified_exactly():
         for per_row in (1, 2):
             sol = epslap.solve(c, candidates=per_row)
             assert off[sol.row_ind, sol.col_ind].sum() == off[r, k].sum(), (trial, per_row)
+
+
+def test_a_violation_at_rounding_level_on_a_held_pair_does_not_repeat_the_rounds():
+    """Euclidean distances of random points: one row's violating pair, already held by the
+    sparse problem, reads 8 ulps below its dual in the certificate pass (the sparse solve summed
+    it along a path). It is judged at ``verify``'s tolerance instead of being added again for 64
+    rounds: a certificate in three rounds, and ``verify`` agrees."""
+    import scipy.optimize
+    from scipy.spatial.distance import cdist
+    rng = np.random.default_rng(1)
+    c = cdist(rng.random((1150, 2)), rng.random((1200, 2)))
+    sol = epslap.solve(c, candidates=32, threads=1)
+    assert sol.stats["method"] == "candidates", sol.stats.get("candidates")
+    assert sol.stats["rounds"] <= 4
+    r, k = scipy.optimize.linear_sum_assignment(c)
+    assert sol.cost == pytest.approx(c[r, k].sum(), rel=1e-12)
+    assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
