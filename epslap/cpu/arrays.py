@@ -20,7 +20,20 @@ def _bitcast(src, dst, doc: str):
     return intrinsic(cast)
 
 
-float_bits = _bitcast(types.float64, types.int64, "The bits of a float64 as an int64.")
+@intrinsic
+def float_bits(typingctx, x):
+    """The IEEE bits of a float64 as an int64 (a register bitcast, no memory round trip); an
+    int64 as itself (the integer forms of the kernels that take either)."""
+    if x not in (types.float64, types.int64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        if sig.args[0] == types.int64:
+            return args[0]
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(x), codegen
+
+
 bits_float = _bitcast(types.int64, types.float64,
                       "The float64 whose bits are the int64 (the inverse of float_bits).")
 

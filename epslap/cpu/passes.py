@@ -29,9 +29,7 @@ the same memory viewed in the work dtype; ``result`` (3,) float64 out.
 from typing import NamedTuple
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from costfns.rows import cost_at, get_row, get_row_part, random_access
 
@@ -40,7 +38,7 @@ from .._status import (STATUS_ABORTED, STATUS_INFEASIBLE, STATUS_INTERRUPTED, ST
                        STATUS_PAUSED, STOP_AFTER_AUGMENTATION, STOP_NOW)
 from .._sync import SYNC_SIZE, aborted, barrier, load_acquire
 from ..certificate import row_duals_hold
-from .arrays import copy_into, flip_path
+from .arrays import copy_into, flip_path, float_bits
 
 MAX_PASSES = 64
 
@@ -83,21 +81,6 @@ def _closed_key(integral):
     return KEY_MAX if integral else _CLOSED_BITS
 
 
-@intrinsic
-def bits(typingctx, x):
-    """The IEEE bits of a float64 as an int64 (a register bitcast, no memory round trip); an
-    int64 as itself."""
-    if x not in (types.float64, types.int64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        if signature.args[0] == types.int64:
-            return args[0]
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(x), codegen
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, free_mask,
                 integral):
@@ -128,7 +111,7 @@ def _scan_block(row, cij, v, vjmin, mn, zero, d, pred, pcost, i, track, first, f
                 pcost[j] = (row[j] + zero) if upd else pcost[j]
         d[j] = nd
         if not integral:
-            k = _sort_key(bits(nd), False)
+            k = _sort_key(float_bits(nd), False)
             m = k if k < m else m
             fm = free_mask[j]
             kf = k if k > fm else fm

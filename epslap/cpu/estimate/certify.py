@@ -25,7 +25,8 @@ from costfns.rows import get_row
 from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK
 from ..._sync import aborted, new_sync, reset_sync, run_workers
 from ..._validate import float_cost_limit
-from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits
+from ..arrays import float_bits
+from ..passes import BLOCK, KEY_MAX, KEY_MIN
 from .keys import (KEY_NEG_INF, KEY_POS_INF, from_key, greedy_pick, key, load_keys,
                    load_reduced_keys, update_two_smallest, v_from_two_smallest)
 from .validate import largest_finite_in_row
@@ -68,7 +69,7 @@ def _sample_v(src, buf, n1, n2, vf):
 @njit(cache=True, nogil=True, inline="always")
 def _reduced_key(row, vf, j):
     """The sort key of (float64(c[i][j]) - v[j]) + 0.0 (as ``_load_reduced_min_max`` takes it)."""
-    return key(bits((np.float64(row[j]) - vf[j]) + 0.0))
+    return key(float_bits((np.float64(row[j]) - vf[j]) + 0.0))
 
 
 @njit(cache=True, nogil=True)
@@ -83,8 +84,8 @@ def _scan_rows(src, buf, vf, lo, hi, first, stride, code, mins, sync, limit):
     n_blocks = (n2 + BLOCK - 1) // BLOCK
     bkey = np.empty(n_blocks, np.int64)
     clear = limit - np.abs(vf).max() if n2 else limit
-    key_hi = key(bits(clear))  # the keys of ±clear (keys keep the order of the values);
-    key_lo = key(bits(-clear))  # +inf's key is above key_hi
+    key_hi = key(float_bits(clear))  # the keys of ±clear (keys keep the order of the values);
+    key_lo = key(float_bits(-clear))  # +inf's key is above key_hi
     for i in range(hi - 1 - first, lo - 1, -stride):
         if aborted(sync):
             return

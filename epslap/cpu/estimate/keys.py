@@ -7,7 +7,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits
+from ..arrays import float_bits
+from ..passes import BLOCK, KEY_MAX, KEY_MIN
 
 #: keys of -inf and +inf (see ``key``): a row holds NaN or -inf iff its smallest key is at most
 KEY_NEG_INF = np.int64(-0x7FF0000000000001)
@@ -79,7 +80,7 @@ def load_keys(row, taken, bkey, bmask):
         m = KEY_MAX
         mb = KEY_MAX
         for j in range(lo, hi):
-            k = key(bits(np.float64(row[j]) + 0.0))
+            k = key(float_bits(np.float64(row[j]) + 0.0))
             m = k if k < m else m
             xk = k if k > xk else xk
             t = taken[j]
@@ -115,7 +116,7 @@ def first_in_row(row, taken, bmask, k0):
         lo = b * BLOCK
         hi = min(lo + BLOCK, n)
         for j in range(lo, hi):
-            k = key(bits(np.float64(row[j]) + 0.0))
+            k = key(float_bits(np.float64(row[j]) + 0.0))
             t = taken[j]
             if (k if k > t else t) == k0:
                 return j
@@ -136,7 +137,7 @@ def _load_reduced_min_max(row, vf, tmp, bkey):
         for j in range(lo, hi):
             x = (np.float64(row[j]) - vf[j]) + 0.0
             tmp[j] = x
-            k = key(bits(x))
+            k = key(float_bits(x))
             m = k if k < m else m
             xk = k if k > xk else xk
         bkey[b] = m

@@ -13,7 +13,8 @@ from costfns.rows import get_row
 
 from ..._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK
 from ..._sync import arrive, await_or_stop, barrier
-from ..passes import BLOCK, KEY_MAX, KEY_MIN, bits, col_range_jit
+from ..arrays import float_bits
+from ..passes import BLOCK, KEY_MAX, KEY_MIN, col_range_jit
 from .keys import (KEY_NEG_INF, KEY_POS_INF, first_in_row, from_key, greedy_pick, key, load_keys,
                    load_reduced_keys, min_key_except, rows_are_views, slice_workspace,
                    update_two_smallest, update_two_smallest4, v_before_shift)
@@ -61,11 +62,11 @@ def _publish_a(row, lo, hi, i, p, mk, xk, mm, slots, off):
     slots[off + 2] = mm
     slots[off + 3] = lo + p if p >= 0 else -1
     if p >= 0:
-        slots[off + 6] = bits(np.float64(row[lo + p]))
+        slots[off + 6] = float_bits(np.float64(row[lo + p]))
     mine = lo <= i < hi
     slots[off + 5] = 1 if mine else 0
     if mine:
-        slots[off + 4] = bits(np.float64(row[i]))
+        slots[off + 4] = float_bits(np.float64(row[i]))
 
 
 @njit(cache=True, nogil=True)
@@ -193,7 +194,7 @@ def _publish_b(tk, bkey, mk, pmask, bmask, row, lo, slots, off):
     kq = kq if kq > pmask[q] else pmask[q]  # KEY_MAX: every column here is picked
     slots[off + 3] = kq
     slots[off + 4] = lo + q if kq < KEY_MAX else -1
-    slots[off + 5] = bits(np.float64(row[lo + q]))
+    slots[off + 5] = float_bits(np.float64(row[lo + q]))
 
 
 @njit(cache=True, nogil=True)

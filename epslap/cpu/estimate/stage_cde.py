@@ -11,7 +11,8 @@ from numba import njit
 from costfns.rows import get_row
 
 from ..._sync import arrive, await_or_stop, barrier
-from ..passes import KEY_MAX, bits, col_range_jit
+from ..arrays import float_bits
+from ..passes import KEY_MAX, col_range_jit
 from .keys import from_key, greedy_pick, key, load_reduced_keys, slice_workspace
 from .slots import (STAGE_SLOT, first_smallest, flagged_float, own_slot, shift_slices_to_max_zero,
                     slots_min)
@@ -31,7 +32,7 @@ def _publish_greedy(tk, bkey, mk, taken, bmask, row, lo, slots, off):
     slots[off] = mk
     slots[off + 1] = kq if kq > taken[q] else taken[q]
     slots[off + 2] = lo + q
-    slots[off + 3] = bits(np.float64(row[lo + q]))
+    slots[off + 3] = float_bits(np.float64(row[lo + q]))
 
 
 @njit(cache=True, nogil=True)
