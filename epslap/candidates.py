@@ -136,6 +136,8 @@ REPRICE_ABOVE = 0.05
 ADDED_MAX = 2.0
 #: violating pairs a failing row adds per round (its most violating columns)
 CAP = 12
+#: most failing rows of a pass whose violations are looked at as rounding (``_without_rounding``)
+ROUNDING_ROWS_MAX = 256
 
 
 def default_k(n2: int) -> int:
@@ -574,7 +576,11 @@ def _without_rounding(prob, sparse, v, u, row_to_col, failing, cols, vals, count
     (distances summed along a path) and the pass's ``c - v`` differs from it by a few ulps at a
     tie, so adding the pair again changes nothing and the rounds would repeat it until
     MAX_ROUNDS (Euclidean distances of random points, 1150 x 1200: one row, 8 ulps, 64
-    rounds). Those rows hold ``verify``'s rule, the certificate the result carries."""
+    rounds). Those rows hold ``verify``'s rule, the certificate the result carries. Looked at
+    only where few rows fail (ROUNDING_ROWS_MAX): rounding touches a handful of ties, and a
+    round where many rows fail adds pairs anyway."""
+    if failing.size > ROUNDING_ROWS_MAX:
+        return failing, cols, vals, counts
     held = np.zeros(failing.size, np.bool_)
     for t, i in enumerate(failing):
         stored = sparse.indices[sparse.indptr[i]:sparse.indptr[i + 1]]
