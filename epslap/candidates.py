@@ -26,6 +26,7 @@ lifted space instead of scans of every cost (``epslap.point_passes``): n log n, 
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -143,9 +144,9 @@ ROUNDING_ROWS_MAX = 256
 def default_k(n2: int) -> int:
     """Candidates per row for ``candidates=True``/``"auto"`` (see K_PER_LOG2)."""
     if n2 > K_GROW_ABOVE:
-        doublings = int(np.ceil(np.log2(n2 / K_GROW_ABOVE)))
+        doublings = math.ceil(math.log2(n2 / K_GROW_ABOVE))
         return K_MAX + K_PER_DOUBLING_LARGE * doublings
-    doublings = np.log2(max(n2, 2)) - K_FROM_LOG2
+    doublings = math.log2(max(n2, 2)) - K_FROM_LOG2
     return int(min(K_MAX, max(K_MIN, round(K_PER_LOG2 * doublings))))
 
 
@@ -565,8 +566,9 @@ def _spread(cols, counts, n2: int) -> float:
     if picks == 0 or n2 == 0:
         return 1.0
     kept = np.arange(cols.shape[1])[None, :] < counts[:, None]
-    distinct = np.unique(cols[kept]).size
-    return distinct / (n2 * -np.expm1(-picks / n2))
+    seen = np.zeros(n2, np.bool_)  # (a mark per column: no sort, as np.unique would)
+    seen[cols[kept]] = True
+    return int(np.count_nonzero(seen)) / (n2 * -math.expm1(-picks / n2))
 
 
 def _without_rounding(prob, sparse, v, u, row_to_col, failing, cols, vals, counts):
