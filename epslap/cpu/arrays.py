@@ -5,21 +5,6 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 
-def _bitcast(src, dst, doc: str):
-    """An intrinsic that reinterprets a ``src`` value's bits as ``dst`` (an LLVM bitcast, free
-    at run time)."""
-    def cast(typingctx, x):
-        if x != src:
-            return None
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], context.get_value_type(dst))
-        return dst(src), codegen
-    cast.__name__ = cast.__qualname__ = f"_bitcast_{src}_{dst}"  # distinct names for typing
-    cast.__doc__ = doc
-    return intrinsic(cast)
-
-
 @intrinsic
 def float_bits(typingctx, x):
     """The IEEE bits of a float64 as an int64 (a register bitcast, no memory round trip); an
@@ -34,8 +19,15 @@ def float_bits(typingctx, x):
     return types.int64(x), codegen
 
 
-bits_float = _bitcast(types.int64, types.float64,
-                      "The float64 whose bits are the int64 (the inverse of float_bits).")
+@intrinsic
+def bits_float(typingctx, x):
+    """The float64 whose bits are the int64 (the inverse of :func:`float_bits`)."""
+    if x != types.int64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(x), codegen
 
 
 @njit(cache=True, nogil=True, inline="always")

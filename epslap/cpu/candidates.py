@@ -43,6 +43,17 @@ def _insert(vals, cols, count, k, r, j):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _above_all(v):
+    """A value of ``v``'s work type above every reduced cost of a pass: +inf for floats,
+    KEY_MAX for integers (an integer reduced cost stays within the range rule, and compared
+    as an integer it stays exact beyond 2**53, where a float could not tell it apart)."""
+    work = v.dtype.type
+    if work(0.5) == 0:
+        return work(KEY_MAX)
+    return work(np.inf)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _float_magnitudes(row, n2, big):
     """``(max(big, largest finite |c| of the row's bits), NaN met)`` for a float row: on the
     magnitude bits (the sign cleared: the order-preserving key of |c|, ``estimate.keys``; every
@@ -85,10 +96,7 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     big_bits = np.int64(0)  # the largest finite |c| of float rows, as bits
     biggest = 0.0
     has_hint, hint = False, work(0)
-    if integral:  # no bound: above every reduced cost (an integer one is within the range rule)
-        top = work(KEY_MAX)
-    else:
-        top = work(np.inf)
+    top = _above_all(v)  # no bound
     for t in range(first, n1, stride):
         i = rows[t]
         row = get_row(src, i, buf)
@@ -179,11 +187,7 @@ def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, 
     candidates hold nearly every optimal pair."""
     n2 = v.size
     work = v.dtype.type
-    integral = work(0.5) == 0  # (a constant of the compiled version)
-    if integral:  # above every reduced cost, in the work type: the test below stays exact
-        top = work(KEY_MAX)  # (an integer one beyond 2**53 has no float of its own)
-    else:
-        top = work(np.inf)
+    top = _above_all(v)  # in the work type: the test below stays exact for integers
     rv = np.empty(cap, v.dtype)
     for t in range(first, n1, stride):
         i = rows[t]
