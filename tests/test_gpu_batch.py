@@ -310,34 +310,21 @@ def test_which_single_problems_take_the_batch_kernel(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(50, 9, 4), (50, 4, 9), (3, 700, 300), (3, 300, 700)])
 @pytest.mark.parametrize("maximize", [False, True])
-def test_members_are_oriented_as_the_cpu_batch_orients_them(shape, maximize, monkeypatch):
+@pytest.mark.parametrize("by", ["kernel", "sort"])
+def test_members_are_oriented_as_the_cpu_batch_orients_them(shape, maximize, by, monkeypatch):
     """``orient.cu`` puts every member's pairs in the caller's orientation, rows ascending, as
     the CPU batch does (a unique optimum: the same pairs), over more members than blocks
-    (grid-stride) and with more rows than a block has threads."""
+    (grid-stride) and with more rows than a block has threads; members with more than
+    ORIENT_MAX_ROWS canonical rows (possible past MAX_COLS columns) take the device sort,
+    with the same result."""
     import cupy
     import epslap.gpu.batch as gb
     monkeypatch.setattr(gb, "ORIENT_BLOCKS", 7)
+    if by == "sort":
+        monkeypatch.setattr(gb, "ORIENT_MAX_ROWS", 3)
     c = np.random.default_rng(sum(shape)).random(shape)
     gpu_sol = epslap.solve_batch(cupy.asarray(c), maximize=maximize, backend="gpu")
     cpu_sol = epslap.solve_batch(c, maximize=maximize)
     np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.row_ind), cpu_sol.row_ind)
     np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.col_ind), cpu_sol.col_ind)
     np.testing.assert_allclose(cupy.asnumpy(gpu_sol.cost), cpu_sol.cost, rtol=1e-12)
-
-
-@gpu
-@pytest.mark.gpu
-def test_members_with_more_rows_than_the_orientation_kernel_holds_take_the_sort(monkeypatch):
-    """Members with more than ORIENT_MAX_ROWS canonical rows (possible past MAX_COLS columns)
-    are oriented by the device sort, as the CPU batch orients them."""
-    import cupy
-    import epslap.gpu.batch as gb
-    monkeypatch.setattr(gb, "ORIENT_MAX_ROWS", 3)
-    for shape in ((4, 9, 5), (4, 5, 9)):
-        c = np.random.default_rng(sum(shape)).random(shape)
-        for maximize in (False, True):
-            gpu_sol = epslap.solve_batch(cupy.asarray(c), maximize=maximize, backend="gpu")
-            cpu_sol = epslap.solve_batch(c, maximize=maximize)
-            np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.row_ind), cpu_sol.row_ind)
-            np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.col_ind), cpu_sol.col_ind)
-            np.testing.assert_allclose(cupy.asnumpy(gpu_sol.cost), cpu_sol.cost, rtol=1e-12)
