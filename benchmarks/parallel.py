@@ -48,8 +48,8 @@ def _load() -> float:
 def _wait_quiet(limit_s: float) -> bool:
     """Wait (up to ``limit_s``) until no other task is runnable; True if it got quiet. "Other
     task" is judged by the solver's own helper, the one ``threads=None`` consults."""
-    from epslap.cpu import solver
-    other_running = getattr(solver, "other_running", None) or solver._other_running
+    from epslap.cpu import cores as solver
+    other_running = solver.other_running
     t_end = time.time() + limit_s
     while True:
         if all(other_running() == 0 for _ in range(5)):

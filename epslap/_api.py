@@ -89,7 +89,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         process may run on (CPU affinity, at most ``numba.get_num_threads()``) less the
         runnable tasks of other processes at the start (Linux ``/proc/loadavg``, this process's
         own threads not counted) — when the problem has at least
-        ``epslap.cpu.solver.AUTO_MIN_COLS_FLOAT`` (2000) columns for a float matrix in memory
+        ``epslap.cpu.cores.AUTO_MIN_COLS_FLOAT`` (2000) columns for a float matrix in memory
         (a cost source whose matrix fits ``memory`` is computed once and solved as one),
         ``AUTO_MIN_COLS`` (4000) for integer matrices and costs through row caches, else 1
         (below those measured crossovers the per-step barrier costs more than the split scan

@@ -278,7 +278,7 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
 def _batch_threads(threads) -> int:
     """Threads for a batch: the cores this process may run on (at most the threads Numba may
     use) by default; an explicit count up to those cores (above them, capped with a warning,
-    as ``cpu.solver.resolve_threads`` caps a single solve's)."""
+    as ``cpu.cores.resolve_threads`` caps a single solve's)."""
     cap = usable_cores()
     if threads is None:
         return cap

@@ -39,7 +39,8 @@ from .certificate import RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
 from .cpu.api import PRECHECK_MAX
-from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, compile_kernels, resolve_threads
+from .cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
+from .cpu.host import compile_kernels
 from .errors import InfeasibleError
 from .locality import relabeled, restore_labels
 from .solution import finish
@@ -195,8 +196,8 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
     return int(candidates)
 
 
-#: the matrix dtypes whose candidate passes this process has run (compiled): a matrix of another
-#: is checked in NumPy first (``cpu.api.PRECHECK_MAX``)
+#: the matrix dtypes this process has sent to the candidate passes (which compile on the first):
+#: a matrix of another is checked in NumPy first (``cpu.api.PRECHECK_MAX``)
 _PASSED_DTYPES: set = set()
 
 
@@ -212,18 +213,18 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
     auto = options.candidates.__class__ is str
     spread = None
     matrix = problem.cost if problem.form == "matrix" else None
-    if matrix is not None and matrix.dtype not in _PASSED_DTYPES \
-            and matrix.size <= PRECHECK_MAX:
-        # the input errors before the passes' first compile of this dtype (the passes check
-        # every value again), as the dense method does
-        check_before_compile(matrix, problem.maximize)
+    if matrix is not None and matrix.dtype not in _PASSED_DTYPES:
+        if matrix.size <= PRECHECK_MAX:
+            # the input errors before the passes' first compile of this dtype (the passes
+            # check every value again), as the dense method does
+            check_before_compile(matrix, problem.maximize)
+        _PASSED_DTYPES.add(matrix.dtype)
     locality = None
     if auto and matrix is not None:
         on_cpu = options.backend == "cpu"
         spread, declined, locality = matrix_sample(matrix, problem.maximize, k,
                                                    options.threads if on_cpu else None,
                                                    locality=on_cpu)
-        _PASSED_DTYPES.add(matrix.dtype)
         if declined is not None:
             return None, declined
         if locality is not None and locality > LOCAL_ABOVE:
@@ -235,8 +236,6 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
                               maximize=problem.maximize, k=k, t_start=t_start, auto=auto,
                               progress=options.progress, order=order, spread=spread,
                               locality=locality)
-    if matrix is not None:
-        _PASSED_DTYPES.add(matrix.dtype)
     return result
 
 
@@ -474,7 +473,7 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
                   locality: bool = False):
     """``"auto"``'s sample of a matrix in memory, read before anything else is built (the
     passes' checks and copies of the whole matrix would cost a declined problem more than its
-    sample), on ``threads`` threads (``cpu.solver.resolve_threads``; on the GPU's host every
+    sample), on ``threads`` threads (``cpu.cores.resolve_threads``; on the GPU's host every
     free core): ``(spread, why, local)``, ``why`` None where candidates may go on, ``local``
     the first look's :func:`_locality` where asked and not declined (else None). A minimised
     C-contiguous float64 or int64 matrix is read where it is, others' sampled rows are copied

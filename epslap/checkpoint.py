@@ -320,7 +320,7 @@ class _Contents:
     # ---- the writers ------------------------------------------------------------------------
 
     def cpu(self, mode: str) -> None:
-        """What ``cpu.solver._Checkpoints.save`` writes."""
+        """What the CPU solve's checkpoints (``cpu.solver._Checkpoints.save``) write."""
         eps_upper = self.common_header()
         self.prices()
         perm = self.perm()

@@ -90,7 +90,7 @@ def _devices(text: str):
 
 
 def _threads_help() -> str:
-    from .cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT
+    from .cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT
     return (f"CPU threads for the passes (default: every free core when the problem has at "
             f"least {AUTO_MIN_COLS_FLOAT} columns for a float matrix in memory (or a problem "
             f"whose matrix fits --memory), {AUTO_MIN_COLS} for integers or costs through row "

@@ -1,4 +1,9 @@
-"""Exceptions raised by epslap. Each is a subclass of the builtin a scipy user already catches."""
+"""Exceptions raised by epslap (each a subclass of the builtin a scipy user already catches), and
+where its warnings point."""
+import os
+import sys
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
 class InfeasibleError(ValueError):
@@ -22,3 +27,11 @@ def unreadable(exc: Exception) -> str:
     if "pickled" in text or "allow_pickle" in text:
         return "not a NumPy .npy or .npz file (files holding Python objects are not read)"
     return text
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of a warning that names the caller's line, not epslap's."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level

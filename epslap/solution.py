@@ -83,21 +83,29 @@ def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize
 
 
 def orient_duals(row_to_col, u, v, total, maximize: bool, transposed: bool, xp=np,
-                 rows=None) -> tuple:
+                 rows=None, pairs=None) -> tuple:
     """The canonical result with its duals (v shifted, u from the shifted v) in the caller's
     sign and orientation: ``(row_ind, col_ind, u, v, total)``, row_ind sorted. ``xp`` is the
     arrays' module: NumPy, or CuPy for the GPU batch's device arrays. ``rows``: the row numbers
-    0 … n1-1 in ``row_to_col``'s shape where the caller has them (made here otherwise)."""
+    0 … n1-1 in ``row_to_col``'s shape where the caller has them (made here otherwise).
+    ``pairs``: where given, makes ``(row_ind, col_ind)`` of ``row_to_col`` in the caller's
+    orientation instead (the GPU batch's kernel)."""
     if maximize:
         u, v, total = -u, -v, -total
-    if rows is None:
-        rows = xp.broadcast_to(xp.arange(row_to_col.shape[-1], dtype=np.int64),
-                               row_to_col.shape).copy()
+    if pairs is not None:
+        row_ind, col_ind = pairs(row_to_col)
+    else:
+        if rows is None:
+            rows = xp.broadcast_to(xp.arange(row_to_col.shape[-1], dtype=np.int64),
+                                   row_to_col.shape).copy()
+        row_ind, col_ind = rows, row_to_col
+        if transposed:
+            order = xp.argsort(row_to_col, axis=-1, kind="stable")
+            row_ind = xp.take_along_axis(row_to_col, order, axis=-1)
+            col_ind = xp.take_along_axis(rows, order, axis=-1)
     if transposed:
-        order = xp.argsort(row_to_col, axis=-1, kind="stable")
-        return (xp.take_along_axis(row_to_col, order, axis=-1),
-                xp.take_along_axis(rows, order, axis=-1), v, u, total)
-    return rows, row_to_col, u, v, total
+        u, v = v, u
+    return row_ind, col_ind, u, v, total
 
 
 def finish(shape, transposed, integral, row_to_col, v, assigned, stats, maximize,

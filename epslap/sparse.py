@@ -189,7 +189,7 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
 
 
 def kernel_table(integral: bool) -> list:
-    """The sparse solve's kernels with arguments of its types (``cpu.solver.compile_kernels``
+    """The sparse solve's kernels with arguments of its types (``cpu.host.compile_kernels``
     compiles them, with a running clock where asked, before a solve that would otherwise
     compile them silently)."""
     work = np.int64 if integral else np.float64

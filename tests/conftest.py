@@ -15,16 +15,16 @@ import pytest  # noqa: E402
 from scipy.optimize import linear_sum_assignment as scipy_lsa  # noqa: E402
 
 import epslap  # noqa: E402
-import epslap.cpu.solver as _cpu_solver  # noqa: E402
+import epslap.cpu.cores as _cpu_cores  # noqa: E402
 
 # tests pin thread counts (3 and 4 threads on 2 cores, compared row for row with 1 thread): no
 # hand-over to one thread when the machine is busy (tests/test_parallel.py turns it on where it
 # tests it)
-_cpu_solver.LOAD_WATCH = False
+_cpu_cores.LOAD_WATCH = False
 # explicit thread counts are capped at the cores that exist; the tests' 3 and 4 threads are
 # about uneven column slices, not speed: let them run on a 2-core machine
-_real_cores = _cpu_solver.available_cores()
-_cpu_solver.available_cores = lambda: max(4, _real_cores)
+_real_cores = _cpu_cores.available_cores()
+_cpu_cores.available_cores = lambda: max(4, _real_cores)
 # the small path's kernel from the first call, whatever Numba's disk cache holds (a clean
 # checkout holds nothing: its first calls would take the vector form, which
 # tests/test_first_call.py tests on its own)

@@ -155,7 +155,7 @@ def test_every_member_error_names_its_index(bad, cost_limit, same_shape):
 def test_batch_threads_are_capped_at_the_cores(monkeypatch):
     import numba
 
-    import epslap.cpu.solver as cpu_solver
+    import epslap.cpu.cores as cpu_solver
     monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
     monkeypatch.setattr(numba, "get_num_threads", lambda: 64)
     c = np.random.default_rng(3).random((40, 12, 12))

@@ -21,7 +21,7 @@ import costfns
 import epslap
 import epslap.checkpoint as ckpt
 import epslap.cpu.passes as ker
-import epslap.cpu.solver as cpu_solver
+import epslap.cpu.host as cpu_host
 from epslap.checkpoint import CheckpointError, load, parse_interval
 from tests.conftest import assert_optimal, cpu_path
 
@@ -29,7 +29,7 @@ from tests.conftest import assert_optimal, cpu_path
 @pytest.fixture
 def often(monkeypatch):
     """The host looks at the kernel every 2 ms, so that short solves write checkpoints."""
-    monkeypatch.setattr(cpu_solver, "POLL_S", 0.002)
+    monkeypatch.setattr(cpu_host, "POLL_S", 0.002)
 
 
 def _same(a, b):
@@ -103,7 +103,7 @@ def test_ctrl_c_writes_a_last_checkpoint_and_the_resume_finishes_the_solve(monke
             _thread.interrupt_main()
 
     monkeypatch.setattr(progress.SolveProgress, "tick", tick)
-    monkeypatch.setattr(cpu_solver, "POLL_S", 0.002)
+    monkeypatch.setattr(cpu_host, "POLL_S", 0.002)
     path = tmp_path / "int.ckpt"
     with pytest.raises(KeyboardInterrupt):
         epslap.solve(c, threads=1, checkpoint=path, checkpoint_every="1h", progress=True)
@@ -118,7 +118,7 @@ def test_ctrl_c_writes_a_last_checkpoint_and_the_resume_finishes_the_solve(monke
 _KILLED_SOLVE = textwrap.dedent("""
     import sys
     import costfns, epslap
-    import epslap.cpu.solver as s
+    import epslap.cpu.host as s
     s.POLL_S = 0.002
     c = costfns.generate("random", 5000, seed=9)
     epslap.solve(c, threads=1, epsilon=False, checkpoint=sys.argv[1], checkpoint_every=0.01)
@@ -244,7 +244,7 @@ def inside(tmp_path_factory):
         plain = epslap.solve(c, threads=1)
     folder = tmp_path_factory.mktemp("inside")
     path, kept = folder / "run.ckpt", folder / "inside.ckpt"
-    write, poll = ckpt.write, cpu_solver.POLL_S
+    write, poll = ckpt.write, cpu_host.POLL_S
 
     def keep_first_inside(p, header, arrays):
         write(p, header, arrays)
@@ -254,14 +254,14 @@ def inside(tmp_path_factory):
         if (arrays["resume"][ker.R_ACTIVE] == 1.0 and (rc >= 0).any() and (rc < 0).any()
                 and not kept.exists()):
             shutil.copy(p, kept)
-    ckpt.write, cpu_solver.POLL_S = keep_first_inside, 0.0005
+    ckpt.write, cpu_host.POLL_S = keep_first_inside, 0.0005
     try:
         for _ in range(5):  # a busy machine can starve the host's poll through a short pass
             epslap.solve(c, threads=1, checkpoint=path, checkpoint_every=1e-9)
             if kept.exists():
                 break
     finally:
-        ckpt.write, cpu_solver.POLL_S = write, poll
+        ckpt.write, cpu_host.POLL_S = write, poll
     assert kept.exists(), "no checkpoint inside a pass: the passes were too short"
     return c, kept, plain
 

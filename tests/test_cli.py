@@ -69,7 +69,7 @@ def test_version_and_python_dash_m(capsys):
 
 
 def test_help_lists_problems_and_the_thread_rule(capsys):
-    from epslap.cpu.solver import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT
+    from epslap.cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT
     code, out, _ = run(["solve", "--help"], capsys)
     assert code == 0
     flat = " ".join(out.split())

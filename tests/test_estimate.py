@@ -232,7 +232,7 @@ def test_speculative_sweep_validates_every_row():
 def test_estimate_on_threads_equals_one_thread(name, shape, threads):
     """Stages C–E on column slices (one barrier per row) give exactly the sequential estimate
     (rank1/rank2 run stages C–E at these sizes, the others stop after stage B)."""
-    from epslap.cpu.solver import estimate_rows
+    from epslap.cpu.estimate.driver import estimate_rows
     c = np.ascontiguousarray(costfns.generate(name.split("-")[0], shape[1], seed=6)[:shape[0]])
     if name.endswith("-int"):
         c = np.round(c * 1000).astype(np.int64)
@@ -252,7 +252,7 @@ def test_estimate_on_threads_equals_one_thread(name, shape, threads):
 def test_estimate_on_more_threads_than_column_lines(n):
     """Three threads on 12-24 columns: column slices of whole 8-column lines leave a thread an
     empty slice (n = 12: thread 0), which still takes every barrier. Stages C–E run here."""
-    from epslap.cpu.solver import estimate_rows
+    from epslap.cpu.estimate.driver import estimate_rows
     c = costfns.generate("rank1", n, seed=6)
     one = estimate_rows(c, n, n, c.dtype, integral=False)
     many = estimate_rows(c, n, n, c.dtype, integral=False, threads=3)

@@ -16,7 +16,7 @@ import pytest
 
 import costfns
 import epslap
-import epslap.cpu.solver as cpu_solver
+import epslap.cpu.host as cpu_host
 from epslap.checkpoint import load
 from tests.conftest import assert_optimal
 
@@ -92,4 +92,4 @@ def test_wait_on_the_worker_does_not_trust_a_join_that_was_interrupted(monkeypat
         release.wait(5)
         return 42
     threading.Timer(0.2, release.set).start()
-    assert cpu_solver._run_interruptibly(fn, ctl) == 42
+    assert cpu_host.run_interruptibly(fn, ctl) == 42

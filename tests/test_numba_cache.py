@@ -81,13 +81,13 @@ def test_a_signature_holding_a_jitted_function_is_not_saved(tmp_path):
 
 
 def test_kernel_tables_are_readied_once_per_kind_of_arguments():
-    """``cpu.solver.compile_kernels`` looks a table up by its arguments' kinds (dtype,
+    """``cpu.host.compile_kernels`` looks a table up by its arguments' kinds (dtype,
     dimensions, layout): a second table of the same kinds returns at once; a new dtype or
     layout compiles its own overload."""
     import numpy as np
     from numba import njit
 
-    from epslap.cpu.solver import compile_kernels
+    from epslap.cpu.host import compile_kernels
 
     @njit
     def kernel(a, x):

@@ -14,7 +14,7 @@ import costfns
 import epslap
 from epslap.cpu import passes as ker
 from epslap import _sync
-from epslap.cpu.solver import AUTO_MIN_COLS, resolve_threads
+from epslap.cpu.cores import AUTO_MIN_COLS, resolve_threads
 from epslap.errors import InfeasibleError
 
 from conftest import assert_certified, assert_optimal, cpu_path
@@ -272,7 +272,7 @@ def test_threads_argument():
         capped = epslap.solve(c, threads=64).stats["threads"]
     assert capped == min(6, numba.get_num_threads())  # at least 8 columns per thread
     assert resolve_threads(None, AUTO_MIN_COLS - 1) == 1
-    from epslap.cpu import solver
+    from epslap.cpu import cores as solver
     old = solver.other_running
     try:
         solver.other_running = lambda: 0
@@ -291,7 +291,7 @@ def test_auto_threads_start_lower_for_float_matrices():
     """threads=None: a float matrix in memory takes every core from AUTO_MIN_COLS_FLOAT columns,
     an integer one only from AUTO_MIN_COLS (the measured crossovers differ)."""
     import numba
-    from epslap.cpu import solver
+    from epslap.cpu import cores as solver
     assert solver.AUTO_MIN_COLS_FLOAT < AUTO_MIN_COLS
     n = solver.AUTO_MIN_COLS_FLOAT
     rng = np.random.default_rng(5)
@@ -374,10 +374,10 @@ def test_load_watch_reads_the_core_share():
 def test_stalled_threads_hand_over_to_one_thread(monkeypatch):
     """When the watch reports a stall, the threads stop at an augmentation and one thread
     finishes from their prices: the same optimum, a warning, and the time of the hand-over."""
-    import epslap.cpu.solver as cpu_solver
-    monkeypatch.setattr(cpu_solver, "LOAD_WATCH", True)
-    monkeypatch.setattr(cpu_solver, "other_running", lambda: 0)  # the start: no busy cores
-    monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
+    import epslap.cpu.cores as cpu_cores
+    monkeypatch.setattr(cpu_cores, "LOAD_WATCH", True)
+    monkeypatch.setattr(cpu_cores, "other_running", lambda: 0)  # the start: no busy cores
+    monkeypatch.setattr(cpu_cores, "available_cores", lambda: 2)
     monkeypatch.setattr(_sync.LoadWatch, "stalled", lambda self: True)
     for seed in (2, 3):  # geometric 4000: long enough for the host's first look (0.1 s)
         c = costfns.generate("geometric", 4000, seed=seed)
@@ -392,12 +392,12 @@ def test_stalled_threads_hand_over_to_one_thread(monkeypatch):
 def test_an_explicit_thread_count_is_honoured_on_busy_cores(monkeypatch, recwarn):
     """Busy cores lower the automatic count only; an explicit one below the cores is kept
     (without a warning), and a stall during the passes does not take it away."""
-    import epslap.cpu.solver as cpu_solver
-    monkeypatch.setattr(cpu_solver, "LOAD_WATCH", True)
-    monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
-    monkeypatch.setattr(cpu_solver, "other_running", lambda: 10**6)
-    assert cpu_solver.resolve_threads(2, 4000) == 2
-    assert cpu_solver.resolve_threads(None, 4000) == 1
+    import epslap.cpu.cores as cpu_cores
+    monkeypatch.setattr(cpu_cores, "LOAD_WATCH", True)
+    monkeypatch.setattr(cpu_cores, "available_cores", lambda: 2)
+    monkeypatch.setattr(cpu_cores, "other_running", lambda: 10**6)
+    assert cpu_cores.resolve_threads(2, 4000) == 2
+    assert cpu_cores.resolve_threads(None, 4000) == 1
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
     monkeypatch.setattr(_sync.LoadWatch, "stalled", lambda self: True)
     c = costfns.generate("geometric", 2500, seed=4)
@@ -411,19 +411,20 @@ def test_explicit_threads_are_capped_at_the_cores_that_exist_in_every_phase(monk
     included (it was run on 64 threads)."""
     import numba
 
-    import epslap.cpu.solver as cpu_solver
-    monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
+    import epslap.cpu.cores as cpu_cores
+    monkeypatch.setattr(cpu_cores, "available_cores", lambda: 2)
     monkeypatch.setattr(numba, "get_num_threads", lambda: 64)
     with pytest.warns(RuntimeWarning, match="more than the 2 cores") as caught:
-        assert cpu_solver.resolve_threads(64, 4000) == 2
+        assert cpu_cores.resolve_threads(64, 4000) == 2
     assert len(caught) == 1 and "\n" not in str(caught[0].message)
     seen = []
-    real = cpu_solver.CpuStages
+    import epslap.cpu.estimate.driver as estimate_driver
+    real = estimate_driver.CpuStages
 
     def spy(src, bufs, *a, **k):
         seen.append(len(bufs))
         return real(src, bufs, *a, **k)
-    monkeypatch.setattr(cpu_solver, "CpuStages", spy)
+    monkeypatch.setattr(estimate_driver, "CpuStages", spy)
     c = np.random.default_rng(1).random((2200, 2200))
     with pytest.warns(RuntimeWarning, match="more than the 2 cores"):
         sol = epslap.solve(c, threads=64, candidates=False)
@@ -436,7 +437,7 @@ def test_own_spinning_threads_are_not_counted_as_other_processes():
     spinning) are ours: other_running() leaves them out."""
     import threading
 
-    import epslap.cpu.solver as cpu_solver
+    import epslap.cpu.cores as cpu_cores
     from numba import njit
 
     from epslap._sync import load_acquire
@@ -454,10 +455,10 @@ def test_own_spinning_threads_are_not_counted_as_other_processes():
         w.start()
     try:
         time.sleep(0.05)
-        assert cpu_solver._own_running() >= 4  # three spinners and the caller
+        assert cpu_cores.own_running() >= 4  # three spinners and the caller
         with open("/proc/loadavg") as fh:
             total = int(fh.read().split()[3].split("/")[0])
-        assert cpu_solver.other_running() <= max(0, total - 4) + 2  # loadavg moves meanwhile
+        assert cpu_cores.other_running() <= max(0, total - 4) + 2  # loadavg moves meanwhile
     finally:
         stop[0] = 1
         for w in workers:

@@ -43,7 +43,7 @@ import numpy as np
 import costfns
 import epslap
 from epslap._schedule import next_eps
-from epslap.cpu.solver import estimate_rows
+from epslap.cpu.estimate.driver import estimate_rows
 
 
 def _argmin(d, is_open, assigned):

@@ -17,8 +17,10 @@ from ..checkpoint import canonical_hint
 from ..solution import Solution, empty_solve, finish
 from . import small
 from .passes import col_range
-from .solver import (AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, assigned_costs, resolve_threads,
-                     rows_served, solve_rows)
+from .cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
+from .duals import assigned_costs
+from .host import rows_served
+from .solver import solve_rows
 
 _ROW_DTYPES = (np.float64, np.float32, np.int64, np.int32)
 #: the float dtypes whose ε-passes this process has run (compiled): a matrix of another, of at

@@ -6,275 +6,26 @@ Ctrl-C into a clean stop request.
 """
 from __future__ import annotations
 
-import os
-import threading
 import time
 import warnings
-from contextlib import nullcontext
-from typing import Any
 
-import numba
 import numpy as np
 
-from .._progress import SolveProgress, compile_clock
-from .._sync import LoadWatch, available_cores, new_sync, request_abort, run_workers
+from .._progress import SolveProgress
+from .._sync import LoadWatch, new_sync, run_workers
 from .._schedule import rectangular_from_zero
-from .._status import (STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK,
-                       STOP_AFTER_AUGMENTATION, STOP_NONE, STOP_NOW, raise_for_status)
+from .._status import (STATUS_INTERRUPTED, STATUS_OK, STOP_AFTER_AUGMENTATION, STOP_NONE,
+                       STOP_NOW, raise_for_status)
 from .. import checkpoint as ckpt
-from .._validate import check_float_range
-from ..certificate import RTOL, prices_need_polish
+from ..certificate import prices_need_polish
+from ..errors import user_stacklevel
+from . import cores
 from . import passes as ker
-from .dual_repair import repair_duals
-from .estimate import CpuStages, certificate_holds
-from .estimate import certify as cert
-from .estimate.validate import validate_rows
+from .duals import duals_hold, free_columns_on_top, repair_duals_on_rows
+from .estimate.driver import estimate_rows
+from .host import compile_kernels, read_rows, run_interruptibly
 
 INT_INF = np.int64(2**62)
-# threads=None uses one thread below this many columns (the measured crossovers: benchmarks/
-# README.md "Two threads against one"); every core Numba may use from here on. Float matrices
-# in memory gain from 2 threads at n = 2000 (1.2-1.4x), and so do cost sources computed as a
-# table (solved as a matrix); integer matrices lose there (0.84x) and tie at 3000; costs
-# through row caches keep the general rule.
-AUTO_MIN_COLS = 4000
-AUTO_MIN_COLS_FLOAT = 2000
-
-
-
-def _user_level() -> int:
-    """The ``stacklevel`` of a warning that names the caller's line, not epslap's."""
-    import sys
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _compile(dispatcher, args) -> float:
-    """Compile (or load from the disk cache) ``dispatcher`` for ``args``; return seconds spent."""
-    sig = tuple(numba.typeof(a) for a in args)
-    t0 = time.perf_counter()
-    dispatcher.compile(sig)
-    return time.perf_counter() - t0
-
-
-#: seconds between two looks of the host at a running kernel (progress, load, checkpoints)
-POLL_S = 0.1
-
-
-def _run_interruptibly(fn, ctl: np.ndarray, on_tick=None, sync=None) -> Any:
-    """Run ``fn()`` on a worker thread; poll ``on_tick``. Ctrl-C sets the stop flag ``ctl[0]``
-    (the passes read it) and aborts the barrier state ``sync`` when given (the estimate's); the
-    worker then ends within a row, and KeyboardInterrupt is raised once it has.
-
-    The end of the worker is an Event it sets itself, not ``Thread.join``/``is_alive``: a
-    KeyboardInterrupt that lands inside ``join(timeout)`` can leave CPython reporting the
-    still-running thread as stopped, and the caller would then save a checkpoint before the
-    kernel has filled its resume state (and leave the thread running)."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def work():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # pragma: no cover - compiled code does not raise
-            box["error"] = exc
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=work, name="epslap-cpu", daemon=True)
-    worker.start()
-    interrupted = False
-    while not done.is_set():
-        try:
-            if not done.wait(POLL_S) and on_tick is not None:
-                on_tick()
-        except KeyboardInterrupt:
-            ctl[0] = STOP_NOW
-            if sync is not None:
-                request_abort(sync)
-            interrupted = True
-    while worker.is_alive():  # fn has returned: the thread ends at once; none is left behind
-        try:  # (on a loaded machine its end could come after the caller had moved on)
-            worker.join()
-        except KeyboardInterrupt:
-            interrupted = True
-    if "error" in box:
-        raise box["error"]
-    if interrupted:
-        raise KeyboardInterrupt("epslap solve interrupted")
-    return box["result"]
-
-
-def _own_running() -> int:
-    """Runnable threads of this process, the caller included (1 where unknown): the threads
-    of an earlier parallel region that still spin count in /proc/loadavg, but they are ours."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return 1
-    running = 0
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as fh:
-                running += fh.read().rsplit(")", 1)[1].split()[0] == "R"
-        except (OSError, IndexError):
-            continue
-    return max(1, running)
-
-
-def other_running() -> int:
-    """Runnable tasks on the machine besides this process's own (0 where unknown)."""
-    try:
-        with open("/proc/loadavg") as fh:
-            running = int(fh.read().split()[3].split("/")[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return max(0, running - _own_running())
-
-
-#: hand automatically chosen lock-step threads over to one thread when other processes hold
-#: the cores during the passes (``_sync.LoadWatch``). The tests that pin thread counts on a
-#: shared machine turn it off.
-LOAD_WATCH = True
-
-
-def resolve_threads(threads, n2: int, min_cols: int = AUTO_MIN_COLS) -> int:
-    """The number of solver threads for ``threads`` (``solve``'s keyword) and n2 columns; the
-    one count every phase of the solve uses (estimate, passes, certificate).
-
-    ``None``: every core that is free now — the cores this process may run on
-    (:func:`available_cores`, at most ``numba.get_num_threads()``) less the runnable tasks of
-    other processes (Linux ``/proc/loadavg``, without this process's own threads) — when n2 >=
-    ``min_cols`` (AUTO_MIN_COLS; AUTO_MIN_COLS_FLOAT for a float matrix in memory), else 1
-    (below the measured crossover the barrier per Dijkstra step costs more than the split scan
-    saves). The threads meet once per Dijkstra step, so one that waits for a core stalls all:
-    such automatic threads also hand over to one thread when they stall during the passes.
-    An explicit count is honoured up to the cores that exist (and the threads Numba may use),
-    whatever else runs; above that it is capped, with one warning. Every count keeps at least
-    8 columns per thread.
-    """
-    cap = min(available_cores(), numba.get_num_threads())  # this module's name: tests pin it
-    if threads is None:
-        threads = cap if n2 >= min_cols else 1
-        if threads > 1:  # lock-step threads lose badly to a peer that has no core of its own
-            threads = max(1, min(threads, available_cores() - other_running()))
-    elif threads > cap:
-        warnings.warn(f"threads={threads} is more than the {cap} cores this process may use "
-                      f"(its CPU affinity {available_cores()}, numba.get_num_threads() "
-                      f"{numba.get_num_threads()}); using {cap}: lock-step threads without a "
-                      "core of their own stall each other", RuntimeWarning,
-                      stacklevel=_user_level())
-        threads = cap
-    return int(max(1, min(int(threads), n2 // 8)))
-
-
-#: (dispatcher, ``_arg_key`` of its arguments) compiled or loaded in this process
-_READY: set = set()
-
-
-#: the array flags Numba's type of an array reads (C and F contiguous, aligned, writeable)
-_LAYOUT_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
-
-
-def _arg_key(a):
-    """What Numba's type of ``a`` depends on, read cheaply (about half the time of reading the
-    flags one by one: this runs for every argument of every solve): an array's dtype,
-    dimensions and layout flags, a tuple's (or named tuple's) members, a scalar's type; any
-    other object by identity (conservative: a new object is looked at by Numba again)."""
-    kind = type(a)
-    if kind is np.ndarray:
-        return (a.dtype, a.ndim, a.flags.num & _LAYOUT_FLAGS)
-    if isinstance(a, tuple):
-        return (kind, *[_arg_key(x) for x in a])
-    if a is None or isinstance(a, (bool, int, float, np.generic)):
-        return kind
-    return (kind, id(a))
-
-
-def compile_kernels(kernels, progress=None, what: str = "the CPU kernels") -> float:
-    """Compile every (dispatcher, arguments) of a step's kernel table; return seconds spent.
-    With ``progress`` (a :class:`SolveProgress`, or True for a line of its own), a compile this
-    process has not done yet is shown as a phase whose clock runs. A table whose kernels this
-    process has readied for arguments of the same kinds returns at once: Numba's types of every
-    argument cost about 2 ms per solve, a tenth of a 4000-row solve of an easy class."""
-    keys = [(dispatcher, _arg_key(args)) for dispatcher, args in kernels]
-    if all(key in _READY for key in keys):
-        return 0.0
-
-    def compile_all():
-        return sum(_compile(dispatcher, args) for dispatcher, args in kernels)
-    if progress and any(tuple(numba.typeof(a) for a in args) not in dispatcher.overloads
-                        for dispatcher, args in kernels):
-        with (compile_clock(what) if progress is True else progress.compiling(what)):
-            spent = compile_all()
-    else:
-        spent = compile_all()
-    _READY.update(keys)
-    return spent
-
-
-def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
-                  ctl=None, estimate_context=None, threads: int = 1, check_rows=None,
-                  progress=None):
-    """Stages A–E on the host over the rows of ``src`` (docs/algorithm.md §2; also validates every
-    row: NaN/-inf and infeasible rows raise), after the speculative certificate sweep for float
-    costs (``estimate.certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used
-    by the CPU solve and by the GPU backend for rows that come from the host.
-
-    Returns ``(v, perm, pick, eps_upper, eps_lower, certified, compile_s, seconds)``: v in the
-    work dtype; ``certified`` when stage B's assignment ``pick`` is the exact pass's optimal
-    result (``epsilon`` only). ``epsilon=False``: only the validation of the rows
-    (``estimate.validate``); v = 0, natural row order, ε bounds 0.
-    """
-    work = np.int64 if integral else np.float64
-    ctl = np.zeros(8, dtype=np.int64) if ctl is None else ctl
-    buf = np.empty(n2, dtype=row_dtype)
-    v = np.zeros(n2, dtype=work)
-    perm = np.arange(n1, dtype=np.int64)
-    pick = np.empty(n1, dtype=np.int64)  # stage B's assignment (the answer when certified)
-    stop = new_sync()  # the estimate's barriers: a stop request aborts them
-    speculate = epsilon and not integral and n1 > cert.CERT_SAMPLE
-    if epsilon:
-        # concurrent reads of the rows only from a matrix in memory (sources may share state)
-        bufs = [buf] + [np.empty(n2, dtype=row_dtype)
-                        for _ in range(1, threads if isinstance(src, np.ndarray) else 1)]
-        stages = CpuStages(src, bufs, n1, n2, v, perm, pick, integral, stop)
-        kernels = stages.kernels() + (cert.kernels(src, buf, n1, n2) if speculate else [])
-    else:  # only the validation of the rows; v = 0 and the rows in their order, as set above
-        kernels = [(validate_rows, (src, buf, np.int64(n1), stop))]
-    compile_s = compile_kernels(kernels, progress, "the estimate")
-
-    def run():
-        if not epsilon:
-            status, big = validate_rows(src, buf, np.int64(n1), stop)
-            if status == STATUS_OK and not integral:
-                check_float_range(big, (n1, n2))
-            return status, 0.0, 0.0
-        if speculate:
-            vf = np.empty(n2)
-            status = cert.certify_sweep(src, bufs, n1, n2, vf, pick, len(bufs), stop)
-            if status in (STATUS_INVALID, STATUS_INTERRUPTED):
-                return status, 0.0, 0.0
-            if status == STATUS_CERTIFIED and certificate_holds(vf, vf, pick, n1, False, 0.0):
-                v[:] = vf
-                return status, 0.0, 0.0
-        return stages.run()
-
-    t0 = time.perf_counter()
-    tick = None
-    if progress is not None:
-        progress.estimate()
-        tick = progress.tick
-    with rows_served(estimate_context):
-        status, eps_upper, eps_lower = _run_interruptibly(run, ctl, tick, sync=stop)
-    if check_rows is not None:  # the source's own errors explain a status better than it does
-        check_rows()
-    raise_for_status(status, "cpu")
-    certified = status == STATUS_CERTIFIED and epsilon
-    return (v, perm, pick, eps_upper, eps_lower, certified, compile_s,
-            time.perf_counter() - t0)
 
 
 class _Checkpoints:
@@ -290,7 +41,7 @@ class _Checkpoints:
         if checkpoint is not None and (checkpoint.path is not None
                                        or checkpoint.loaded is not None):
             self.fingerprint = ckpt.fingerprint(
-                _read_rows(src, n2, row_dtype, ckpt.fingerprint_rows(n1), estimate_context),
+                read_rows(src, n2, row_dtype, ckpt.fingerprint_rows(n1), estimate_context),
                 n1, n2, mode)
             self.state = checkpoint.loaded
             if self.state is not None:
@@ -348,7 +99,7 @@ class _Passes:
         self.rows = n1 if rectangular else -1  # PassIO.rows_per_pass
         self.degraded_at = None  # seconds into the passes when one thread took over
         # one thread reads a matrix itself; per-thread row caches have no whole-row reader
-        self.can_degrade = LOAD_WATCH and hand_over and nthreads > 1
+        self.can_degrade = cores.LOAD_WATCH and hand_over and nthreads > 1
         self.t0 = time.perf_counter()
 
     def worker_args(self, eps_hi, eps_lo, log, sync):
@@ -394,7 +145,7 @@ class _Passes:
                 if on_tick is not None:
                     on_tick()
             try:
-                _run_interruptibly(lambda: run_workers(ker.pass_worker, args_of, t,
+                run_interruptibly(lambda: run_workers(ker.pass_worker, args_of, t,
                                                                 sync), ctl, tick)
             except KeyboardInterrupt:
                 if keep and checkpoints.writes and self.resume[ker.R_ACTIVE] == 1.0:
@@ -475,7 +226,7 @@ def _settle_float_duals(passes: _Passes, src, n2, row_dtype, estimate_context, g
     assigned = np.empty(len(row_to_col), dtype=np.float64)
     polish_rows = retries = 0
     while passes.result[0] == STATUS_OK:
-        ok = _duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context, assigned)
+        ok = duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context, assigned)
         if gathered is not None:
             gathered.pop("assigned", None)
             if ok:
@@ -486,14 +237,14 @@ def _settle_float_duals(passes: _Passes, src, n2, row_dtype, estimate_context, g
             return polish_rows, 0, True
         if retries == 2:
             kept = v.copy()
-            repaired = _repair_duals(src, n2, row_dtype, v, row_to_col, estimate_context)
+            repaired = repair_duals_on_rows(src, n2, row_dtype, v, row_to_col, estimate_context)
             if repaired >= 0:  # its last sweep checked every row as verify will
                 return polish_rows, repaired, False
             v[:] = kept
             warnings.warn("epslap: the float duals of this solve miss epslap.verify's per-entry "
                           "rule after two polishing passes and a repair (the assignment is "
                           "optimal up to float rounding); please report the problem",
-                          RuntimeWarning, stacklevel=_user_level())
+                          RuntimeWarning, stacklevel=user_stacklevel())
             break
         polish_rows += passes.polish(prog)
         retries += 1
@@ -509,7 +260,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                hand_over: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the canonical problem (n1 <= n2, rows from ``src``) on the CPU.
 
-    ``threads`` (already resolved, see :func:`resolve_threads`) workers run the pass loop over
+    ``threads`` (already resolved, see :func:`cores.resolve_threads`) workers run the pass loop over
     column slices (``hand_over``: they were chosen automatically, and hand over to one thread
     when they stall each other; an explicit count is kept); worker t reads rows through
     ``thread_srcs[t]`` (per-thread row caches of its columns) or, by default, ``src``. The
@@ -607,7 +358,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     if passes.degraded_at is not None:
         warnings.warn(f"epslap: the {nthreads} solver threads stalled each other (another "
                       f"process is using the cores); one thread finished the solve after "
-                      f"{passes.degraded_at:.2f} s", RuntimeWarning, stacklevel=_user_level())
+                      f"{passes.degraded_at:.2f} s", RuntimeWarning, stacklevel=user_stacklevel())
     stats = {
         "backend": "cpu",
         "method": mode,
@@ -630,64 +381,3 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         stats["warm_start"] = "used"
     stats.update(checkpoints.stats(rows_before))
     return row_to_col, v, stats
-
-
-def rows_served(estimate_context):
-    """``estimate_context()`` (the context in which helper threads compute a source's rows),
-    or a context that does nothing where there is none."""
-    return nullcontext() if estimate_context is None else estimate_context()
-
-
-def _read_rows(src, n2: int, row_dtype, rows: np.ndarray, estimate_context) -> np.ndarray:
-    """Rows ``rows`` of ``src`` (inside ``estimate_context``: rows that helper threads
-    compute)."""
-    from costfns.rows import fill_rows
-    out = np.empty((len(rows), n2), dtype=row_dtype)
-
-    with rows_served(estimate_context):
-        for k, i in enumerate(rows):
-            fill_rows(src, np.int64(i), out[k:k + 1])
-    return out
-
-
-def _duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assigned) -> bool:
-    """``passes.duals_hold_rows`` over the rows of ``src`` (inside ``estimate_context``: a
-    source whose rows helper threads compute); the assigned costs into ``assigned``."""
-    stop = new_sync()
-
-    def run():
-        return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, stop,
-                                   assigned)
-    with rows_served(estimate_context):
-        return _run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
-
-
-def _repair_duals(src, n2: int, row_dtype, v, row_to_col, estimate_context) -> int:
-    """``dual_repair.repair_duals`` over the rows of ``src`` (a budget of 8 reads per row and
-    1000 more); its rows read, -1 where it did not finish."""
-    stop = new_sync()
-    budget = np.int64(8 * len(row_to_col) + 1000)
-
-    def run():
-        return repair_duals(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, budget, stop)
-    with rows_served(estimate_context):
-        return int(_run_interruptibly(run, np.zeros(8, np.int64), sync=stop))
-
-
-def free_columns_on_top(v: np.ndarray, row_to_col: np.ndarray) -> bool:
-    """Whether every column left unassigned has the largest price: the condition under which
-    the prices certify a rectangular assignment (their duals are 0 after the shift)."""
-    free = np.ones(len(v), bool)
-    free[row_to_col] = False
-    return not free.any() or bool((v[free] == v.max()).all())
-
-
-def assigned_costs(src, n2: int, row_dtype, row_to_col: np.ndarray, work) -> np.ndarray:
-    """Canonical cost of every assigned pair, read through ``src``."""
-    out = np.empty(len(row_to_col), dtype=work)
-    if len(row_to_col):  # on a worker thread: computing the rows again may take a while
-        stop = new_sync()
-        _run_interruptibly(lambda: ker.gather_assigned(src, np.empty(n2, row_dtype), row_to_col,
-                                                       out, stop),
-                           np.zeros(8, np.int64), sync=stop)
-    return out

@@ -462,25 +462,23 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
 
 
 def _assemble(cupy, x, u, v, total, rows, transposed, maximize) -> tuple:
-    """Every problem's result in the caller's orientation and sign (as the CPU batch's
-    ``orient_duals``), the assignments by ``orient.cu``'s kernel: one launch where a device sort
-    and its gathers took most of a detection-shaped call. Members with more than
-    ORIENT_MAX_ROWS canonical rows (possible beyond MAX_COLS columns, solved one by one) take
-    the sort: the kernel holds a member's rows in shared memory."""
+    """Every problem's result in the caller's orientation and sign (``orient_duals``, as the
+    CPU batch), the assignments by ``orient.cu``'s kernel: one launch where a device sort and
+    its gathers took most of a detection-shaped call. Members with more than ORIENT_MAX_ROWS
+    canonical rows (possible beyond MAX_COLS columns, solved one by one) take the sort: the
+    kernel holds a member's rows in shared memory."""
     b, n1 = x.shape
-    if n1 > ORIENT_MAX_ROWS:
-        row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed,
-                                                     xp=cupy)
-        return row_ind, col_ind, total, u, v, rows
-    if maximize:
-        u, v, total = -u, -v, -total
-    row_ind, col_ind = cupy.empty_like(x), cupy.empty_like(x)
-    if b and n1:
-        kernel = build_module(cupy, ORIENT, {}, {}, EPS_OPTIONS,
-                              cooperative=False).get_function("orient_members")
-        kernel((int(min(b, ORIENT_BLOCKS)),), (ORIENT_THREADS,),
-               (x, np.int64(b), np.int32(n1), np.int32(transposed), row_ind, col_ind),
-               shared_mem=n1 * 8)
-    if transposed:
-        u, v = v, u
+
+    def oriented_by_kernel(row_to_col):
+        row_ind, col_ind = cupy.empty_like(row_to_col), cupy.empty_like(row_to_col)
+        if b and n1:
+            kernel = build_module(cupy, ORIENT, {}, {}, EPS_OPTIONS,
+                                  cooperative=False).get_function("orient_members")
+            kernel((int(min(b, ORIENT_BLOCKS)),), (ORIENT_THREADS,),
+                   (row_to_col, np.int64(b), np.int32(n1), np.int32(transposed), row_ind,
+                    col_ind), shared_mem=n1 * 8)
+        return row_ind, col_ind
+    row_ind, col_ind, u, v, total = orient_duals(
+        x, u, v, total, maximize, transposed, xp=cupy,
+        pairs=None if n1 > ORIENT_MAX_ROWS else oriented_by_kernel)
     return row_ind, col_ind, total, u, v, rows

@@ -163,7 +163,7 @@ class DevicePasses:
         """The host's end of an auction phase: the rows the device left free, shared among
         the free cores (``cpu.parallel_auction``; their chains of bids lie far apart)."""
         from ..cpu.parallel_auction import parallel_auction
-        from ..cpu.solver import resolve_threads
+        from ..cpu.cores import resolve_threads
         if self._host_phase is None:
             self._host_phase = parallel_auction(resolve_threads(None, self.n2))
         return self._host_phase

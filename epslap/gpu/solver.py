@@ -104,7 +104,7 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
         return out
     if not integral:
         # float prices rounded at the scale of their spread can miss the per-entry rule where
-        # a tight pair of tiny costs meets the top price (as on the CPU, epslap.cpu.solver):
+        # a tight pair of tiny costs meets the top price (as on the CPU, epslap.cpu.duals):
         # one exact pass from the final prices (the polish: every path one edge) recomputes
         # the duals at their own scale
         first = out
@@ -369,7 +369,7 @@ def _initial_prices(run: _Run, start_v, host, epsilon: bool) -> tuple:
         state.v[:] = cupy.asarray(np.asarray(start_v, dtype=run.work))
         return 0.0, 0.0, None, 0.0
     if host is not None:  # rows from the host: the CPU's estimate reads them there
-        from ..cpu.solver import estimate_rows
+        from ..cpu.estimate.driver import estimate_rows
         v0, perm0, pick, eps_upper, eps_lower, optimal, c_s, _ = estimate_rows(
             host.state, run.n1, run.n2, host.row_dtype, integral=run.integral, epsilon=epsilon)
         state.v[:] = cupy.asarray(v0)
@@ -687,7 +687,7 @@ def _result(run: _Run, row_to_col, host) -> tuple:
     cupy = run.cupy
     v_host = run.state.v.get()
     if host is not None:
-        from ..cpu.solver import assigned_costs
+        from ..cpu.duals import assigned_costs
         return v_host, assigned_costs(host.state, run.n2, host.row_dtype, row_to_col, run.work)
     assigned_dev = cupy.empty(run.n1, dtype=run.work)
     gather = run.src_mod.get_function("gather_costs")
