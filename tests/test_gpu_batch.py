@@ -328,3 +328,71 @@ def test_members_are_oriented_as_the_cpu_batch_orients_them(shape, maximize, by,
     np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.row_ind), cpu_sol.row_ind)
     np.testing.assert_array_equal(cupy.asnumpy(gpu_sol.col_ind), cpu_sol.col_ind)
     np.testing.assert_allclose(cupy.asnumpy(gpu_sol.cost), cpu_sol.cost, rtol=1e-12)
+
+
+def _detection_batch(seed: int, count: int = 64, queries: int = 300):
+    """A detection-shaped ragged list: ``queries`` predictions against 0-59 targets per image,
+    float32 and float64."""
+    rng = np.random.default_rng(seed)
+    mats = [(rng.random((queries, int(k))) * 10).astype(np.float32 if i % 3 else np.float64)
+            for i, k in enumerate(rng.integers(0, 60, count))]
+    mats[1] = rng.random((17, queries))  # and one the other way round
+    return mats
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("on_device", [False, True])
+def test_a_ragged_list_is_solved_in_one_launch(maximize, on_device):
+    """Float matrices of different shapes are padded to one slot (``gpu/ragged.py``) and solved
+    by one launch: every member's optimum and certificate, in the input's arrays."""
+    import cupy
+    mats = _detection_batch(30 + maximize)
+    given = [cupy.asarray(m) for m in mats] if on_device else mats
+    sol = epslap.solve_batch(given, maximize=maximize, backend="gpu")
+    assert sol.stats["launches"] == 1
+    assert sol.stats["padded_to"] == (max(min(m.shape) for m in mats), 300)
+    kind = cupy.ndarray if on_device else np.ndarray
+    assert all(isinstance(a, kind) for a in sol.row_ind + sol.col_ind + sol.u + sol.v)
+    np.testing.assert_allclose(sol.cost, _scipy_costs(mats, maximize), rtol=1e-12)
+    if on_device:
+        sol = epslap.BatchSolution(*([cupy.asnumpy(a) for a in part]
+                                     for part in (sol.row_ind, sol.col_ind)),
+                                   sol.cost, *([cupy.asnumpy(a) for a in part]
+                                               for part in (sol.u, sol.v)), sol.stats)
+    _certified(mats, sol, maximize)
+
+
+@gpu
+@pytest.mark.gpu
+def test_a_ragged_list_names_its_bad_member_and_mends_the_rest(monkeypatch):
+    """In the padded launch: a NaN or an infeasible member is named by its index; a member
+    the device could not certify is solved on the CPU; one beyond the float range rule of the
+    slot's shape but within its own is solved on its own."""
+    import epslap.gpu.batch as gb
+    mats = _detection_batch(40, count=12)
+    first, second = [k for k, m in enumerate(mats) if k > 1 and m.shape[1] > 1][:2]
+    bad = [m.copy() for m in mats]
+    bad[first][0, 0] = np.nan
+    with pytest.raises(ValueError, match=f"problem {first}: matrix contains invalid numeric"):
+        epslap.solve_batch(bad, backend="gpu")
+    bad = [m.copy() for m in mats]
+    bad[second][:, 0] = np.inf  # a target no prediction may take
+    with pytest.raises(epslap.InfeasibleError, match=f"problem {second}"):
+        epslap.solve_batch(bad, backend="gpu")
+    huge = [m.copy() for m in mats] + [np.array([[2.0**1012, 1.0], [1.0, 2.0**1012]])]
+    sol = epslap.solve_batch(huge, backend="gpu")
+    assert sol.cost[-1] == 2.0 and sol.stats["launches"] == 2
+    np.testing.assert_allclose(sol.cost[:-1], _scipy_costs(mats), rtol=1e-12)
+    launch = gb._launch
+
+    def one_uncertified(*args):
+        launch(*args)
+        args[-2][3] = gb.UNCERTIFIED
+    monkeypatch.setattr(gb, "_launch", one_uncertified)
+    for maximize in (False, True):
+        sol = epslap.solve_batch(mats, maximize=maximize, backend="gpu")
+        assert sol.stats["cpu_fallbacks"] == 1
+        np.testing.assert_allclose(sol.cost, _scipy_costs(mats, maximize), rtol=1e-12)
+        _certified(mats, sol, maximize)

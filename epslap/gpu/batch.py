@@ -29,6 +29,7 @@ from .._validate import check_float_range, check_int_range, float_cost_limit, fl
 from ..certificate import RTOL
 from ..solution import Solution, orient_duals
 from .modules import EPS_OPTIONS, GPU_DIR, ORIENT, build_module, status_header
+from . import ragged
 from .runtime import import_cupy
 
 BATCH_CU = GPU_DIR / "batch.cu"
@@ -242,6 +243,11 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
     groups: dict = {}
     for k, m in enumerate(mats):
         groups.setdefault((m.shape, m.dtype.str, isinstance(m, cupy.ndarray)), []).append(k)
+    where = {on_device for (_, _, on_device) in groups}
+    if len(groups) > 1 and len(where) == 1:
+        p = ragged.plan(mats, MAX_COLS)
+        if p is not None:
+            return _solve_padded(cupy, mats, p, where.pop(), maximize, stats)
     n = len(mats)
     row_ind, col_ind, u, v = [None] * n, [None] * n, [None] * n, [None] * n
     integral = bool(mats) and all(m.dtype.kind in "biu" for m in mats)
@@ -261,6 +267,46 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
             rows[k] = rr[t]
     stats["rows_evaluated"] = rows
     return row_ind, col_ind, cost, u, v, stats
+
+
+def _solve_padded(cupy, mats: list, p, on_device: bool, maximize: bool, stats: dict) -> tuple:
+    """Float matrices of different shapes in one launch, padded to one slot (``ragged``). A
+    member beyond the float range rule of the slot's shape is solved again on its own (the rule
+    of its own, smaller shape may hold)."""
+    m = ragged.pad(cupy, mats, p, maximize)
+    b = len(mats)
+    out = _Outputs(cupy, b, p.rows, p.cols, np.float64)
+    x, u, v, total, rows = out.device[:5]
+    _launch(cupy, m, maximize, False, *out.device, stats)
+    counter, status = out.fetch_flags()
+    stats["device_polishes"] += int(counter[1])
+    alone = status == STATUS_OUT_OF_RANGE
+    _raise_first(cupy, np.where(alone, STATUS_OK, status), np.arange(b), m, m.shape[1:])
+    for k in np.flatnonzero(status == UNCERTIFIED):
+        _solve_on_host(cupy, m, int(k), maximize, False, x, u, v, total, rows)
+        stats["cpu_fallbacks"] += 1
+    host = out.fetch()
+    packed = ragged.unpad(p, *host[:4], maximize)
+    cost, rows = packed[4], host[4].copy()
+    if on_device:
+        row_ind, col_ind, us, vs = ragged.members(p, *(cupy.asarray(a) for a in packed[:4]),
+                                                  cut=_device_row)
+    else:
+        row_ind, col_ind, us, vs = ragged.members(p, *packed[:4])
+    for k in np.flatnonzero(alone).tolist():
+        xp = cupy if on_device else np
+        one = _solve_stack(cupy, xp.stack([mats[k]]), maximize, np.asarray([k]), stats)
+        row_ind[k], col_ind[k], t_k, us[k], vs[k], r_k = (
+            a[0] if on_device else cupy.asnumpy(a)[0] for a in one)
+        cost[k], rows[k] = t_k, r_k
+    stats.update(rows_evaluated=rows, padded_to=(p.rows, p.cols))
+    return row_ind, col_ind, cost, us, vs, stats
+
+
+def _device_row(a, k: int, n: int):
+    """The first ``n`` entries of row ``k`` of a C-contiguous CuPy matrix, as a view made from
+    its pointer (a few times cheaper than ``a[k, :n]``, once per member and result)."""
+    return type(a)((n,), a.dtype, memptr=a.data + k * a.strides[0])
 
 
 def _device_stack(cupy, stack, maximize: bool):

@@ -1,0 +1,133 @@
+"""A list of float matrices of different shapes as one padded stack, for one launch of the batch
+kernel (a detection batch whose images hold different numbers of targets, say), and each
+member's result read back out of the padded one.
+
+Member k, canonically a × b (a <= b: transposed where it has more rows than columns), sits in
+the top-left corner of an R × C slot, R the most canonical rows of any member and C >= R the most
+columns. Its rows get +inf (a forbidden pair) in the padding columns; the R - a padding rows cost
+0 everywhere. Every complete assignment of the slot then gives the member's rows the member's
+columns (any other costs +inf) and the padding rows what is left (C - a >= R - a columns), at
+the member's cost plus 0: the slot's optimum restricted to the member's rows is the member's
+optimum. Its duals certify the member too: u_i + v_j <= c_ij holds on the member's entries, and
+every column the member leaves free is either free in the slot or held by a padding row, whose
+zero row puts that column's price at the top of all prices, so the free columns share the top
+price that the canonical result's shift moves to 0.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._validate import float_kind
+
+#: pad only where the padded stack holds at most this many times the members' entries (and
+#: 64 per member): beyond it separate launches per shape read less
+MAX_GROWTH = 4
+
+
+class Plan(NamedTuple):
+    """The padded stack's slot (``rows`` x ``cols``), its dtype, and each member's canonical
+    sides and orientation."""
+    rows: int
+    cols: int
+    dtype: np.dtype
+    sides: np.ndarray  # (B, 2): canonical rows a, columns b of each member
+    transposed: np.ndarray  # (B,) bool
+
+
+def plan(mats: list, max_cols: int) -> Plan | None:
+    """How to pad ``mats`` (matrices already checked: 2-D, a dtype the batch takes) into one
+    stack, or None where they are not all floats, the slot would be wider than ``max_cols``,
+    empty, or too large for the entries it holds (:data:`MAX_GROWTH`)."""
+    if not mats or any(m.dtype.kind != "f" for m in mats):
+        return None
+    shapes = np.array([m.shape for m in mats], dtype=np.int64)
+    transposed = shapes[:, 0] > shapes[:, 1]
+    sides = np.sort(shapes, axis=1)
+    rows = int(sides[:, 0].max())
+    cols = max(int(sides[:, 1].max()), rows)
+    if rows == 0 or cols > max_cols:
+        return None
+    held = int((sides[:, 0] * sides[:, 1]).sum()) + 64 * len(mats)
+    if len(mats) * rows * cols > MAX_GROWTH * held:
+        return None
+    dtype = np.result_type(*[float_kind(m.dtype) for m in mats])
+    return Plan(rows, cols, np.dtype(dtype), sides, transposed)
+
+
+#: fills the padded stack from the members laid end to end (``flat``, member k from
+#: ``offset[k]``, its caller's rows one after the other): element i of the stack is row r, column
+#: c of slot k; a transposed member's canonical (r, c) is its caller's (c, r)
+_PAD_SOURCE = """
+    const long long k = i / (rows * cols), r = (i / cols) % rows, c = i % cols;
+    const long long a = sides[2 * k], b = sides[2 * k + 1];
+    if (r < a && c < b)
+        out = transposed[k] ? flat[offset[k] + c * a + r] : flat[offset[k] + r * b + c];
+    else
+        out = r < a ? forbidden : (T)0;
+"""
+_PAD_KERNELS: dict = {}
+
+
+def pad(cupy, mats: list, p: Plan, maximize: bool):
+    """The (B, rows, cols) stack of ``mats`` on the device, built by one kernel from the members
+    laid end to end (one upload for NumPy members, one concatenation for CuPy ones). The batch
+    kernel negates as it reads when maximising: the padding columns hold -inf then."""
+    on_device = isinstance(mats[0], cupy.ndarray)
+    xp = cupy if on_device else np
+    flat = xp.concatenate([m.ravel() if m.dtype == p.dtype else m.astype(p.dtype).ravel()
+                           for m in mats])
+    sizes = p.sides[:, 0] * p.sides[:, 1]
+    offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    kernel = _PAD_KERNELS.get(p.dtype)
+    if kernel is None:
+        kernel = _PAD_KERNELS[p.dtype] = cupy.ElementwiseKernel(
+            "raw T flat, raw int64 offset, raw int64 sides, raw bool transposed, int64 rows, "
+            "int64 cols, T forbidden", "T out", _PAD_SOURCE, "epslap_pad_members")
+    stack = cupy.empty((len(mats), p.rows, p.cols), p.dtype)
+    forbidden = p.dtype.type(-np.inf if maximize else np.inf)
+    kernel(cupy.asarray(flat), cupy.asarray(offset), cupy.asarray(p.sides),
+           cupy.asarray(p.transposed), np.int64(p.rows), np.int64(p.cols), forbidden, stack)
+    return stack
+
+
+def unpad(p: Plan, x, u, v, total, maximize: bool) -> tuple:
+    """The members' results packed in slot-shaped host arrays, from the padded stack's
+    canonical result (``x``, ``u`` (B, rows), ``v`` (B, cols), ``total`` (B,); minimised,
+    prices shifted to a top of 0 over the slot): ``(row_ind, col_ind, u, v, total)``, member
+    k's in the first entries of row k (:func:`members` cuts them out). Each member's prices are
+    shifted to a top of 0 over its own columns (u by as much: the same reduced costs) and put
+    in the caller's sign; row_ind and col_ind in the caller's orientation, row_ind sorted, as
+    ``solution.orient_duals`` makes them."""
+    a, width = p.sides[:, 0], p.sides[:, 1]
+    own = np.arange(p.cols) < width[:, None]
+    top = np.where(own, v, -np.inf).max(axis=1, initial=-np.inf)
+    top[width == 0] = 0.0
+    v = v - top[:, None]
+    u = u + top[:, None]
+    if maximize:
+        u, v, total = -u, -v, -total
+    keyed = np.where(np.arange(p.rows) < a[:, None], x, p.cols)  # padding rows sort last
+    order = np.argsort(keyed, axis=1, kind="stable")
+    flip = p.transposed[:, None]
+    row_ind = np.where(flip, np.take_along_axis(keyed, order, axis=1),
+                       np.arange(p.rows, dtype=np.int64))
+    col_ind = np.where(flip, order, x)
+    return row_ind, col_ind, u, v, total
+
+
+def members(p: Plan, row_ind, col_ind, u, v, cut=None) -> tuple:
+    """Lists of each member's ``(row_ind, col_ind, u, v)``, views of :func:`unpad`'s packed
+    arrays (``cut(a, k, n)``: the first n entries of row k of ``a``, by default ``a[k, :n]``): a
+    transposed member's row duals are the slot's column prices and its column duals the slot's
+    row duals."""
+    cut = cut or (lambda a, k, n: a[k, :n])
+    out: tuple = ([], [], [], [])
+    for k, (n, w) in enumerate(p.sides.tolist()):
+        flip = p.transposed[k]
+        out[0].append(cut(row_ind, k, n))
+        out[1].append(cut(col_ind, k, n))
+        out[2].append(cut(v, k, w) if flip else cut(u, k, n))
+        out[3].append(cut(u, k, n) if flip else cut(v, k, w))
+    return out
