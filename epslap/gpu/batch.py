@@ -13,8 +13,9 @@ that misses it even then is solved again on the host by the CPU path
 (``stats["cpu_fallbacks"]``), so nothing uncertified is returned. Members wider than
 :data:`MAX_COLS` columns are solved one at a time by the single-problem GPU backend.
 
-Input: a 3-D NumPy or CuPy array, or a sequence of matrices (grouped by shape, dtype and where
-they live into stacks, one launch per stack). A CuPy stack never leaves the device and its
+Input: a 3-D NumPy or CuPy array, or a sequence of matrices: float matrices of different shapes
+that live in one place are padded to one stack (``ragged``), others grouped by shape, dtype and
+where they live into stacks, one launch per stack. A CuPy stack never leaves the device and its
 results are CuPy arrays; NumPy input gives NumPy results.
 """
 from __future__ import annotations
