@@ -11,6 +11,7 @@ import pytest
 
 import epslap
 from conftest import GPU_REASON as _REASON, assert_optimal, batch_certified, batch_scipy_costs, gpu
+from scipy.optimize import linear_sum_assignment as scipy_rows_cols
 
 
 _scipy_costs = batch_scipy_costs
@@ -396,3 +397,28 @@ def test_a_ragged_list_names_its_bad_member_and_mends_the_rest(monkeypatch):
         assert sol.stats["cpu_fallbacks"] == 1
         np.testing.assert_allclose(sol.cost, _scipy_costs(mats, maximize), rtol=1e-12)
         _certified(mats, sol, maximize)
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("maximize", [False, True])
+def test_a_ragged_integer_list_is_one_launch_while_exact(maximize):
+    """Integer members are padded as float64 while every cost is below the slot's exact limit
+    (results int64, as the per-shape route gives them); beyond it, one launch per shape."""
+    from epslap.gpu import ragged
+    rng = np.random.default_rng(50 + maximize)
+    mats = [rng.integers(-10**11, 10**11, (int(a), int(b))).astype(np.int32 if a % 2 else
+                                                                   np.int64)
+            for a, b in rng.integers(1, 40, (30, 2))]
+    mats[0] = rng.integers(-10**9, 10**9, (7, 3)).astype(np.int32)
+    sol = epslap.solve_batch(mats, maximize=maximize, backend="gpu")
+    assert sol.stats["launches"] == 1 and sol.cost.dtype == np.int64
+    want = [m[scipy_rows_cols(m, maximize)].sum() for m in mats]
+    assert sol.cost.tolist() == want
+    _certified(mats, sol, maximize)
+    limit = ragged.exact_limit(ragged.plan(mats, 4096))
+    mats[3] = mats[3].astype(np.int64)
+    mats[3][0, 0] = limit + 1
+    sol = epslap.solve_batch(mats, maximize=maximize, backend="gpu")
+    assert sol.stats["launches"] > 1 and "padded_to" not in sol.stats
+    assert sol.cost.tolist() == [m[scipy_rows_cols(m, maximize)].sum() for m in mats]

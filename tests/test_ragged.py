@@ -45,14 +45,20 @@ def _solved_like_the_kernel(stack, maximize):
 
 
 @pytest.mark.parametrize("maximize", [False, True])
-def test_padded_members_keep_their_optimum_and_certificate(maximize):
+@pytest.mark.parametrize("kind", ["float", "int"])
+def test_padded_members_keep_their_optimum_and_certificate(maximize, kind):
     rng = np.random.default_rng(3)
-    mats = _members(rng, _shapes(rng, 24, 12))
-    mats[5] = np.ones((6, 6))  # ties: a square member inside a wider slot
-    mats[6][0, :] = np.inf if not maximize else -np.inf  # a forbidden row but one pair
-    mats[6][0, 0] = 1.0
+    if kind == "float":
+        mats = _members(rng, _shapes(rng, 24, 12))
+        mats[5] = np.ones((6, 6))  # ties: a square member inside a wider slot
+        mats[6][0, :] = np.inf if not maximize else -np.inf  # a forbidden row but one pair
+        mats[6][0, 0] = 1.0
+    else:  # integers up to the exact limit, and ties
+        mats = [(rng.integers(-10**12, 10**12, s) if k % 2 else
+                 rng.integers(-10**9, 10**9, s).astype(np.int32))
+                if k % 3 else rng.integers(0, 3, s) for k, s in enumerate(_shapes(rng, 24, 12))]
     p = ragged.plan(mats, 4096)
-    assert p is not None and (p.rows, p.cols) == (12, 12)
+    assert p is not None and (p.rows, p.cols) == (12, 12) and p.integral == (kind == "int")
     stack = _padded(mats, p, maximize)
     packed = ragged.unpad(p, *_solved_like_the_kernel(stack, maximize), maximize)
     row_ind, col_ind, u, v = ragged.members(p, *packed[:4])
@@ -62,6 +68,9 @@ def test_padded_members_keep_their_optimum_and_certificate(maximize):
             want = m[r, c].astype(np.float64).sum()
         else:
             want = 0.0
+        if kind == "int":
+            assert packed[4].dtype == np.int64 and u[k].dtype == v[k].dtype == np.int64
+            assert packed[4][k] == m[r, c].sum() if m.size else packed[4][k] == 0
         assert packed[4][k] == pytest.approx(want, rel=1e-12, abs=1e-12), k
         assert len(row_ind[k]) == min(m.shape) and np.all(np.diff(row_ind[k]) > 0)
         assert m[row_ind[k], col_ind[k]].astype(np.float64).sum() == pytest.approx(want, rel=1e-12, abs=1e-12)

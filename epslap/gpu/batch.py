@@ -13,9 +13,9 @@ that misses it even then is solved again on the host by the CPU path
 (``stats["cpu_fallbacks"]``), so nothing uncertified is returned. Members wider than
 :data:`MAX_COLS` columns are solved one at a time by the single-problem GPU backend.
 
-Input: a 3-D NumPy or CuPy array, or a sequence of matrices: float matrices of different shapes
-that live in one place are padded to one stack (``ragged``), others grouped by shape, dtype and
-where they live into stacks, one launch per stack. A CuPy stack never leaves the device and its
+Input: a 3-D NumPy or CuPy array, or a sequence of matrices: matrices of different shapes that
+live in one place, all float or all integer, are padded to one stack (``ragged``), others grouped
+by shape, dtype and where they live into stacks, one launch per stack. A CuPy stack never leaves the device and its
 results are CuPy arrays; NumPy input gives NumPy results.
 """
 from __future__ import annotations
@@ -247,8 +247,10 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
     where = {on_device for (_, _, on_device) in groups}
     if len(groups) > 1 and len(where) == 1:
         p = ragged.plan(mats, MAX_COLS)
-        if p is not None:
-            return _solve_padded(cupy, mats, p, where.pop(), maximize, stats)
+        solved = None if p is None else _solve_padded(cupy, mats, p, where.pop(), maximize,
+                                                       stats)
+        if solved is not None:
+            return solved
     n = len(mats)
     row_ind, col_ind, u, v = [None] * n, [None] * n, [None] * n, [None] * n
     integral = bool(mats) and all(m.dtype.kind in "biu" for m in mats)
@@ -271,10 +273,12 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
 
 
 def _solve_padded(cupy, mats: list, p, on_device: bool, maximize: bool, stats: dict) -> tuple:
-    """Float matrices of different shapes in one launch, padded to one slot (``ragged``). A
-    member beyond the float range rule of the slot's shape is solved again on its own (the rule
-    of its own, smaller shape may hold)."""
+    """Matrices of different shapes in one launch, padded to one slot (``ragged``); None where
+    integer members are too large for it. A float member beyond the float range rule of the
+    slot's shape is solved again on its own (the rule of its own, smaller shape may hold)."""
     m = ragged.pad(cupy, mats, p, maximize)
+    if m is None:
+        return None
     b = len(mats)
     out = _Outputs(cupy, b, p.rows, p.cols, np.float64)
     x, u, v, total, rows = out.device[:5]

@@ -12,6 +12,10 @@ optimum. Its duals certify the member too: u_i + v_j <= c_ij holds on the member
 every column the member leaves free is either free in the slot or held by a padding row, whose
 zero row puts that column's price at the top of all prices, so the free columns share the top
 price that the canonical result's shift moves to 0.
+
+Integer members are padded as float64 (the slot needs +inf) where every cost obeys the integer
+range rule with 2**53 in place of 2**62 (``exact_limit``): every price and path length is then an
+integer below 2**53, which float64 holds exactly, and the results are read back as int64.
 """
 from __future__ import annotations
 
@@ -28,19 +32,27 @@ MAX_GROWTH = 4
 
 class Plan(NamedTuple):
     """The padded stack's slot (``rows`` x ``cols``), its dtype, and each member's canonical
-    sides and orientation."""
+    sides and orientation; ``integral``: integer members, padded as float64."""
     rows: int
     cols: int
     dtype: np.dtype
     sides: np.ndarray  # (B, 2): canonical rows a, columns b of each member
     transposed: np.ndarray  # (B,) bool
+    integral: bool
+
+
+def exact_limit(p: "Plan") -> int:
+    """The largest |cost| of an integer member that the float64 slot solves exactly:
+    ``_validate.int_cost_limit``'s rule with 2**53 for 2**62."""
+    return (2**53 - 1) // (4 * p.cols + 8)
 
 
 def plan(mats: list, max_cols: int) -> Plan | None:
     """How to pad ``mats`` (matrices already checked: 2-D, a dtype the batch takes) into one
-    stack, or None where they are not all floats, the slot would be wider than ``max_cols``,
-    empty, or too large for the entries it holds (:data:`MAX_GROWTH`)."""
-    if not mats or any(m.dtype.kind != "f" for m in mats):
+    stack, or None where they are neither all floats nor all integers, the slot would be wider
+    than ``max_cols``, empty, or too large for the entries it holds (:data:`MAX_GROWTH`)."""
+    kinds = {"f" if m.dtype.kind == "f" else "i" for m in mats}
+    if len(kinds) != 1:
         return None
     shapes = np.array([m.shape for m in mats], dtype=np.int64)
     transposed = shapes[:, 0] > shapes[:, 1]
@@ -52,8 +64,9 @@ def plan(mats: list, max_cols: int) -> Plan | None:
     held = int((sides[:, 0] * sides[:, 1]).sum()) + 64 * len(mats)
     if len(mats) * rows * cols > MAX_GROWTH * held:
         return None
-    dtype = np.result_type(*[float_kind(m.dtype) for m in mats])
-    return Plan(rows, cols, np.dtype(dtype), sides, transposed)
+    integral = kinds == {"i"}
+    dtype = np.float64 if integral else np.result_type(*[float_kind(m.dtype) for m in mats])
+    return Plan(rows, cols, np.dtype(dtype), sides, transposed, integral)
 
 
 #: fills the padded stack from the members laid end to end (``flat``, member k from
@@ -72,12 +85,15 @@ _PAD_KERNELS: dict = {}
 
 def pad(cupy, mats: list, p: Plan, maximize: bool):
     """The (B, rows, cols) stack of ``mats`` on the device, built by one kernel from the members
-    laid end to end (one upload for NumPy members, one concatenation for CuPy ones). The batch
-    kernel negates as it reads when maximising: the padding columns hold -inf then."""
+    laid end to end (one upload for NumPy members, one concatenation for CuPy ones); None for
+    integer members beyond :func:`exact_limit`. The batch kernel negates as it reads when
+    maximising: the padding columns hold -inf then."""
     on_device = isinstance(mats[0], cupy.ndarray)
     xp = cupy if on_device else np
     flat = xp.concatenate([m.ravel() if m.dtype == p.dtype else m.astype(p.dtype).ravel()
                            for m in mats])
+    if p.integral and flat.size and max(-float(flat.min()), float(flat.max())) > exact_limit(p):
+        return None
     sizes = p.sides[:, 0] * p.sides[:, 1]
     offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     kernel = _PAD_KERNELS.get(p.dtype)
@@ -108,6 +124,8 @@ def unpad(p: Plan, x, u, v, total, maximize: bool) -> tuple:
     u = u + top[:, None]
     if maximize:
         u, v, total = -u, -v, -total
+    if p.integral:  # integers below 2**53 (exact_limit): exact in float64
+        u, v, total = (np.rint(a).astype(np.int64) for a in (u, v, total))
     keyed = np.where(np.arange(p.rows) < a[:, None], x, p.cols)  # padding rows sort last
     order = np.argsort(keyed, axis=1, kind="stable")
     flip = p.transposed[:, None]
