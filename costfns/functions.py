@@ -16,6 +16,7 @@ where no later process could find them: ``costfns._numba_cache``).
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 from typing import Any, Callable, NamedTuple
 
@@ -184,7 +185,6 @@ def _swapped_jit(fn) -> CPUDispatcher:
 
 
 def _arity(fn) -> int:
-    import inspect
     try:
         return len(inspect.signature(fn).parameters)
     except (TypeError, ValueError):

@@ -20,6 +20,7 @@ the pass ends.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
@@ -169,7 +170,6 @@ def compile_clock(what: str, stream=None):
     """A line for a compile this process has not done yet, whose clock runs while it does: a
     thread redraws it (the compile holds the calling thread; Numba's front end lets others run
     between its steps). A load from Numba's disk cache (under a second) leaves no line behind."""
-    import threading
 
     from tqdm import tqdm
     bar = tqdm(desc=f"compiling {what} (first use in this process; cached on disk for the next)",

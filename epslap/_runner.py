@@ -17,6 +17,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
 from typing import Any, NamedTuple
 
 
@@ -100,7 +101,6 @@ def _run_on_dask(client, tasks: Sequence[tuple], done: Callable, retries: int) -
 
 def _lost(fut, exc: BaseException) -> bool:
     """Whether a task failed for its worker's sake (killed, restarted), not its own."""
-    from concurrent.futures import CancelledError
 
     from distributed.scheduler import KilledWorker
     return fut.status == "cancelled" or isinstance(exc, (CancelledError, KilledWorker))

@@ -20,8 +20,12 @@ sleeps in ``futex_wait`` (Linux; a bounded spin elsewhere) so that a descheduled
 loaded machine gets the core back.
 """
 import os
+import platform
+import sys
 import threading
+import time
 
+import numpy as np
 from llvmlite import ir
 import numba
 from numba import njit, types
@@ -54,7 +58,6 @@ def usable_cores() -> int:
 
 def new_sync():
     """A fresh barrier state for one run."""
-    import numpy as np
     sync = np.zeros(SYNC_SIZE, np.int64)
     sync[_TIMESPEC + 1] = SLEEP_NS
     return sync
@@ -95,8 +98,7 @@ class LoadWatch:
     barrier, and a parallel solve runs several times slower than one thread would."""
 
     def __init__(self, sync, nthreads: int, window_s: float = 0.2, share: float = 0.7):
-        import resource
-        import time
+        import resource  # Unix only: the module imports everywhere
         self.nthreads, self.window_s, self.share = nthreads, window_s, share
         self._clock = time.perf_counter
 
@@ -203,8 +205,6 @@ _FUTEX_WAKE_PRIVATE = 129  # FUTEX_WAKE | FUTEX_PRIVATE_FLAG
 
 def _futex_nr():
     """The futex syscall number on this Linux machine, or None where there is none."""
-    import platform
-    import sys
     if not sys.platform.startswith("linux"):
         return None
     return {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine().lower())
@@ -254,7 +254,6 @@ def _cpu_relax(typingctx):
     sig = types.void()
 
     def codegen(context, builder, signature, args):
-        import platform
         if platform.machine().lower() in ("x86_64", "amd64", "i686", "x86"):
             fnty = ir.FunctionType(ir.VoidType(), [])
             fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.x86.sse2.pause")

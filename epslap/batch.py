@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,7 +284,6 @@ def _batch_threads(threads) -> int:
     if threads is None:
         return cap
     if int(threads) > cap:
-        import warnings
         warnings.warn(f"threads={threads} is more than the {cap} cores this process may use; "
                       f"using {cap}", RuntimeWarning, stacklevel=3)
         return cap

@@ -27,6 +27,7 @@ lifted space instead of scans of every cost (``epslap.point_passes``): n log n, 
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import numpy as np
@@ -400,7 +401,6 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
             check = _rows_to_recheck(before, v, u, row_to_col, dirty, margin)
         dirty, add_cols, add_vals, add_counts = certify(check)
         if progress:
-            import sys
             print(f"candidates: round {rounds}, {dirty.size} of {check.size} rows failing, "
                   f"{sparse.data.size} pairs, {time.perf_counter() - t0:.1f} s",
                   file=sys.stderr, flush=True)

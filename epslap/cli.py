@@ -390,7 +390,7 @@ def _solve(args) -> int:
     if st.get("checkpoints_written"):
         print(f"checkpoints    {st['checkpoints_written']} written to "
               f"{args.checkpoint or args.resume}")
-    import resource
+    import resource  # Unix only: the CLI imports everywhere
     print(f"peak RSS       {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
     result = {"problem": label, "cost": sol.cost, "stats": st}
     if args.verify:

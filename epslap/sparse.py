@@ -13,6 +13,7 @@ costs, checked by the dense input's rules (NaN, -inf, the range rules).
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -87,7 +88,6 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
         reads, lowered = repair_duals(prob.indptr, prob.indices, prob.data, v, row_to_col,
                                       RTOL, np.int64(REPAIR_READS_PER_ROW * prob.n1 + 1000))
         if reads < 0:
-            import warnings
             warnings.warn("epslap: the float duals of this sparse solve miss epslap.verify's "
                           "per-entry rule after a repair (the assignment is optimal up to "
                           "float rounding); please report the problem", RuntimeWarning,

@@ -4,6 +4,8 @@ where it fits the memory budget, else oriented and streamed through row caches; 
 one compiled solver (``solver.solve_rows``)."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from costfns.functions import FunctionSource
@@ -59,7 +61,6 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
         sol = small.small_solution(arr, maximize, t_start)
         if sol is not None:
             if progress:  # one call, too short for phases: say what ran
-                import sys
                 sys.stderr.write(f"solved in {sol.stats['time_total_s']:.3f} s by the small path "
                                  f"(docs/algorithm.md §9): {sol.stats['rows_evaluated']:,} rows "
                                  f"evaluated\n")

@@ -20,6 +20,7 @@ one long one would. Where Numba's disk cache holds the kernel already, it is loa
 from __future__ import annotations
 
 import atexit
+import os
 import time
 
 import numpy as np
@@ -72,7 +73,6 @@ def keep_rent_beside(dispatcher) -> None:
 
 
 def _rent_path():
-    import os
     return None if _RENT_DIR[0] is None else os.path.join(_RENT_DIR[0], RENT_FILE)
 
 

@@ -9,6 +9,7 @@ once. Only the candidates, the failing rows' pairs and the auction's prices cros
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -234,7 +235,6 @@ def _each(fn, count: int) -> list:
     device: their copies to the host run at once)."""
     if count == 1:
         return [fn(0)]
-    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(count) as pool:
         return list(pool.map(fn, range(count)))
 

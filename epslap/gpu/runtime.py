@@ -2,6 +2,8 @@
 on, the grid of the grid-stride helper kernels, and the cost source's kernel arguments."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from types import ModuleType
 
 import numpy as np
@@ -72,7 +74,6 @@ def upload(cupy, host: np.ndarray):
     buffers while the device reads the other set. The copies run on a stream of their own that
     first waits for the current stream (the new array's memory may have been freed by work
     queued there), and are waited for whatever happens (no copy outlives its buffers)."""
-    from concurrent.futures import ThreadPoolExecutor
 
     import cupyx
     threads = min(UPLOAD_THREADS, available_cores())
