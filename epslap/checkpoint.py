@@ -355,8 +355,8 @@ class _Contents:
                        rec[ker.R_REVERSE] == 1.0)
 
     def gpu(self, mode: str) -> None:
-        """What ``gpu.solver._Checkpoints.save`` writes; inside a pass also its assignment,
-        loop record and partial sums."""
+        """What ``gpu.checkpoints.DeviceCheckpoints.save`` writes; inside a pass also its
+        assignment, loop record and partial sums."""
         eps_upper = self.common_header()
         self.number("passes", integer=True)
         eps_list = self.key("epsilons")

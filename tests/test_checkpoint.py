@@ -410,7 +410,7 @@ def test_integer_prices_beyond_the_solvers_range_are_refused(tmp_path):
 
 
 def _gpu_inside(c, state):
-    """What a GPU solve writes inside a pass (``gpu.solver._Checkpoints.save``), made from a
+    """What a GPU solve writes inside a pass (``gpu.checkpoints.DeviceCheckpoints.save``), made from a
     CPU checkpoint's pass: no GPU here, and the checks are host code."""
     from epslap.gpu.state import R_NEED, RESUME
     h, rec, rc = state["header"], state["resume"], state["resume_row_col"]

@@ -73,7 +73,8 @@ def test_padded_members_keep_their_optimum_and_certificate(maximize, kind):
             assert packed[4][k] == m[r, c].sum() if m.size else packed[4][k] == 0
         assert packed[4][k] == pytest.approx(want, rel=1e-12, abs=1e-12), k
         assert len(row_ind[k]) == min(m.shape) and np.all(np.diff(row_ind[k]) > 0)
-        assert m[row_ind[k], col_ind[k]].astype(np.float64).sum() == pytest.approx(want, rel=1e-12, abs=1e-12)
+        got = m[row_ind[k], col_ind[k]].astype(np.float64).sum()
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
         assert u[k].shape == (m.shape[0],) and v[k].shape == (m.shape[1],)
         rep = epslap.verify(m, row_ind[k], col_ind[k], u[k], v[k], maximize=maximize)
         assert rep["optimal"], (k, m.shape, rep)

@@ -15,8 +15,8 @@ that misses it even then is solved again on the host by the CPU path
 
 Input: a 3-D NumPy or CuPy array, or a sequence of matrices: matrices of different shapes that
 live in one place, all float or all integer, are padded to one stack (``ragged``), others grouped
-by shape, dtype and where they live into stacks, one launch per stack. A CuPy stack never leaves the device and its
-results are CuPy arrays; NumPy input gives NumPy results.
+by shape, dtype and where they live into stacks, one launch per stack. A CuPy stack never leaves
+the device and its results are CuPy arrays; NumPy input gives NumPy results.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ as the CPU's kernel does). Host synchronisations per augmentation = passes / aug
 (reported in ``stats``). A solve: :func:`_setup` (launch, modules, device state, row cache), the
 initial prices (:func:`_initial_prices`: the device or host estimate, or given prices), the
 ε-passes (:func:`_eps_passes`), the polish (:func:`_polish`), the result (:func:`_result`);
-:func:`solve_device` checks its certificate.
+:func:`solve_device` checks its certificate. Its checkpoints: ``checkpoints.py``.
 """
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ from .device_estimate import estimate_device
 from .launch import (LaunchConfig, PassGeometry, exchange_slots, grid_geometry,
                      launches_serialised, pass_geometry, unroll_for)
 from .modules import estimate_module, pass_module
+from .checkpoints import DeviceCheckpoints
+from .run import Run, source_rows
 from .runtime import cost_args, import_cupy, wide_grid
-from .rowcache import DeviceCostRows
 from .state import R_EVICT, R_FILL_SLOT, R_LOGN, R_NEED, RESUME, DeviceState, device_bytes, \
     search_bytes
 
@@ -161,26 +162,6 @@ def _check_split(devices, device, cuda_cost, cache, host, launch) -> None:
                          "on one device: pass device=<int>")
 
 
-class _Run(NamedTuple):
-    """What :func:`_setup` prepares for one solve on the current device."""
-    cupy: object
-    n1: int
-    n2: int
-    integral: bool
-    work: type             # np.int64 or np.float64: the dtype of prices and costs
-    geo: PassGeometry
-    src_mod: object        # eps_ssp.cu for the device cost (None without one)
-    src_args: tuple        # its CostArgs parameters (None without a device cost)
-    est_mod: object        # estimate.cu for the device cost (None without one)
-    pass_kernel: object    # eps_pass, for the device cost or for the row cache
-    pass_args: tuple
-    state: DeviceState
-    row_cache: object      # rowcache.DeviceRowCache or None
-    keep: list             # device arrays the kernels' pointers refer to
-    parts: tuple = ()      # split.Partition per launch of a pass split over devices (else none)
-    masks: list = ()       # each partition's columns (split.owned_columns), on the first device
-
-
 def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool,
                        device: int, blocks, launch: LaunchConfig, cache=None, host=None,
                        start_v=None, pad: bool = False, hint_v=None, checkpoint=None,
@@ -204,7 +185,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         rectangular = (start_v is None and hint_v is None and rectangular_from_zero(n1, n2)
                        and not pad)
         plain = not epsilon or rectangular or hint_v is not None
-        ck = _Checkpoints(run, checkpoint, "gpu-" + ("rectangular" if rectangular else
+        ck = DeviceCheckpoints(run, checkpoint, "gpu-" + ("rectangular" if rectangular else
                                                      ("eps" if epsilon else "ssp")))
         passes = _Passes(run, n1 if rectangular else n2)
         sched = None
@@ -273,7 +254,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
 
 
 def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: LaunchConfig,
-           cache, estimate: bool, devices: tuple = ()) -> _Run:
+           cache, estimate: bool, devices: tuple = ()) -> Run:
     """The launch, the modules (compiled here, so that ``compile_s`` holds their time: the
     estimate's only where the device estimate runs), the device state and, with ``cache``, the
     device row cache the passes read; with several ``devices`` (the first the current one), the
@@ -305,7 +286,7 @@ def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: La
         row_cache = None
         if cache is not None:
             from .rowcache import DeviceRowCache
-            rows = cache.rows if cache.rows is not None else _source_rows(cupy, src_mod,
+            rows = cache.rows if cache.rows is not None else source_rows(cupy, src_mod,
                                                                            src_args)
             row_cache = DeviceRowCache(cupy, n1, n2, work, cache.capacity, cache.policy, rows)
     except cupy.cuda.memory.OutOfMemoryError as exc:
@@ -320,7 +301,7 @@ def _setup(cupy, cuda_cost, n1: int, n2: int, integral: bool, blocks, launch: La
         pass_args, keep_cache = cost_args(cupy, cache_cost, n1, n2)
         keep = keep + keep_cache
     pass_kernel = _pass_kernel(pass_mod, geo)
-    run = _Run(cupy, n1, n2, integral, work, geo, src_mod, src_args, est_mod, pass_kernel,
+    run = Run(cupy, n1, n2, integral, work, geo, src_mod, src_args, est_mod, pass_kernel,
                pass_args, state, row_cache, keep)
     if split_blocks is None:
         return run
@@ -353,12 +334,7 @@ def _pass_kernel(mod, geo: PassGeometry):
     return kernel
 
 
-def _source_rows(cupy, src_mod, src_args) -> DeviceCostRows:
-    """The cost source's rows, filled on the device by its module's ``fill_row``."""
-    return DeviceCostRows(src_mod.get_function("fill_row"), src_args, wide_grid(cupy))
-
-
-def _initial_prices(run: _Run, start_v, host, epsilon: bool) -> tuple:
+def _initial_prices(run: Run, start_v, host, epsilon: bool) -> tuple:
     """The prices the passes start from, into ``run.state.v`` (and the rows' order into
     ``perm``): ``start_v`` (a warm start: one exact pass), the CPU's estimate over rows from the
     host, or the device estimate. Returns ``(eps_upper, eps_lower, certified_pick,
@@ -386,14 +362,14 @@ class _Passes:
     the clock cycles per phase (summed over the passes' last launches: a launch that suspends
     for a cache miss does not report its cycles)."""
 
-    def __init__(self, run: _Run, n_aug: int):
+    def __init__(self, run: Run, n_aug: int):
         self.r = run
         self.n_aug = n_aug  # rows per pass: n2 (virtual rows too) or n1 (real rows only)
         self.count, self.epsilons, self.rows_evaluated = 0, [], 0
         self.syncs = self.suspensions = 0
         self.phase_cycles = np.zeros(4)
         self.in_pass = False    # the next run goes on inside a pass (a checkpoint's state)
-        self.ck = None          # _Checkpoints: stop requests during a launch (checkpoints, Ctrl-C)
+        self.ck = None  # DeviceCheckpoints: stop requests during a launch (checkpoints, Ctrl-C)
         self._flag = None       # pinned host word and stream that write the kernel's stop flag
 
     #: a Ctrl-C the kernel did not see before its pass ended, for the caller to raise once
@@ -507,8 +483,8 @@ class _Passes:
         st.resume[R_FILL_SLOT:R_EVICT + 1].set(np.array([slot, evicted], np.int64))
 
 
-def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float,
-                sched: dict | None = None, ck: _Checkpoints | None = None) -> None:
+def _eps_passes(run: Run, passes: _Passes, eps_upper: float, eps_lower: float,
+                sched: dict | None = None, ck: DeviceCheckpoints | None = None) -> None:
     """The ε schedule from the estimate's bounds down to the exact pass (ε = 0, marked -1 here),
     each pass's ε from the last two passes' totals (``next_eps``, as on the CPU). ``sched``: the
     schedule's state to go on from (a checkpoint's); ``ck`` writes checkpoints between passes
@@ -558,115 +534,7 @@ def _eps_passes(run: _Run, passes: _Passes, eps_upper: float, eps_lower: float,
         passes.ck = None
 
 
-class _Checkpoints:
-    """Checkpoints of a GPU solve (``epslap.checkpoint``): the prices, the row order and the ε
-    schedule's state; inside a pass (the kernel stopped between two augmentations at the host's
-    request, :meth:`_Passes._watch`) also the pass's assignment (owner, cmatch), the kernel's
-    loop record and its threads' partial sums, so that the resume goes on inside that pass."""
-
-    def __init__(self, run: _Run, checkpoint, mode: str):
-        from .. import checkpoint as ckpt
-        self.r, self.c, self.mode, self.ckpt = run, checkpoint, mode, ckpt
-        self.header: dict = {}
-        self.print_ = None
-        if checkpoint is not None and (checkpoint.path is not None
-                                       or checkpoint.loaded is not None):
-            rows = ckpt.fingerprint_rows(run.n1)
-            self.print_ = ckpt.fingerprint(self._rows(rows), run.n1, run.n2, mode)
-            if checkpoint.loaded is not None:
-                ckpt.check_matches(checkpoint.loaded, checkpoint.resume_path, run.n1, run.n2,
-                                   run.work, mode, self.print_, {"v": run.n2, "perm": run.n1})
-
-    def _rows(self, rows) -> np.ndarray:
-        """The canonical rows ``rows``, read where the passes read them."""
-        cupy, r = self.r.cupy, self.r
-        filler = (r.row_cache.rows if r.row_cache is not None else
-                  _source_rows(cupy, r.src_mod, r.src_args))
-        out = cupy.empty((len(rows), r.n2), dtype=r.work)
-        for k, i in enumerate(rows):
-            filler.fill(int(i), out[k])
-        return out.get()
-
-    current = None      # (schedule state, ε) of the pass under way
-    saved_stop = False  # a Ctrl-C's checkpoint was written inside the pass
-
-    def due(self) -> bool:
-        return self.c is not None and self.c.due()
-
-    def active(self) -> bool:
-        """Whether launches are watched for stops (checkpoints are written)."""
-        return self.c is not None and self.c.path is not None
-
-    def stopped(self, passes: _Passes, why: str) -> None:
-        """The kernel stopped between two augmentations at our request: save the pass under
-        way; Ctrl-C then ends the solve."""
-        sched, eps = self.current
-        self.save(passes, dict(sched, in_pass=eps), why, in_pass=True)
-        if why == "interrupted":
-            self.saved_stop = True
-            raise KeyboardInterrupt
-
-    def save(self, passes: _Passes, sched: dict, reason: str, in_pass: bool = False) -> None:
-        if self.c is None or self.c.path is None:
-            return
-        st = self.r.state
-        arrays = {"v": st.v.get(), "perm": st.perm.get()}
-        rows = int(passes.rows_evaluated)
-        if in_pass:  # the pass's assignment, its loop record and the threads' partial sums
-            record = st.resume.get()
-            arrays.update(owner=st.owner.get(), cmatch=st.cmatch.get(), record=record,
-                          susp_d=st.susp_d.get())
-            rows += int(np.frombuffer(record[11:12].tobytes(), np.float64)[0])  # R_ROWS
-        self.ckpt.write(self.c.path, dict(
-            self.header, fingerprint=self.print_, shape=[self.r.n1, self.r.n2],
-            dtype=np.dtype(self.r.work).str, mode=self.mode, reason=reason, sched=sched,
-            passes=passes.count, epsilons=passes.epsilons,
-            rows_evaluated=rows, rows_evaluated_passes=int(passes.rows_evaluated)), arrays)
-        self.c.written += 1
-        self.c.last_write = time.monotonic()
-
-    def restore(self, passes: _Passes) -> tuple:
-        """Load the checkpoint's prices, row order and counts; ``(eps_upper, eps_lower,
-        start_absmax, sched)``."""
-        state, cupy = self.c.loaded, self.r.cupy
-        head = state["header"]
-        self.r.state.v[:] = cupy.asarray(state["v"].astype(self.r.work))
-        self.r.state.perm[:] = cupy.asarray(state["perm"].astype(np.int64))
-        passes.count = int(head["passes"])
-        passes.epsilons = [float(e) for e in head["epsilons"]]
-        passes.rows_evaluated = int(head.get("rows_evaluated_passes", head["rows_evaluated"]))
-        self.rows_before = int(head["rows_evaluated"])
-        if head["sched"].get("in_pass") is not None:  # the pass under way, where it stopped
-            st = self.r.state
-            for name in ("owner", "cmatch"):
-                if name not in state or state[name].shape != (self.r.n2,):
-                    raise self.ckpt.CheckpointError(
-                        f"checkpoint {self.c.resume_path!r} is damaged: {name} is missing")
-            st.owner[:] = cupy.asarray(state["owner"])
-            st.cmatch[:] = cupy.asarray(state["cmatch"].astype(self.r.work))
-            st.resume[:] = cupy.asarray(state["record"])
-            part = state["susp_d"]
-            if part.shape == st.susp_d.shape:
-                st.susp_d[:] = cupy.asarray(part)
-            else:  # another grid: the pass's sum in one place (the schedule's next ε may
-                st.susp_d.fill(0)  # differ in its last bits; the optimum does not)
-                st.susp_d[0:1] = float(part.sum())
-        self.header.update(eps_upper=head["eps_upper"], eps_lower=head["eps_lower"],
-                           start_absmax=head["start_absmax"])
-        return (float(head["eps_upper"]), float(head["eps_lower"]), float(head["start_absmax"]),
-                dict(head["sched"]))
-
-    def stats(self) -> dict:
-        if self.print_ is None:
-            return {}
-        out = {"checkpoints_written": self.c.written}
-        if self.c.loaded is not None:
-            out.update(resumed_from=self.c.resume_path,
-                       rows_evaluated_before_resume=self.rows_before)
-        return out
-
-
-def _polish(run: _Run, passes: _Passes, epsilon: bool, start_absmax: float) -> int:
+def _polish(run: Run, passes: _Passes, epsilon: bool, start_absmax: float) -> int:
     """One more exact pass where float prices need it (as on the CPU,
     ``epslap.cpu.solver.solve_rows``); returns its rows evaluated (0: none)."""
     v = run.state.v
@@ -681,7 +549,7 @@ def _polish(run: _Run, passes: _Passes, epsilon: bool, start_absmax: float) -> i
     return polish_rows
 
 
-def _result(run: _Run, row_to_col, host) -> tuple:
+def _result(run: Run, row_to_col, host) -> tuple:
     """``(v, assigned)`` on the host: the prices, and the cost of every real row's pair (read on
     the host for rows from there, else gathered on the device)."""
     cupy = run.cupy
