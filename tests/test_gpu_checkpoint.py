@@ -65,7 +65,7 @@ def test_ctrl_c_between_passes_leaves_a_checkpoint(monkeypatch, tmp_path):
     c = costfns.generate("geometric", 2000, seed=4)
     plain = epslap.solve(c, backend="gpu")
     calls = {"n": 0}
-    run = gs._Passes.run
+    run = gs.EpsPasses.run
 
     def interrupted_after_two(self, *args, **kw):
         out = run(self, *args, **kw)
@@ -74,7 +74,7 @@ def test_ctrl_c_between_passes_leaves_a_checkpoint(monkeypatch, tmp_path):
             assert kw.get("defer_interrupt")
             self.interrupt_after = True
         return out
-    monkeypatch.setattr(gs._Passes, "run", interrupted_after_two)
+    monkeypatch.setattr(gs.EpsPasses, "run", interrupted_after_two)
     path = tmp_path / "int.ckpt"
     with pytest.raises(KeyboardInterrupt):
         epslap.solve(c, backend="gpu", checkpoint=path, checkpoint_every="1h")

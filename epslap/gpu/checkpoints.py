@@ -11,13 +11,13 @@ from .. import checkpoint as ckpt
 from .run import Run, source_rows
 
 if TYPE_CHECKING:
-    from .solver import _Passes
+    from .solver import EpsPasses
 
 
 class DeviceCheckpoints:
     """Checkpoints of a GPU solve (``epslap.checkpoint``): the prices, the row order and the ε
     schedule's state; inside a pass (the kernel stopped between two augmentations at the host's
-    request, :meth:`_Passes._watch`) also the pass's assignment (owner, cmatch), the kernel's
+    request, :meth:`EpsPasses._watch`) also the pass's assignment (owner, cmatch), the kernel's
     loop record and its threads' partial sums, so that the resume goes on inside that pass."""
 
     def __init__(self, run: Run, checkpoint, mode: str):
@@ -52,7 +52,7 @@ class DeviceCheckpoints:
         """Whether launches are watched for stops (checkpoints are written)."""
         return self.c is not None and self.c.path is not None
 
-    def stopped(self, passes: _Passes, why: str) -> None:
+    def stopped(self, passes: EpsPasses, why: str) -> None:
         """The kernel stopped between two augmentations at our request: save the pass under
         way; Ctrl-C then ends the solve."""
         sched, eps = self.current
@@ -61,7 +61,7 @@ class DeviceCheckpoints:
             self.saved_stop = True
             raise KeyboardInterrupt
 
-    def save(self, passes: _Passes, sched: dict, reason: str, in_pass: bool = False) -> None:
+    def save(self, passes: EpsPasses, sched: dict, reason: str, in_pass: bool = False) -> None:
         if self.c is None or self.c.path is None:
             return
         st = self.r.state
@@ -80,7 +80,7 @@ class DeviceCheckpoints:
         self.c.written += 1
         self.c.last_write = time.monotonic()
 
-    def restore(self, passes: _Passes) -> tuple:
+    def restore(self, passes: EpsPasses) -> tuple:
         """Load the checkpoint's prices, row order and counts; ``(eps_upper, eps_lower,
         start_absmax, sched)``."""
         state, cupy = self.c.loaded, self.r.cupy

@@ -187,7 +187,7 @@ def _solve_device_once(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: 
         plain = not epsilon or rectangular or hint_v is not None
         ck = DeviceCheckpoints(run, checkpoint, "gpu-" + ("rectangular" if rectangular else
                                                      ("eps" if epsilon else "ssp")))
-        passes = _Passes(run, n1 if rectangular else n2)
+        passes = EpsPasses(run, n1 if rectangular else n2)
         sched = None
         if loaded is not None:  # the prices and the schedule where the checkpoint left them
             eps_upper, eps_lower, start_absmax, sched = ck.restore(passes)
@@ -356,7 +356,7 @@ def _initial_prices(run: Run, start_v, host, epsilon: bool) -> tuple:
     return eps_upper, eps_lower, None, 0.0
 
 
-class _Passes:
+class EpsPasses:
     """The pass kernel's launches (:meth:`run`) and what they add up to: passes, the ε of each,
     rows evaluated, host synchronisations, suspensions for rows, and in the diagnostic build
     the clock cycles per phase (summed over the passes' last launches: a launch that suspends
@@ -483,7 +483,7 @@ class _Passes:
         st.resume[R_FILL_SLOT:R_EVICT + 1].set(np.array([slot, evicted], np.int64))
 
 
-def _eps_passes(run: Run, passes: _Passes, eps_upper: float, eps_lower: float,
+def _eps_passes(run: Run, passes: EpsPasses, eps_upper: float, eps_lower: float,
                 sched: dict | None = None, ck: DeviceCheckpoints | None = None) -> None:
     """The ε schedule from the estimate's bounds down to the exact pass (ε = 0, marked -1 here),
     each pass's ε from the last two passes' totals (``next_eps``, as on the CPU). ``sched``: the
@@ -534,7 +534,7 @@ def _eps_passes(run: Run, passes: _Passes, eps_upper: float, eps_lower: float,
         passes.ck = None
 
 
-def _polish(run: Run, passes: _Passes, epsilon: bool, start_absmax: float) -> int:
+def _polish(run: Run, passes: EpsPasses, epsilon: bool, start_absmax: float) -> int:
     """One more exact pass where float prices need it (as on the CPU,
     ``epslap.cpu.solver.solve_rows``); returns its rows evaluated (0: none)."""
     v = run.state.v
