@@ -422,3 +422,22 @@ def test_a_ragged_integer_list_is_one_launch_while_exact(maximize):
     sol = epslap.solve_batch(mats, maximize=maximize, backend="gpu")
     assert sol.stats["launches"] > 1 and "padded_to" not in sol.stats
     assert sol.cost.tolist() == [m[scipy_rows_cols(m, maximize)].sum() for m in mats]
+
+
+@gpu
+@pytest.mark.gpu
+def test_cost_limit_on_a_ragged_list():
+    """cost_limit with members of different shapes: their extensions (slack columns) are
+    padded to one slot too, and give the CPU batch's penalised optimum."""
+    mats = _detection_batch(60, count=20, queries=40)
+    for limit in (0.05, 0.4):
+        cpu = epslap.solve_batch(mats, cost_limit=limit)
+        gpu_sol = epslap.solve_batch(mats, backend="gpu", cost_limit=limit)
+        assert gpu_sol.stats["launches"] == 1
+        for k, m in enumerate(mats):
+            def penalised(r, col):
+                return m[r, col].astype(np.float64).sum() + (sum(m.shape) - 2 * len(r)) * limit / 2
+            assert penalised(gpu_sol.row_ind[k], gpu_sol.col_ind[k]) == pytest.approx(
+                penalised(cpu.row_ind[k], cpu.col_ind[k]), abs=1e-9)
+            assert epslap.verify(m, gpu_sol.row_ind[k], gpu_sol.col_ind[k], gpu_sol.u[k],
+                                 gpu_sol.v[k], cost_limit=limit)["optimal"]
