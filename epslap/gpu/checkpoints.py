@@ -3,22 +3,19 @@ and the state a resume starts from, inside a pass included."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import checkpoint as ckpt
 from .run import Run, source_rows
 
-if TYPE_CHECKING:
-    from .solver import EpsPasses
-
 
 class DeviceCheckpoints:
     """Checkpoints of a GPU solve (``epslap.checkpoint``): the prices, the row order and the ε
     schedule's state; inside a pass (the kernel stopped between two augmentations at the host's
     request, :meth:`EpsPasses._watch`) also the pass's assignment (owner, cmatch), the kernel's
-    loop record and its threads' partial sums, so that the resume goes on inside that pass."""
+    loop record and its threads' partial sums, so that the resume goes on inside that pass.
+    The ``passes`` its methods take are the solve's ``solver.EpsPasses``."""
 
     def __init__(self, run: Run, checkpoint, mode: str):
         self.r, self.c, self.mode, self.ckpt = run, checkpoint, mode, ckpt
@@ -52,7 +49,7 @@ class DeviceCheckpoints:
         """Whether launches are watched for stops (checkpoints are written)."""
         return self.c is not None and self.c.path is not None
 
-    def stopped(self, passes: EpsPasses, why: str) -> None:
+    def stopped(self, passes, why: str) -> None:
         """The kernel stopped between two augmentations at our request: save the pass under
         way; Ctrl-C then ends the solve."""
         sched, eps = self.current
@@ -61,7 +58,7 @@ class DeviceCheckpoints:
             self.saved_stop = True
             raise KeyboardInterrupt
 
-    def save(self, passes: EpsPasses, sched: dict, reason: str, in_pass: bool = False) -> None:
+    def save(self, passes, sched: dict, reason: str, in_pass: bool = False) -> None:
         if self.c is None or self.c.path is None:
             return
         st = self.r.state
@@ -80,7 +77,7 @@ class DeviceCheckpoints:
         self.c.written += 1
         self.c.last_write = time.monotonic()
 
-    def restore(self, passes: EpsPasses) -> tuple:
+    def restore(self, passes) -> tuple:
         """Load the checkpoint's prices, row order and counts; ``(eps_upper, eps_lower,
         start_absmax, sched)``."""
         state, cupy = self.c.loaded, self.r.cupy

@@ -79,7 +79,7 @@ def _solve_canonical(cupy, m, integral: bool, launch: LaunchConfig):
     """Solve the canonical problem (CuPy matrix, ``n1 <= n2``, minimised) on the current device.
 
     Returns ``(row_to_col, v, assigned, stats)`` as NumPy arrays in the work dtype (int64 for
-    integer input, float64 otherwise), as :func:`epslap._api.finish` takes them.
+    integer input, float64 otherwise), as :func:`epslap.solution.finish` takes them.
     """
     t0 = time.perf_counter()
     plan = numeric_plan(cupy, m, integral)
