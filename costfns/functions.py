@@ -73,11 +73,14 @@ _KEYS = itertools.count(1)
 _PY_ERRORS: dict[int, BaseException] = {}
 
 
-def _py_fill(key, i, buf):
+def _py_fill(key, i, buf, negate):
     """Never raises into compiled code: an error is kept for the host and the row becomes NaN,
-    which stops the solve (the host then re-raises the original exception)."""
+    which stops the solve (the host then re-raises the original exception). ``negate``: the
+    row negated (a maximisation), in NumPy, so that one compiled type serves both signs."""
     try:
         _PY_FUNCS[int(key)](int(i), buf)
+        if negate:
+            np.negative(buf, out=buf)
     except BaseException as exc:  # noqa: BLE001 - re-raised by FunctionSource.raise_pending
         _PY_ERRORS.setdefault(int(key), exc)
         buf[:] = np.nan if buf.dtype.kind == "f" else 0  # the host raises after the estimate
@@ -86,13 +89,14 @@ def _py_fill(key, i, buf):
 @njit
 def _py_row_fill(s, i, buf):
     with objmode():
-        _py_fill(s.key, i, buf)
+        _py_fill(s.key, i, buf, s.negate)
     return buf
 
 
 @cost_forms(row=_py_row_fill)
 class _PyState(NamedTuple):
     key: np.int64
+    negate: bool = False  # the costs negated (a maximisation), in the same compiled type
 
 
 class FunctionSource(CostSource):
@@ -118,7 +122,7 @@ class FunctionSource(CostSource):
         if self._key is None:
             self._key = next(_KEYS)
             _PY_FUNCS[self._key] = self._python_row
-        return _PyState(np.int64(self._key))
+        return _PyState(np.int64(self._key), False)
 
     def transpose(self) -> "FunctionSource":
         """The element function with its arguments swapped, jitted where ``fn`` is (the solver

@@ -45,6 +45,19 @@ class NegatedState(NamedTuple):
     inner: object
 
 
+def negates_inside(state) -> bool:
+    """Whether a cost state negates its own costs (a ``negate`` field: a built-in class's erased
+    state, a Python function's): a maximisation then keeps the kernels compiled for its type,
+    where any other state is wrapped in :class:`NegatedState`, a type of its own."""
+    return "negate" in getattr(type(state), "_fields", ())
+
+
+def negated(state):
+    """``state``'s costs negated: in its own type where it :func:`negates_inside`, else
+    behind :class:`NegatedState`."""
+    return state._replace(negate=True) if negates_inside(state) else NegatedState(state)
+
+
 def raise_pending(source) -> None:
     """A Python cost function that raised inside the compiled solve: surface its exception."""
     pending = getattr(source, "raise_pending", None)

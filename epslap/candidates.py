@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from ._sources import NegatedState, raise_pending
+from ._sources import negated, raise_pending
 from ._sync import new_sync, run_workers
 from ._validate import (Options, Problem, canonical_dense, check_before_compile, check_float_range,
                         check_int_range)
@@ -252,8 +252,6 @@ class HostPasses:
     def __init__(self, cost, maximize: bool, threads):
         from costfns import CostSource
         from costfns.functions import FunctionSource
-        from costfns.rows import ErasedState
-
         self.source = None
         if isinstance(cost, CostSource):
             n1, n2 = cost.shape
@@ -262,8 +260,7 @@ class HostPasses:
             source = cost.transpose() if self.transposed else cost
             raw = source.state()
             if maximize:
-                raw = (raw._replace(negate=True) if isinstance(raw, ErasedState)
-                       else NegatedState(raw))
+                raw = negated(raw)
             self.src, self.buf_dtype = raw, np.dtype(source.dtype)
             self.source = source
             if threads is None and isinstance(source, FunctionSource):

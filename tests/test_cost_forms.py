@@ -473,3 +473,30 @@ def test_a_negated_device_cost_compiles_in_both_cost_modes(tmp_path):
                                str(gpu_dir / "candidates.cu"), "-o", str(tmp_path / "x.ptx")],
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_a_maximised_python_function_keeps_its_compiled_kernels(dtype):
+    """A Python function's state negates its own rows (in NumPy, inside the row callback):
+    maximize=True solves through the state type the minimisation compiled for, no
+    ``NegatedState`` kernels of its own, and gives scipy's optimum."""
+    from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+    from epslap._sources import negated, negates_inside
+    from epslap.cpu import passes
+    m = (np.random.default_rng(8).random((60, 60)) * 1000).astype(dtype)
+    src = costfns.from_function(lambda i: m[i], m.shape, dtype=dtype, kind="row")
+    state = src.state()
+    assert negates_inside(state) and type(negated(state)) is type(state)
+    rows = np.empty((60, 60), dtype)
+    _rows(negated(state), rows)
+    np.testing.assert_array_equal(rows, -m)
+    for maximize in (False, True):
+        before = len(passes.pass_worker.signatures)
+        sol = epslap.solve(src, maximize=maximize, memory=20 * 60 * m.itemsize,
+                           candidates=False)
+        if maximize:  # the minimisation's kernels serve the maximisation
+            assert len(passes.pass_worker.signatures) == before
+        r, c = scipy_lsa(m, maximize=maximize)
+        assert sol.cost == pytest.approx(m[r, c].astype(np.float64).sum(), rel=1e-12)
+    assert not negates_inside(NegatedState(state))

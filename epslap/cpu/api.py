@@ -9,10 +9,10 @@ import sys
 import numpy as np
 
 from costfns.functions import FunctionSource
-from costfns.rows import ErasedState, has_part_form
+from costfns.rows import has_part_form
 
-from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, raise_out_of_range,
-                        raise_pending)
+from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, negated, negates_inside,
+                        raise_out_of_range, raise_pending)
 from .._validate import canonical_dense, check_before_compile, parse_memory
 from ..cache import join_caches, make_cache, serve_rows
 from ..checkpoint import canonical_hint
@@ -117,11 +117,12 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         n1, n2 = n2, n1
     integral = dtype.kind == "i"
     raw = source.state()
-    # a maximisation of a built-in class negates inside its erased state (the kernels compiled
-    # for it serve both); any other source gets the negation's wrapper around its caches
-    negate_inside = maximize and isinstance(raw, ErasedState)
+    # a maximisation of a built-in class or a Python function negates inside its state (the
+    # kernels compiled for it serve both); any other source gets the negation's wrapper around
+    # its caches
+    negate_inside = maximize and negates_inside(raw)
     if negate_inside:
-        raw = raw._replace(negate=True)
+        raw = negated(raw)
     if threads is None and (not has_part_form(type(raw)) or isinstance(source, FunctionSource)):
         # no partial rows: every thread would compute whole rows (no gain); a user's function
         # stays on the calling thread unless threads= asks (its errors are caught there)

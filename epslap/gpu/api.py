@@ -276,17 +276,20 @@ def _host_rows_route(cupy, src, transposed: bool, maximize: bool, cache: str,
     user's kernel) into a device row cache; integer rows pass a one-row cache that holds them to
     the range rule."""
     from costfns import RowKernel
-    from .._sources import NegatedState, int_row_limit
+    from .._sources import NegatedState, int_row_limit, negated, negates_inside
     from ..cache import make_cache
     from .rowcache import HostRows, KernelRows
     n1, n2 = src.shape
     integral = np.dtype(src.dtype).kind == "i"
     hstate, range_check = src.state(), None
+    inside = maximize and negates_inside(hstate)
+    if inside:
+        hstate = negated(hstate)
     if integral:
         range_check = make_cache(hstate, n1, n2, 1, "lfu", src.dtype,
                                  int_row_limit((n1, n2), src.dtype, maximize))
         hstate = range_check
-    if maximize:
+    if maximize and not inside:
         hstate = NegatedState(hstate)
     cap, policy = _cache_plan(budget.rows, n1, n2, cache, budget.rows_state,
                               f"a {type(src).__name__} source")
