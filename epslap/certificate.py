@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._exact import RTOL, exact_excess  # noqa: F401  (RTOL: the rule's tolerance, for every module)
+from ._exact import CHECK_RTOL, RTOL, exact_excess  # noqa: F401  (the rule's tolerances, for every module)
 from ._validate import largest_finite
 from .cpu.verify_rows import scan_source
 from .lifted import applies, pair_costs, verify_pairs

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import sparse_input
 from ._validate import check_float_range, check_int_range
-from .certificate import RTOL
+from .certificate import CHECK_RTOL
 from .cpu import sparse as core
 from .cpu.sparse import repair_duals
 from .errors import InfeasibleError
@@ -86,7 +86,7 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
         # tiny costs: mended from the optimal assignment by lowering prices (cpu.dual_repair's
         # rule); one sweep over the stored pairs when nothing needs it
         reads, lowered = repair_duals(prob.indptr, prob.indices, prob.data, v, row_to_col,
-                                      RTOL, np.int64(REPAIR_READS_PER_ROW * prob.n1 + 1000))
+                                      CHECK_RTOL, np.int64(REPAIR_READS_PER_ROW * prob.n1 + 1000))
         if reads < 0:
             warnings.warn("epslap: the float duals of this sparse solve miss epslap.verify's "
                           "per-entry rule after a repair (the assignment is optimal up to "

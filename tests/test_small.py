@@ -224,3 +224,36 @@ def test_long_paths_hand_over_to_the_epsilon_path(name):
     cert = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)
     assert cert["optimal"], cert
     assert sol.cost == pytest.approx(_reference(c, False), rel=1e-12)
+
+
+# two 2 x 2 matrices whose entries span 13-19 orders of magnitude (found by the hypothesis
+# test of verify's rule): the row reductions priced a column at the scale of another row's
+# cost (3.5e11) and the polish kept that rounding (the ε path then missed the rule too, with a
+# warning); and a float check whose own rounding passed an assigned pair at 0.99 RTOL that
+# verify's exact excess put at 1.004 RTOL
+_SPREAD = [np.array([[float.fromhex(x) for x in row] for row in m]) for m in (
+    [["-0x1.9beaa20fa574fp-24", "-0x1.4044c1d79fb34p-3"],
+     ["-0x1.02833d374f220p-10", "-0x1.46e03dba8c336p+38"]],
+    [["-0x1.b92f67e66c790p-15", "-0x1.8289570f11162p+9"],
+     ["0x1.83c713b1d0f25p-3", "0x1.73896b83f67dbp+1"]])]
+
+
+@pytest.mark.parametrize("k", range(len(_SPREAD)))
+@pytest.mark.parametrize("maximize", [False, True])
+def test_costs_spread_over_many_magnitudes_get_certified_duals(k, maximize):
+    """The small path certifies both (the vector form's solve, from the column minima without
+    the row reductions, after the polish; its checks keep their own rounding aside): no
+    warning, duals that ``verify`` accepts, alone and in a batch."""
+    import warnings
+    c = _SPREAD[k]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sol = epslap.solve(c, maximize=maximize)
+        batch = epslap.solve_batch(np.stack([c, c.T, c]), maximize=maximize)
+    assert sol.stats["method"] == "jv"
+    assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)["optimal"]
+    for t, m in enumerate((c, c.T, c)):
+        s = batch.solution(t)
+        assert epslap.verify(m, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize)["optimal"]
+    xs, duals = np.empty(4, np.int64), np.empty(4)
+    assert jv.solve_small(np.ascontiguousarray(c), maximize, xs, duals)[0] == 0

@@ -135,11 +135,17 @@ def test_the_solvers_duals_meet_the_rule_on_wide_range_floats():
 
 def test_dual_repair_lowers_the_top_price_where_a_tiny_row_needs_it():
     """A row whose dual is tiny next to its partner's price (-0.58 = -3590.06 + 3589.48) met
-    the rule only once the top column's price was lowered below 0 by 8e-14."""
+    the rule on the ε path only once the top column's price was lowered below 0 by 8e-14. The
+    small path now certifies it by the vector form's solve (no repair)."""
+    from tests.conftest import cpu_path
     c = np.array([[-1.9994374648328242e-01, -5.7930876975987389e-01, -3.5900568535024968e+03],
                   [-3.6784652181703270e+04, -2.7891887380748093e-01, 2.6395272123681514e-04],
                   [5.6135186924444595e-06, -1.7368194128798754e-08, -8.2093837206234394e-05]])
-    s = epslap.solve(c)
+    with cpu_path("eps"):
+        s = epslap.solve(c)
     assert "dual_repair_rows" in s.stats
-    assert epslap.verify(c, s.row_ind, s.col_ind, s.u, s.v)["optimal"]
-    assert s.cost == pytest.approx(_brute_force(c), rel=1e-14)
+    small = epslap.solve(c)
+    assert small.stats["method"] == "jv" and "dual_repair_rows" not in small.stats
+    for sol in (s, small):
+        assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+        assert sol.cost == pytest.approx(_brute_force(c), rel=1e-14)

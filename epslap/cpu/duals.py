@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._sync import new_sync
-from ..certificate import RTOL
+from ..certificate import CHECK_RTOL
 from . import passes as ker
 from .dual_repair import repair_duals
 from .host import rows_served, run_interruptibly
@@ -17,7 +17,7 @@ def duals_hold(src, n2: int, row_dtype, v, row_to_col, estimate_context, assigne
     stop = new_sync()
 
     def run():
-        return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, stop,
+        return ker.duals_hold_rows(src, np.empty(n2, row_dtype), v, row_to_col, CHECK_RTOL, stop,
                                    assigned)
     with rows_served(estimate_context):
         return run_interruptibly(run, np.zeros(8, np.int64), sync=stop)
@@ -30,7 +30,7 @@ def repair_duals_on_rows(src, n2: int, row_dtype, v, row_to_col, estimate_contex
     budget = np.int64(8 * len(row_to_col) + 1000)
 
     def run():
-        return repair_duals(src, np.empty(n2, row_dtype), v, row_to_col, RTOL, budget, stop)
+        return repair_duals(src, np.empty(n2, row_dtype), v, row_to_col, CHECK_RTOL, budget, stop)
     with rows_served(estimate_context):
         return int(run_interruptibly(run, np.zeros(8, np.int64), sync=stop))
 

@@ -43,7 +43,7 @@ from numba.extending import overload
 
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, STATUS_OUT_OF_RANGE
 from .._validate import FLOAT_BIG
-from ..certificate import RTOL, row_duals_hold
+from ..certificate import CHECK_RTOL, row_duals_hold
 from . import jv_numpy
 from .arrays import bits_float, flip_path, float_bits
 from .kinds import is_integral
@@ -556,14 +556,65 @@ def polish(c, v, x):
 
 
 @njit(cache=True, nogil=True)
+def solve_plain(c, v, x):
+    """Every row again as the first calls' vector form solves them: a square problem from its
+    column minima (each taken by its row where free, last column first), then shortest
+    augmenting paths, without the reduction transfer and the augmenting row reduction. Those
+    reductions can lower a price by a cost far larger than the row's own (the gap to its
+    second-cheapest column): the row's duals are then rounded at that scale, and a polish from
+    those prices keeps the rounding. Returns (status, rows)."""
+    n1, n2 = c.shape
+    wt = v.dtype.type
+    x[:] = -1
+    y = np.full(n2, -1, np.int64)
+    reads = 0
+    if n1 == n2:
+        imin = np.zeros(n2, np.int64)
+        for j in range(n2):
+            v[j] = wt(c[0, j])
+        for i in range(1, n1):
+            for j in range(n2):
+                h = wt(c[i, j])
+                if h < v[j]:
+                    v[j] = h
+                    imin[j] = i
+        reads = n1
+        finite = True
+        for j in range(n2):
+            finite = finite and (v[j] - v[j]) == 0
+        if finite:
+            for j in range(n2 - 1, -1, -1):
+                i = imin[j]
+                if x[i] < 0:
+                    x[i] = j
+                    y[j] = i
+        else:  # +inf columns: every row from the finite minima
+            for j in range(n2):
+                v[j] = v[j] if (v[j] - v[j]) == 0 else wt(0)
+    else:
+        v[:] = 0
+    free = np.empty(n1, np.int64)
+    n_free = 0
+    for i in range(n1):
+        if x[i] < 0:
+            free[n_free] = i
+            n_free += 1
+    iw = np.empty(_scratch(n2), np.int64)
+    fw = np.empty(2 * n2, v.dtype)
+    status, r = _augment(c, v, x, y, free, n_free, iw, fw)
+    return status, reads + r
+
+
+@njit(cache=True, nogil=True)
 def duals_hold(c, v, x):
     """Whether the float duals that ``finish`` reports from ``v`` (shifted to max 0, u from the
     assigned pairs) meet ``epslap.verify``'s per-entry rule: u_i + v_j - c_ij <= RTOL·(|c_ij| +
-    |u_i| + |v_j|) on every finite entry. The exact test runs only where the reduced cost is
-    negative (the tolerance is never negative)."""
+    |u_i| + |v_j|) on every finite entry, judged at CHECK_RTOL (the rounding of this float
+    arithmetic kept aside). The exact test runs only where the reduced cost is negative (the
+    tolerance is never negative)."""
     top = v.max()
     for i in range(c.shape[0]):
-        if not row_duals_hold(c[i], v, top, x[i], RTOL):
+        if not row_duals_hold(c[i], v, top, x[i], CHECK_RTOL):
             return False
     return True
 
@@ -582,7 +633,7 @@ def _row_duals(c, vs, x, u):
         u[i] = ui
         cx = np.float64(row[x[i]])
         slack = (cx - ui) - vs[x[i]]
-        if abs(slack) > RTOL * ((abs(cx) + abs(ui)) + abs(vs[x[i]])):
+        if abs(slack) > CHECK_RTOL * ((abs(cx) + abs(ui)) + abs(vs[x[i]])):
             ok = False
     return ok
 
@@ -610,8 +661,8 @@ def _canonical(c, maximize):
 @_inlined
 def _finish_duals(m, integral, v, x, u):
     """Shift v to max 0 (unassigned columns get dual 0) and fill u; returns (status, polish
-    rows): float duals are certified by :func:`_row_duals`, else polished once, else
-    NEEDS_EPSILON."""
+    rows): float duals are certified by :func:`_row_duals`, else polished once, else solved
+    again as the vector form solves (:func:`solve_plain`) and polished, else NEEDS_EPSILON."""
     _shift_to_max_zero(v)
     if integral:
         for i in range(m.shape[0]):
@@ -619,12 +670,15 @@ def _finish_duals(m, integral, v, x, u):
         return STATUS_OK, 0
     if _row_duals(m, v, x, u):
         return STATUS_OK, 0
-    status, rows = polish(m, v, x)
-    if status != STATUS_OK:
-        return status, rows
-    _shift_to_max_zero(v)
-    if _row_duals(m, v, x, u):
-        return STATUS_OK, rows
+    rows = 0
+    for again in range(3):  # a polish; the vector form's solve; its polish
+        status, r = solve_plain(m, v, x) if again == 1 else polish(m, v, x)
+        rows += r
+        if status != STATUS_OK:
+            return status, rows
+        _shift_to_max_zero(v)
+        if _row_duals(m, v, x, u):
+            return STATUS_OK, rows
     return NEEDS_EPSILON, rows
 
 
@@ -696,13 +750,12 @@ jv_numpy.keep_rent_beside(solve_small)  # the first calls' time, beside this ker
 @njit(cache=True, nogil=True)
 def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
     """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), each by the small
-    path's exact search (a polish and the check of the duals for u from the assigned pairs,
-    ``duals_hold``, where floats miss the rule): fills ``x`` (B, n1), ``v`` (B, n2),
-    ``status`` and ``rows`` (rows evaluated), and for each solved problem its result as
-    ``solution.orient`` takes it: v shifted to a
-    maximum of 0, ``u`` (B, n1) from the shifted v, ``total`` (B,) the sum of the pairs' costs,
-    ``row_ind`` (B, n1) the row numbers 0 … n1-1 (filled here, on the batch's threads, instead
-    of by NumPy after them)."""
+    path's exact search (where float duals miss the rule, ``duals_hold`` for u from the
+    assigned pairs: a polish, then the vector form's solve and its polish): fills ``x`` (B,
+    n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated), and for each solved problem
+    its result as ``solution.orient`` takes it: v shifted to a maximum of 0, ``u`` (B, n1) from
+    the shifted v, ``total`` (B,) the sum of the pairs' costs, ``row_ind`` (B, n1) the row
+    numbers 0 … n1-1 (filled here, on the batch's threads, instead of by NumPy after them)."""
     n1, n2 = c.shape[1], c.shape[2]
     y = np.empty(n2, np.int64)  # one scratch space for the whole share
     iw = np.empty(n1 + _scratch(n2), np.int64)
@@ -716,6 +769,12 @@ def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
         if st == STATUS_OK and not integral and not duals_hold(c[b], v[b], x[b]):
             st, r2 = polish(c[b], v[b], x[b])
             r += r2
+            for again in range(2):  # the vector form's solve, then its polish
+                if st != STATUS_OK or duals_hold(c[b], v[b], x[b]):
+                    break
+                st, r2 = solve_plain(c[b], v[b], x[b]) if again == 0 else polish(c[b], v[b],
+                                                                                 x[b])
+                r += r2
             if st == STATUS_OK and not duals_hold(c[b], v[b], x[b]):
                 st = NEEDS_EPSILON
         status[b] = st

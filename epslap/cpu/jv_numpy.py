@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from .._exact import RTOL
+from .._exact import CHECK_RTOL
 from .._status import STATUS_INFEASIBLE, STATUS_OK, Status
 
 #: what the first compile of ``jv.solve_small`` costs in a fresh environment, about (2-core
@@ -184,7 +184,7 @@ def _row_duals_hold(m, v, x) -> bool:
         u = (m - v).min(axis=1)
     cx = m[rows, x]
     slack = (cx - u) - v[x]
-    return not (np.abs(slack) > RTOL * ((np.abs(cx) + np.abs(u)) + np.abs(v[x]))).any()
+    return not (np.abs(slack) > CHECK_RTOL * ((np.abs(cx) + np.abs(u)) + np.abs(v[x]))).any()
 
 
 def _shortest_paths(m, integral: bool, v=None):
