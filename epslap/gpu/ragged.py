@@ -1,6 +1,6 @@
-"""A list of float matrices of different shapes as one padded stack, for one launch of the batch
-kernel (a detection batch whose images hold different numbers of targets, say), and each
-member's result read back out of the padded one.
+"""A list of matrices of different shapes as one padded stack, for one launch of the batch kernel
+(a detection batch whose images hold different numbers of targets, say), and each member's
+result read back out of the padded one.
 
 Member k, canonically a × b (a <= b: transposed where it has more rows than columns), sits in
 the top-left corner of an R × C slot, R the most canonical rows of any member and C >= R the most
