@@ -382,10 +382,13 @@ def test_a_ragged_list_names_its_bad_member_and_mends_the_rest(monkeypatch):
     bad[second][:, 0] = np.inf  # a target no prediction may take
     with pytest.raises(epslap.InfeasibleError, match=f"problem {second}"):
         epslap.solve_batch(bad, backend="gpu")
+    import cupy
     huge = [m.copy() for m in mats] + [np.array([[2.0**1012, 1.0], [1.0, 2.0**1012]])]
-    sol = epslap.solve_batch(huge, backend="gpu")
-    assert sol.cost[-1] == 2.0 and sol.stats["launches"] == 2
-    np.testing.assert_allclose(sol.cost[:-1], _scipy_costs(mats), rtol=1e-12)
+    for given in (huge, [cupy.asarray(m) for m in huge]):
+        sol = epslap.solve_batch(given, backend="gpu")
+        assert sol.cost[-1] == 2.0 and sol.stats["launches"] == 2
+        np.testing.assert_allclose(sol.cost[:-1], _scipy_costs(mats), rtol=1e-12)
+        assert isinstance(sol.col_ind[-1], type(given[-1]))
     launch = gb._launch
 
     def one_uncertified(*args):

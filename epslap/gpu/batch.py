@@ -300,10 +300,11 @@ def _solve_padded(cupy, mats: list, p, on_device: bool, maximize: bool, stats: d
         row_ind, col_ind, us, vs = ragged.members(p, *packed[:4])
     for k in np.flatnonzero(alone).tolist():
         xp = cupy if on_device else np
-        one = _solve_stack(cupy, xp.stack([mats[k]]), maximize, np.asarray([k]), stats)
-        row_ind[k], col_ind[k], t_k, us[k], vs[k], r_k = (
-            a[0] if on_device else cupy.asnumpy(a)[0] for a in one)
-        cost[k], rows[k] = t_k, r_k
+        r, kk, total, uu, vv, rr = _solve_stack(cupy, xp.stack([mats[k]]), maximize,
+                                                np.asarray([k]), stats)
+        row_ind[k], col_ind[k], us[k], vs[k] = (a[0] if on_device else cupy.asnumpy(a)[0]
+                                                for a in (r, kk, uu, vv))
+        cost[k], rows[k] = cupy.asnumpy(total)[0], cupy.asnumpy(rr)[0]  # host arrays both
     stats.update(rows_evaluated=rows, padded_to=(p.rows, p.cols))
     return row_ind, col_ind, cost, us, vs, stats
 
