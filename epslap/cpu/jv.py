@@ -569,25 +569,14 @@ def solve_plain(c, v, x):
     y = np.full(n2, -1, np.int64)
     reads = 0
     if n1 == n2:
-        imin = np.zeros(n2, np.int64)
-        for j in range(n2):
-            v[j] = wt(c[0, j])
-        for i in range(1, n1):
-            for j in range(n2):
-                h = wt(c[i, j])
-                if h < v[j]:
-                    v[j] = h
-                    imin[j] = i
+        imin = np.empty(n2, np.int64)  # the column minima (the values were checked before)
+        _check_values(c, v, imin, is_integral(c), np.int64(2**63 - 1), True)
         reads = n1
         finite = True
         for j in range(n2):
             finite = finite and (v[j] - v[j]) == 0
         if finite:
-            for j in range(n2 - 1, -1, -1):
-                i = imin[j]
-                if x[i] < 0:
-                    x[i] = j
-                    y[j] = i
+            _assign_minima(v, imin, x, y, np.zeros(n1, np.int64))
         else:  # +inf columns: every row from the finite minima
             for j in range(n2):
                 v[j] = v[j] if (v[j] - v[j]) == 0 else wt(0)
@@ -766,17 +755,14 @@ def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
         for i in range(n1):
             row_ind[b, i] = i
         st, r = _solve_canonical(c[b], integral, unlimited, v[b], x[b], y, iw, fw)
-        if st == STATUS_OK and not integral and not duals_hold(c[b], v[b], x[b]):
-            st, r2 = polish(c[b], v[b], x[b])
-            r += r2
-            for again in range(2):  # the vector form's solve, then its polish
-                if st != STATUS_OK or duals_hold(c[b], v[b], x[b]):
-                    break
-                st, r2 = solve_plain(c[b], v[b], x[b]) if again == 0 else polish(c[b], v[b],
-                                                                                 x[b])
-                r += r2
-            if st == STATUS_OK and not duals_hold(c[b], v[b], x[b]):
+        for again in range(4):  # floats: a polish; the vector form's solve; its polish
+            if st != STATUS_OK or integral or duals_hold(c[b], v[b], x[b]):
+                break
+            if again == 3:
                 st = NEEDS_EPSILON
+                break
+            st, r2 = solve_plain(c[b], v[b], x[b]) if again == 1 else polish(c[b], v[b], x[b])
+            r += r2
         status[b] = st
         rows[b] = r
         if st == STATUS_OK and n2 > 0:
