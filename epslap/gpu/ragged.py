@@ -125,7 +125,7 @@ def unpad(p: Plan, x, u, v, total, maximize: bool) -> tuple:
     if maximize:
         u, v, total = -u, -v, -total
     if p.integral:  # integers below 2**53 (exact_limit): exact in float64
-        u, v, total = (np.rint(a).astype(np.int64) for a in (u, v, total))
+        u, v, total = (np.rint(w).astype(np.int64) for w in (u, v, total))
     keyed = np.where(np.arange(p.rows) < a[:, None], x, p.cols)  # padding rows sort last
     order = np.argsort(keyed, axis=1, kind="stable")
     flip = p.transposed[:, None]
