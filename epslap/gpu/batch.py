@@ -27,7 +27,7 @@ import numpy as np
 
 from .._status import STATUS_OK, STATUS_OUT_OF_RANGE, raise_for_status
 from .._validate import check_float_range, check_int_range, float_cost_limit, float_kind
-from ..certificate import RTOL
+from ..certificate import CHECK_RTOL
 from ..solution import Solution, orient_duals
 from .modules import EPS_OPTIONS, GPU_DIR, ORIENT, build_module, status_header
 from . import ragged
@@ -392,7 +392,7 @@ def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
         kernel.max_dynamic_shared_size_bytes = smem
     grid = min(-(-b // teams), _resident_blocks(dev, attrs, geo.threads, smem))
     args = (m, np.int64(b), np.int32(n1), np.int32(n2), np.int32(maximize), x, u, v, total,
-            status, rows, counter, np.float64(RTOL), np.float64(float_cost_limit((n1, n2))))
+            status, rows, counter, np.float64(CHECK_RTOL), np.float64(float_cost_limit((n1, n2))))
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
     while True:  # a cooperative launch (the module's) must fit on the device at once
