@@ -36,7 +36,7 @@ from ._sources import negated, raise_pending
 from ._sync import new_sync, run_workers
 from ._validate import (Options, Problem, canonical_dense, check_before_compile, check_float_range,
                         check_int_range)
-from .certificate import RTOL
+from .certificate import CHECK_RTOL, RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
 from .cpu.api import PRECHECK_MAX
@@ -569,8 +569,9 @@ def _spread(cols, counts, n2: int) -> float:
 
 def _without_rounding(prob, sparse, v, u, row_to_col, failing, cols, vals, counts):
     """The certificate pass's failing rows without those whose every violating pair the sparse
-    problem holds already and which meet ``epslap.verify``'s own tolerance (RTOL; the pass
-    judges at a quarter of it): the sparse solve settled such a pair on its own arithmetic
+    problem holds already and which meet ``epslap.verify``'s own tolerance (judged at
+    CHECK_RTOL, so that this pass's own float rounding, at most 2**-52 of the pair's terms,
+    cannot carry a pair past RTOL; the pass judges at a quarter of RTOL): the sparse solve settled such a pair on its own arithmetic
     (distances summed along a path) and the pass's ``c - v`` differs from it by a few ulps at a
     tie, so adding the pair again changes nothing and the rounds would repeat it until
     MAX_ROUNDS (Euclidean distances of random points, 1150 x 1200: one row, 8 ulps, 64
@@ -585,7 +586,7 @@ def _without_rounding(prob, sparse, v, u, row_to_col, failing, cols, vals, count
         held[t] = np.isin(cols[t, :counts[t]], stored).all()
     if not held.any():
         return failing, cols, vals, counts
-    still = prob.certify(v, u, row_to_col, failing[held], CAP, RTOL)[0]
+    still = prob.certify(v, u, row_to_col, failing[held], CAP, CHECK_RTOL)[0]
     keep = ~held | np.isin(failing, still)
     return failing[keep], cols[keep], vals[keep], counts[keep]
 
