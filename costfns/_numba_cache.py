@@ -18,12 +18,23 @@ across upgrades of this package.
   compiled for that very function) never matches in a later process, whose function is another
   object: Numba saved it again in every process, under a new data file each time, so the cache
   grew without bound. Such signatures are not saved.
+- Numba keys a saved kernel on its own file alone (its modification time and size): a kernel
+  that reads a constant of another module, or inlines a function of another file, kept the
+  code of the old one after a change of that file alone (a ``git pull`` that touches only the
+  constant). A kernel of this package is keyed here also on the contents of every module of
+  the package its module imports, directly or through others (``imports_digest``): a change
+  of any of them is a cache miss.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.util
 import itertools
+import os
 import pickle
+import re
+import sys
 
 from numba.core import caching
 
@@ -35,9 +46,103 @@ except ImportError:  # pragma: no cover - not POSIX: Numba's own saves, unlocked
 _Index = caching.IndexDataCacheFile
 _numba_load_index = _Index._load_index
 _numba_save = _Index.save
+_numba_cache_init = caching.Cache.__init__
+
+#: the packages whose kernels are keyed on their imports too
+_OURS = ("epslap", "costfns")
+
+# `from X import names` (names in brackets may span lines) and `import X`
+_FROM = re.compile(r"^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+)", re.M)
+
+
+def _module_file(name: str) -> str | None:
+    """The source file of module ``name`` of this package (None: not ours, or not a file)."""
+    if name.split(".")[0] not in _OURS:
+        return None
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if path is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        path = getattr(spec, "origin", None)
+    return path if path and path.endswith(".py") and os.path.isfile(path) else None
+
+
+def _imported(name: str, path: str, text: str) -> set:
+    """The modules of this package that module ``name`` (source ``text``) imports."""
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    found = set()
+    for target, names in _FROM.findall(text):
+        try:
+            base = importlib.util.resolve_name(target, package) if target.startswith(".") \
+                else target
+        except (ImportError, ValueError):
+            continue
+        found.add(base)
+        for word in re.findall(r"\w+", re.sub(r"#[^\n]*", "", names)):
+            found.add(f"{base}.{word}")  # a submodule, where it is one (else not a file)
+    found.update(_IMPORT.findall(text))
+    return {m for m in found if m.split(".")[0] in _OURS}
+
+
+#: module -> (hash of its source, the modules of this package it imports); None: no file
+_READ: dict = {}
+_DIGESTS: dict = {}
+
+
+def _read(module: str):
+    if module not in _READ:
+        path = _module_file(module)
+        if path is None:
+            _READ[module] = None
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            _READ[module] = (hashlib.sha256(data).digest(),
+                             _imported(module, path, data.decode("utf-8", "replace")))
+    return _READ[module]
+
+
+def imports_digest(name: str) -> str:
+    """A hash of the sources of module ``name`` and of every module of this package it
+    imports, directly or through others."""
+    if name not in _DIGESTS:
+        seen, todo = set(), [name]
+        while todo:
+            module = todo.pop()
+            if module not in seen:
+                seen.add(module)
+                read = _read(module)
+                if read is not None:
+                    todo.extend(read[1])
+        hasher = hashlib.sha256()
+        for module in sorted(seen):
+            if _read(module) is not None:
+                hasher.update(module.encode() + b"\0" + _read(module)[0])
+        _DIGESTS[name] = hasher.hexdigest()
+    return _DIGESTS[name]
+
+
+def _cache_init(self, py_func):
+    _numba_cache_init(self, py_func)
+    module = getattr(py_func, "__module__", None) or ""
+    if module.split(".")[0] in _OURS:
+        self._cache_file._epslap_module = module  # stamped at its first use (not at import)
+
+
+def _stamp_with_imports(index) -> None:
+    """Numba's source stamp of ``index`` with its module's ``imports_digest`` beside it."""
+    module = getattr(index, "_epslap_module", None)
+    if module is not None:
+        index._epslap_module = None
+        index._source_stamp = (index._source_stamp, imports_digest(module))
 
 
 def _load_index_or_nothing(self):
+    _stamp_with_imports(self)
     try:
         return _numba_load_index(self)
     except (AttributeError, ImportError, EOFError, pickle.UnpicklingError, TypeError,
@@ -75,6 +180,7 @@ def _never_loads(key) -> bool:
 def _save(self, key, data):
     if _never_loads(key):
         return
+    _stamp_with_imports(self)
     if fcntl is None:  # not POSIX: Numba's own save, unlocked
         _numba_save(self, key, data)
         return
@@ -91,9 +197,11 @@ def _save(self, key, data):
 
 
 def harden() -> None:
-    """Put the locked save and the tolerant index load in place of Numba's (once per
-    process; ``costfns.rows`` does it on import, before anything is compiled)."""
+    """Put the locked save, the tolerant index load and the keys on imports in place of
+    Numba's (once per process; ``costfns.rows`` does it on import, before anything is
+    compiled)."""
     if not getattr(_Index, "_epslap_hardened", False):
         _Index._epslap_hardened = True
+        caching.Cache.__init__ = _cache_init
         _Index._load_index = _load_index_or_nothing
         _Index.save = _save

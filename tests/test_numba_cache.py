@@ -100,3 +100,32 @@ def test_kernel_tables_are_readied_once_per_kind_of_arguments():
     compile_kernels([(kernel, (np.zeros((2, 2))[:, 0], 1.0))])  # a strided view
     assert len(kernel.overloads) == 3
     assert compile_kernels([(kernel, (np.zeros((4, 3))[:, 1], 5.0))]) == 0.0
+
+
+def test_a_kernel_is_keyed_on_the_modules_its_module_imports(tmp_path, monkeypatch):
+    """Numba keys a saved kernel on its own file alone; a kernel of this package also reads
+    constants and inlines functions of the modules it imports (``epslap._exact``'s tolerances
+    in the small path). A change of such a module's source (here its recorded hash) makes the
+    saved kernel a miss; unchanged sources find it."""
+    import numba
+
+    from costfns import _numba_cache
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    _numba_cache.imports_digest("epslap.cpu.small")
+    assert {"epslap._exact", "epslap.cpu.jv"} <= set(_numba_cache._READ)
+
+    def kernel_of_the_small_path():
+        def kernel(x):
+            return x + 1
+        kernel.__module__ = "epslap.cpu.small"
+        return numba.njit(cache=True)(kernel)
+
+    assert kernel_of_the_small_path()(1) == 2  # compiled and saved
+    assert kernel_of_the_small_path()._cache._cache_file._load_index()  # found again
+    source_hash, imports = _numba_cache._READ["epslap._exact"]
+    monkeypatch.setitem(_numba_cache._READ, "epslap._exact", (b"another source", imports))
+    monkeypatch.setattr(_numba_cache, "_DIGESTS", {})
+    assert kernel_of_the_small_path()._cache._cache_file._load_index() == {}
+    monkeypatch.setitem(_numba_cache._READ, "epslap._exact", (source_hash, imports))
+    monkeypatch.setattr(_numba_cache, "_DIGESTS", {})
+    assert kernel_of_the_small_path()._cache._cache_file._load_index()
