@@ -71,7 +71,8 @@ def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize
     shifted to a maximum of 0 (unassigned columns tie at the top: their dual is exactly 0), and
     u is taken from the shifted v: one rounding relative to u itself, so that every reduced cost
     is exact to a few units in the last place of its own terms (see ``epslap.verify``).
-    (``jv.solve_share`` computes the same shifted v and u in compiled code for batches.)
+    (``jv.solve_share`` gives batches the small path's duals instead: v shifted the same way,
+    u from each row's least reduced cost, checked by ``jv._row_duals``.)
     ``shift=False``: prices mended by ``cpu.dual_repair``, reported as they are (their maximum
     may be a little below 0; a shift would round away what the repair set).
     """

@@ -127,10 +127,8 @@ def test_duals_that_miss_the_rule_go_to_the_epsilon_path(monkeypatch):
     c = rng.random((30, 30))
     sol = epslap.solve(c)
     v, x = sol.v, sol.col_ind
-    assert jv.duals_hold(c, v, x)
     bad = v.copy()
     bad[3] += 1e-6  # a reduced cost below zero
-    assert not jv.duals_hold(c, bad, x)
     u = np.empty(30)
     assert jv._row_duals(c, v - v.max(), x, u)
     assert not jv._row_duals(c, bad - bad.max(), x, u)  # row 3's column is no longer its best

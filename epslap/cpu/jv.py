@@ -29,8 +29,7 @@ Float duals: ``solve_small`` reports each row's dual as the smallest reduced cos
 (``_row_duals``), which meets ``verify``'s per-entry rule on every entry of the row by
 construction, and checks the assigned pairs' slack against that rule; where it misses, one exact
 pass from the final prices (``polish``) recomputes the prices, and where even that misses, the ε
-path solves. The batches (``solve_share``), whose callers take u from the assigned pairs,
-check that rule instead (``duals_hold``).
+path solves. The batches (``solve_share``) do the same per problem.
 
 Reduced costs are c_ij - v_j; ``rows_evaluated`` counts every row read after the validation
 sweep (each step reads whole rows), comparable with the ε-passes'.
@@ -43,7 +42,7 @@ from numba.extending import overload
 
 from .._status import STATUS_INFEASIBLE, STATUS_INVALID, STATUS_OK, STATUS_OUT_OF_RANGE
 from .._validate import FLOAT_BIG
-from ..certificate import CHECK_RTOL, row_duals_hold
+from ..certificate import CHECK_RTOL
 from . import jv_numpy
 from .arrays import bits_float, flip_path, float_bits
 from .kinds import is_integral
@@ -202,12 +201,12 @@ def _int_status(lo, hi, limit):
 
 
 @_inlined
-def _check_values(m, v, imin, integral, limit, minima):
+def _check_values(m, v, imin, integral, limit, minima, acc):
     """(status, has_inf): NaN/-inf are STATUS_INVALID, integers beyond ``limit`` OUT_OF_RANGE.
-    One branch-free sweep (x - x is NaN exactly for NaN and ±inf, summed per column so that the
-    sweep compiles to vector code); the rare non-finite matrix is classified by a second one.
-    With ``minima`` (a square problem) the same sweep also sets v = column minima and imin =
-    their rows (the first on ties)."""
+    One branch-free sweep (x - x is NaN exactly for NaN and ±inf, summed per column in ``acc``,
+    n2 float64 of scratch, so that the sweep compiles to vector code); the rare non-finite
+    matrix is classified by a second one. With ``minima`` (a square problem) the same sweep
+    also sets v = column minima and imin = their rows (the first on ties)."""
     n1, n2 = m.shape
     wt = v.dtype.type
     if minima:
@@ -228,7 +227,7 @@ def _check_values(m, v, imin, integral, limit, minima):
                     v[j] = x if lower else v[j]
                     imin[j] = i if lower else imin[j]
         return _int_status(lo, hi, limit), False
-    acc = np.zeros(n2)
+    acc[:n2] = 0.0
     s = _overflow_scale(m)
     for i in range(n1):
         row = m[i]
@@ -240,7 +239,7 @@ def _check_values(m, v, imin, integral, limit, minima):
                 lower = x < v[j]
                 v[j] = x if lower else v[j]
                 imin[j] = i if lower else imin[j]
-    if acc.sum() == 0.0:
+    if acc[:n2].sum() == 0.0:
         return STATUS_OK, False
     return _classify(m)
 
@@ -516,7 +515,7 @@ def _solve_canonical(c, integral, limit, v, x, y, iw, fw):
     reads = 0
     square = n1 == n2 and n2 > 1
     imin = iw[n1:n1 + n2]
-    status, has_inf = _check_values(c, v, imin, integral, limit, square)
+    status, has_inf = _check_values(c, v, imin, integral, limit, square, fw)
     if status != STATUS_OK:
         return status, 0
     if square and not has_inf:
@@ -570,7 +569,8 @@ def solve_plain(c, v, x):
     reads = 0
     if n1 == n2:
         imin = np.empty(n2, np.int64)  # the column minima (the values were checked before)
-        _check_values(c, v, imin, is_integral(c), np.int64(2**63 - 1), True)
+        _check_values(c, v, imin, is_integral(c), np.int64(2**63 - 1), True,
+                      np.empty(n2, np.float64))
         reads = n1
         finite = True
         for j in range(n2):
@@ -592,20 +592,6 @@ def solve_plain(c, v, x):
     fw = np.empty(2 * n2, v.dtype)
     status, r = _augment(c, v, x, y, free, n_free, iw, fw)
     return status, reads + r
-
-
-@njit(cache=True, nogil=True)
-def duals_hold(c, v, x):
-    """Whether the float duals that ``finish`` reports from ``v`` (shifted to max 0, u from the
-    assigned pairs) meet ``epslap.verify``'s per-entry rule: u_i + v_j - c_ij <= RTOL·(|c_ij| +
-    |u_i| + |v_j|) on every finite entry, judged at CHECK_RTOL (the rounding of this float
-    arithmetic kept aside). The exact test runs only where the reduced cost is negative (the
-    tolerance is never negative)."""
-    top = v.max()
-    for i in range(c.shape[0]):
-        if not row_duals_hold(c[i], v, top, x[i], CHECK_RTOL):
-            return False
-    return True
 
 
 @njit(cache=True, nogil=True)
@@ -739,12 +725,11 @@ jv_numpy.keep_rent_beside(solve_small)  # the first calls' time, beside this ker
 @njit(cache=True, nogil=True)
 def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
     """Problems ``lo … hi-1`` of the canonical stack ``c`` (B, n1, n2), each by the small
-    path's exact search (where float duals miss the rule, ``duals_hold`` for u from the
-    assigned pairs: a polish, then the vector form's solve and its polish): fills ``x`` (B,
-    n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated), and for each solved problem
-    its result as ``solution.orient`` takes it: v shifted to a maximum of 0, ``u`` (B, n1) from
-    the shifted v, ``total`` (B,) the sum of the pairs' costs, ``row_ind`` (B, n1) the row
-    numbers 0 … n1-1 (filled here, on the batch's threads, instead of by NumPy after them)."""
+    path's exact search and its duals (``_finish_duals``, as ``solve_small`` has them): fills
+    ``x`` (B, n1), ``v`` (B, n2), ``status`` and ``rows`` (rows evaluated), and for each solved
+    problem its result as ``solution.orient`` takes it: v shifted to a maximum of 0, ``u`` (B,
+    n1), ``total`` (B,) the sum of the pairs' costs, ``row_ind`` (B, n1) the row numbers 0 …
+    n1-1 (filled here, on the batch's threads, instead of by NumPy after them)."""
     n1, n2 = c.shape[1], c.shape[2]
     y = np.empty(n2, np.int64)  # one scratch space for the whole share
     iw = np.empty(n1 + _scratch(n2), np.int64)
@@ -755,21 +740,13 @@ def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
         for i in range(n1):
             row_ind[b, i] = i
         st, r = _solve_canonical(c[b], integral, unlimited, v[b], x[b], y, iw, fw)
-        for again in range(4):  # floats: a polish; the vector form's solve; its polish
-            if st != STATUS_OK or integral or duals_hold(c[b], v[b], x[b]):
-                break
-            if again == 3:
-                st = NEEDS_EPSILON
-                break
-            st, r2 = solve_plain(c[b], v[b], x[b]) if again == 1 else polish(c[b], v[b], x[b])
+        if st == STATUS_OK:
+            st, r2 = _finish_duals(c[b], integral, v[b], x[b], u[b])
             r += r2
         status[b] = st
         rows[b] = r
-        if st == STATUS_OK and n2 > 0:
-            _shift_to_max_zero(v[b])
+        if st == STATUS_OK:
             acc = wt(0)
             for i in range(n1):
-                a = wt(c[b, i, x[b, i]])
-                acc += a
-                u[b, i] = a - v[b, x[b, i]]
+                acc += wt(c[b, i, x[b, i]])
             total[b] = acc
