@@ -503,11 +503,13 @@ def _augment(c, v, x, y, free, n_free, iw, fw):
 
 
 @_inlined
-def _solve_canonical(c, integral, limit, v, x, y, iw, fw):
+def _solve_canonical(c, integral, limit, v, x, y, iw, fw, sweep):
     """Steps 1–4 on the canonical matrix ``c``, with the value checks: fills ``v`` (work dtype),
     ``x`` (row -> column) and ``y`` (column -> row); ``iw`` (n1 + ``_scratch(n2)`` int64) and
     ``fw`` (2·n2, work dtype) are scratch space, one allocation each for the whole solve (a tiny
-    problem's time goes to allocations otherwise). Returns (status, rows evaluated)."""
+    problem's time goes to allocations otherwise), ``sweep`` (n2 float64) the value sweep's (an
+    allocation of its own: a view into ``fw`` beside ``v`` kept the sweep from vector code).
+    Returns (status, rows evaluated)."""
     n1, n2 = c.shape
     free = iw[:n1]
     x[:] = -1
@@ -515,7 +517,7 @@ def _solve_canonical(c, integral, limit, v, x, y, iw, fw):
     reads = 0
     square = n1 == n2 and n2 > 1
     imin = iw[n1:n1 + n2]
-    status, has_inf = _check_values(c, v, imin, integral, limit, square, fw)
+    status, has_inf = _check_values(c, v, imin, integral, limit, square, sweep)
     if status != STATUS_OK:
         return status, 0
     if square and not has_inf:
@@ -703,8 +705,9 @@ def solve_small(c, maximize, xs, duals):
     fw = _work_empty(c, n1 + 3 * n2)
     x, y = iw[:n1], iw[n1:n1 + n2]
     v, u = fw[:n2], fw[n2:n2 + n1]
+    sweep = np.empty(0 if integral else n2)  # the float value sweep's flags
     status, reads = _solve_canonical(m, integral, limit, v, x, y, iw[n1 + n2:],
-                                     fw[n1 + n2:])
+                                     fw[n1 + n2:], sweep)
     polish_rows = 0
     if status == STATUS_OK:
         status, polish_rows = _finish_duals(m, integral, v, x, u)
@@ -734,12 +737,13 @@ def solve_share(c, integral, lo, hi, x, v, status, rows, u, total, row_ind):
     y = np.empty(n2, np.int64)  # one scratch space for the whole share
     iw = np.empty(n1 + _scratch(n2), np.int64)
     fw = np.empty(2 * n2, v.dtype)
+    sweep = np.empty(n2)  # the float value sweep's flags
     unlimited = np.int64(2**63 - 1)  # integer ranges are the caller's check
     wt = v.dtype.type
     for b in range(lo, hi):
         for i in range(n1):
             row_ind[b, i] = i
-        st, r = _solve_canonical(c[b], integral, unlimited, v[b], x[b], y, iw, fw)
+        st, r = _solve_canonical(c[b], integral, unlimited, v[b], x[b], y, iw, fw, sweep)
         if st == STATUS_OK:
             st, r2 = _finish_duals(c[b], integral, v[b], x[b], u[b])
             r += r2
