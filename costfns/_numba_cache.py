@@ -57,17 +57,22 @@ _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+)", re.M)
 
 
 def _module_file(name: str) -> str | None:
-    """The source file of module ``name`` of this package (None: not ours, or not a file)."""
-    if name.split(".")[0] not in _OURS:
+    """The source file of module ``name`` of this package (None: not ours, or not a file),
+    found beside its package's files: nothing is imported to find it."""
+    top, *rest = name.split(".")
+    if top not in _OURS:
         return None
-    module = sys.modules.get(name)
-    path = getattr(module, "__file__", None)
+    path = getattr(sys.modules.get(name), "__file__", None)
     if path is None:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
+        root = getattr(sys.modules.get(top), "__file__", None)
+        if root is None:
+            spec = importlib.util.find_spec(top)  # a top-level name: nothing runs
+            root = getattr(spec, "origin", None)
+        if not root:
             return None
-        path = getattr(spec, "origin", None)
+        here = os.path.join(os.path.dirname(root), *rest)
+        path = next((p for p in (here + ".py", os.path.join(here, "__init__.py"))
+                     if os.path.isfile(p)), None)
     return path if path and path.endswith(".py") and os.path.isfile(path) else None
 
 
