@@ -271,6 +271,7 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
     for (int q = 0; q < nfree && status == STATUS_OK; ++q) {
         const int f = listed ? fl[q] : q;
         work_t d[K], h[K];
+        int pr[K];  // this lane's columns' predecessors; one goes to pred[] as its column closes
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int j = rank + TEAM * k;
@@ -280,10 +281,8 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
         for (int k = 0; k < K; ++k) {
             const int j = rank + TEAM * k;
             d[k] = 0;
-            if (j < n2) {
-                d[k] = h[k] - v[j];
-                pred[j] = f;
-            }
+            pr[k] = f;
+            if (j < n2) d[k] = h[k] - v[j];
         }
         ++rows;
         unsigned open = valid;
@@ -291,20 +290,20 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
         bool first = true;
         int jmin = -1;
         for (;;) {
-            u64 bo = NO_VAL;
+            // this lane's least open distance, then the least key among its columns at it (one
+            // ordered key per lane instead of one per column)
+            work_t lm = W_INF;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                if (((open >> k) & 1u) && d[k] < lm) lm = d[k];
             unsigned bk = NO_KEY;
 #pragma unroll
             for (int k = 0; k < K; ++k) {
-                if ((open >> k) & 1u) {
-                    const u64 o = ordered(d[k]);
-                    const unsigned key = (unsigned)(rank + TEAM * k)
-                        | (((asg >> k) & 1u) ? ASSIGNED_BIT : 0u);
-                    if (o < bo || (o == bo && key < bk)) {
-                        bo = o;
-                        bk = key;
-                    }
-                }
+                const unsigned key = (unsigned)(rank + TEAM * k)
+                    | (((asg >> k) & 1u) ? ASSIGNED_BIT : 0u);
+                if (((open >> k) & 1u) && d[k] == lm && key < bk) bk = key;
             }
+            u64 bo = bk == NO_KEY ? NO_VAL : ordered(lm);
             team_min(t, bo, bk);
             const work_t dmin = from_ordered(bo);
             if (bk == NO_KEY || !(dmin < W_INF)) {
@@ -312,7 +311,13 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
                 break;
             }
             jmin = (int)(bk & COL_BITS);
-            if (jmin % TEAM == rank) open &= ~(1u << (jmin / TEAM));
+            if (jmin % TEAM == rank) {
+                const int kmin = jmin / TEAM;
+                open &= ~(1u << kmin);
+#pragma unroll
+                for (int k = 0; k < K; ++k)
+                    if (k == kmin) pred[jmin] = pr[k];  // final: the column is closed
+            }
             if (first) {  // distances from the row's smallest reduced cost: the path's
                 // arithmetic then runs at the magnitude of its own reduced costs
 #pragma unroll
@@ -339,7 +344,7 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
                     const work_t cand = (h[k] - cm) - (v[j] - vm) + mn;
                     if (cand < d[k]) {
                         d[k] = cand;
-                        pred[j] = i;
+                        pr[k] = i;
                     }
                 }
             }
