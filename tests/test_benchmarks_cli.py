@@ -81,3 +81,19 @@ def test_the_benchmark_pages_name_only_files_that_exist():
             if not any(p.exists() for p in here):
                 missing.append(ref)
         assert not missing, f"{page.relative_to(root)} names files that do not exist: {missing}"
+
+
+def test_peers_are_timed_on_their_own_calls():
+    """The small table times each peer's call as a user makes it: scipy's is
+    ``linear_sum_assignment`` itself (summing the costs its indices pick, about 2 µs on a 5 × 5
+    call, is the check's work, outside the timing), and each peer's check reads the optimum."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    from benchmarks.small import peers
+    c = np.random.default_rng(0).random((6, 6))
+    r, k = linear_sum_assignment(c)
+    found = peers()
+    assert found["scipy"][0] is linear_sum_assignment
+    for name, (call, cost_of) in found.items():
+        assert abs(cost_of(c, call(c)) - c[r, k].sum()) < 1e-12, name
