@@ -507,9 +507,9 @@ def _solve_canonical(c, integral, limit, v, x, y, iw, fw, sweep):
     """Steps 1–4 on the canonical matrix ``c``, with the value checks: fills ``v`` (work dtype),
     ``x`` (row -> column) and ``y`` (column -> row); ``iw`` (n1 + ``_scratch(n2)`` int64) and
     ``fw`` (2·n2, work dtype) are scratch space, one allocation each for the whole solve (a tiny
-    problem's time goes to allocations otherwise), ``sweep`` (n2 float64) the value sweep's (an
-    allocation of its own: a view into ``fw`` beside ``v`` kept the sweep from vector code).
-    Returns (status, rows evaluated)."""
+    problem's time goes to allocations otherwise), ``sweep`` (n2 float64) the value sweep's
+    per-column flags (made once per solve or per batch share, apart from ``v``). Returns
+    (status, rows evaluated)."""
     n1, n2 = c.shape
     free = iw[:n1]
     x[:] = -1
