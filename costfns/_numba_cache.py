@@ -125,8 +125,9 @@ def imports_digest(name: str) -> str:
                     todo.extend(read[1])
         hasher = hashlib.sha256()
         for module in sorted(seen):
-            if _read(module) is not None:
-                hasher.update(module.encode() + b"\0" + _read(module)[0])
+            read = _read(module)
+            if read is not None:
+                hasher.update(module.encode() + b"\0" + read[0])
         _DIGESTS[name] = hasher.hexdigest()
     return _DIGESTS[name]
 

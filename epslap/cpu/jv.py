@@ -201,12 +201,12 @@ def _int_status(lo, hi, limit):
 
 
 @_inlined
-def _check_values(m, v, imin, integral, limit, minima, acc):
+def _check_values(m, v, imin, integral, limit, minima, sweep):
     """(status, has_inf): NaN/-inf are STATUS_INVALID, integers beyond ``limit`` OUT_OF_RANGE.
-    One branch-free sweep (x - x is NaN exactly for NaN and ±inf, summed per column in ``acc``,
-    n2 float64 of scratch, so that the sweep compiles to vector code); the rare non-finite
-    matrix is classified by a second one. With ``minima`` (a square problem) the same sweep
-    also sets v = column minima and imin = their rows (the first on ties)."""
+    One branch-free sweep (x - x is NaN exactly for NaN and ±inf, summed per column in
+    ``sweep``, n2 float64 of scratch, so that the sweep compiles to vector code); the rare
+    non-finite matrix is classified by a second one. With ``minima`` (a square problem) the
+    same sweep also sets v = column minima and imin = their rows (the first on ties)."""
     n1, n2 = m.shape
     wt = v.dtype.type
     if minima:
@@ -227,19 +227,19 @@ def _check_values(m, v, imin, integral, limit, minima, acc):
                     v[j] = x if lower else v[j]
                     imin[j] = i if lower else imin[j]
         return _int_status(lo, hi, limit), False
-    acc[:n2] = 0.0
+    sweep[:] = 0.0
     s = _overflow_scale(m)
     for i in range(n1):
         row = m[i]
         for j in range(n2):
             x = wt(row[j])
             y = np.float64(x) * s
-            acc[j] += y - y
+            sweep[j] += y - y
             if minima:
                 lower = x < v[j]
                 v[j] = x if lower else v[j]
                 imin[j] = i if lower else imin[j]
-    if acc[:n2].sum() == 0.0:
+    if sweep.sum() == 0.0:
         return STATUS_OK, False
     return _classify(m)
 
