@@ -75,15 +75,22 @@ def test_a_bad_problem_is_named_by_its_index():
         epslap.solve_batch(c, backend="hungarian-gpu")
 
 
+def _two_cores(monkeypatch, numba_threads: int = 2) -> None:
+    """The batch's cores (``_sync.usable_cores``) read as 2, whatever this machine or this
+    process's affinity has (a 1-core runner included)."""
+    import numba
+
+    import epslap._sync as sync
+    monkeypatch.setattr(sync, "available_cores", lambda: 2)
+    monkeypatch.setattr(numba, "get_num_threads", lambda: numba_threads)
+
+
 def test_large_members_take_the_epsilon_path(monkeypatch):
     """Members too large for the small path are solved as ``solve`` would, with the caller's
     ``threads`` (None: solve's own rule, one thread at this size), not with the batch's thread
     count (lock-step threads on a busy machine stall each other)."""
-    import numba
-
-    import epslap._sync as sync
     import epslap.batch as batch
-    _two_cores(monkeypatch, sync, numba)  # the batch's own thread count, on any machine
+    _two_cores(monkeypatch)  # the batch's own thread count, on any machine
     asked = []
     solve = batch.solve_cpu
     monkeypatch.setattr(batch, "solve_cpu",
@@ -156,20 +163,10 @@ def test_every_member_error_names_its_index(bad, cost_limit, same_shape):
             epslap.solve_batch(stack, cost_limit=cost_limit, maximize=maximize)
 
 
-def _two_cores(monkeypatch, sync, numba, numba_threads: int = 2) -> None:
-    """The batch's cores (``_sync.usable_cores``) read as 2, whatever this machine or this
-    process's affinity has (a 1-core runner included)."""
-    monkeypatch.setattr(sync, "available_cores", lambda: 2)
-    monkeypatch.setattr(numba, "get_num_threads", lambda: numba_threads)
-
-
 def test_batch_threads_are_capped_at_the_cores(monkeypatch):
-    import numba
-
-    import epslap._sync as sync
     import epslap.cpu.cores as cpu_solver
     monkeypatch.setattr(cpu_solver, "available_cores", lambda: 2)
-    _two_cores(monkeypatch, sync, numba, numba_threads=64)
+    _two_cores(monkeypatch, numba_threads=64)
     c = np.random.default_rng(3).random((40, 12, 12))
     assert epslap.solve_batch(c).stats["threads"] == 2
     with pytest.warns(RuntimeWarning, match="more than the 2 cores"):
