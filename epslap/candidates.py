@@ -21,8 +21,8 @@ lies among its few cheapest columns. The method (docs/algorithm.md, "Candidates,
 
 Exactness comes from the certificate pass, not from the candidates.
 
-For squared Euclidean point sets on the CPU both passes are nearest-neighbour queries in a
-lifted space instead of scans of every cost (``epslap.point_passes``): n log n, not n².
+For squared Euclidean point sets on the CPU both passes search a tree of boxes over the columns
+instead of scanning every cost (``epslap.point_passes``): a few tiles a row, not n².
 """
 from __future__ import annotations
 
@@ -298,6 +298,10 @@ class HostPasses:
         if self.source is not None:
             raise_pending(self.source)
 
+    def compile_passes(self) -> None:
+        """Compile the passes with a running clock (``progress=True``); the scans compile on
+        their first pass (their kernels' types follow the cost's row form)."""
+
     def candidates(self, v, k: int, rows, maximize: bool):
         """Each of ``rows``' k cheapest columns by ``c - v`` (``cpu.candidates.candidate_rows``),
         values checked: ``(cols, vals, counts, diag)`` by position in ``rows``."""
@@ -354,6 +358,8 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
         if why:
             return None, why
     every_row = np.arange(n1, dtype=np.int64)
+    if progress:
+        prob.compile_passes()
     cand_cols, cand_vals, counts, diag = prob.candidates(v, k, every_row, maximize)
     time_candidates = time.perf_counter() - t0
     if progress:  # a clock for the first use's compile, instead of silence inside the solve
@@ -453,6 +459,9 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
              "time_estimate_s": time_candidates,
              "time_solve_s": time.perf_counter() - t0 - time_candidates,
              "compile_s": 0.0, "threads": prob.threads}
+    if getattr(prob, "rows_searched", 0):  # a tree's passes: how much of it a row read
+        stats["tiles_read_per_row"] = prob.tiles_read / prob.rows_searched
+        stats["tiles"] = prob.tiles
     if getattr(prob, "auction_log", None):
         stats["auction_phases"] = prob.auction_log  # (eps, device rounds, device/host bids,
         #                                               device/host seconds)

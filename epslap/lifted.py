@@ -3,8 +3,7 @@ pairs ``epslap.verify`` must read.
 
 With ``vmax`` the largest column price, give column j the point ``(y_j, h_j)``,
 ``h_j = sqrt(vmax - v_j)``; then ``|(x_i, 0) - (y_j, h_j)|² = c_ij - v_j + vmax`` for
-``c_ij = |x_i - y_j|²`` (``costfns.SqEuclidean``). Columns of least reduced cost are nearest
-lifted points (``epslap.point_passes`` builds its passes on that), and the pairs that can violate
+``c_ij = |x_i - y_j|²`` (``costfns.SqEuclidean``). So the pairs that can violate
 duals ``(u, v)`` — ``u_i + v_j - c_ij > 0`` — lie within distance ``sqrt(u_i + vmax)`` of
 ``(x_i, 0)``. The tree only chooses which pairs are read: each is evaluated with the source's own
 formula, so rounding in the tree can only make it read more pairs than needed.

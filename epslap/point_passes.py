@@ -1,40 +1,37 @@
-"""Candidates, then certify for squared Euclidean point sets on the CPU, in about n log n.
+"""Candidates, then certify for squared Euclidean point sets on the CPU, without n² costs.
 
 The two streaming passes of ``epslap.candidates`` read every cost: n² of them. For the cost
-``c_ij = |x_i - y_j|²`` (``costfns.SqEuclidean``) both passes ask for the columns of least reduced
-cost ``c_ij - v_j`` of a row, and those are nearest neighbours in a lifted space: with ``vmax``
-the largest price, give column j the point ``(y_j, h_j)``, ``h_j = sqrt(vmax - v_j)``; then
+``c_ij = |x_i - y_j|²`` (``costfns.SqEuclidean``) both passes ask only for a row's columns of
+least reduced cost ``c_ij - v_j``, and a tree of boxes over the columns finds those in a few of
+its leaves (``epslap.cpu.point_tree``): a node whose squared distance to the row's point, less
+its largest price, cannot change the row's answer is skipped with everything below it. The
+candidate pass keeps each row's k least; the certificate pass keeps each row's least beside its
+own pair and its pairs below ``u_i`` (the violating ones), so where the duals are nearly right
+it reads a handful of tiles a row and proves the answer for all n² pairs.
 
-    |(x_i, 0) - (y_j, h_j)|² = c_ij - v_j + vmax,
-
-so the k cheapest columns of row i by reduced cost are the k nearest lifted points to
-``(x_i, 0)``, which a KD-tree (``scipy.spatial.cKDTree``) finds in about log n steps. At v = 0 the
-candidates are the k nearest points. The certificate asks whether any column has
-``c_ij - v_j < u_i``: the smallest reduced costs are the nearest lifted points, so a row whose
-nearest few (its own pair among them) hold no violating pair has none anywhere: the pass proves
-the answer for all n² pairs without reading them. The tree only chooses which pairs are read;
-each pair it returns is evaluated with the source's own formula (the same sum in the same
-order), and the certificate's rule is applied to those exact values, so rounding in the tree's
-distances can only reorder near-ties, never admit a wrong answer: the few extra neighbours read
-beyond ``cap`` (``EXTRA``) absorb such reordering among ties.
+The tree's bounds are computed with the cost's own operations (rounding is monotone), and every
+pair kept is evaluated by the source's formula: the passes return the same lists as the scans of
+every cost, bit for bit, prices and all. Unlike a nearest-neighbour query in a lifted space (one
+height ``sqrt(max v - v_j)`` for every column), the bound uses each node's own largest price, so
+clustered points with prices varying between clusters cost no more than uniform ones.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ._sync import new_sync, run_workers
 from .candidates import HostPasses, check_values
+from .cpu.host import compile_kernels
+from .cpu.point_tree import TILE, build_boxes, least_reduced_rows, node_prices, tree_order
 from .lifted import pair_costs
-
-#: neighbours read per row beyond the ones a pass keeps: the own pair, and ties that rounding
-#: in the tree's lifted distances may order before a violating pair
-EXTRA = 4
 
 
 class PointPasses(HostPasses):
-    """``HostPasses`` for a squared Euclidean source: the same interface, the passes by nearest
-    lifted neighbours (module docstring) instead of a scan of every column."""
+    """``HostPasses`` for a squared Euclidean source: the same interface and results, the
+    passes by a search of a tree of boxes (module docstring) instead of a scan of every
+    column."""
 
-    pass_method = "nearest lifted points"
+    pass_method = "box tree"
 
     def __init__(self, cost, maximize: bool, threads):
         super().__init__(cost, maximize, threads)
@@ -45,45 +42,70 @@ class PointPasses(HostPasses):
         lo = np.minimum(self.x.min(axis=0), self.y.min(axis=0))
         hi = np.maximum(self.x.max(axis=0), self.y.max(axis=0))
         self.biggest = float(((hi - lo) ** 2).sum())  # no pair costs more
+        self.perm = tree_order(self.y, TILE)  # the columns in the tree's order
+        self.yp = np.ascontiguousarray(self.y[self.perm])
+        self.lo, self.hi, self.leaves = build_boxes(self.yp, TILE)
+        self.tiles = -(-self.n2 // TILE)
+        self.tiles_read = self.rows_searched = 0  # over the passes so far
 
-    def _nearest(self, v, rows, k: int):
-        """The k columns of least ``c - v`` for each of ``rows`` (by lifted distance), with their
-        exact costs: ``(cols, vals)``, each (rows.size, k)."""
-        from scipy.spatial import cKDTree
-        h = np.sqrt(np.maximum(v.max() - v, 0.0)) if v.size else v
-        tree = cKDTree(np.column_stack([self.y, h]))
-        queries = np.column_stack([self.x[rows], np.zeros(rows.size)])
-        _, cols = tree.query(queries, k=k, workers=self.threads)
-        cols = np.asarray(cols, np.int64).reshape(rows.size, k)
-        vals = np.empty(cols.shape)
-        pair_costs(self.entries, rows, cols, vals)
-        return cols, vals
+    def _search(self, v, rows, size: int, need, own):
+        """``(args_of, threads, (cols, vals, counts, row_min, read))``: the arguments of
+        ``epslap.cpu.point_tree.least_reduced_rows`` over ``rows`` for thread ``tid`` of
+        ``threads``, and the arrays it fills (by position in ``rows``)."""
+        m = rows.size
+        out = (np.zeros((m, size), np.int64), np.zeros((m, size)), np.zeros(m, np.int64),
+               np.full(m, np.inf), np.zeros(m, np.int64))
+        vp = np.ascontiguousarray(v[self.perm], np.float64)
+        top = node_prices(vp, TILE, self.leaves)
+        nt = max(min(self.threads, m), 1)
+
+        def args_of(tid):
+            return (self.x, self.yp, self.perm, vp, self.lo, self.hi, top, self.leaves, TILE,
+                    rows, need, own, tid, nt, m, *out)
+        return args_of, nt, out
+
+    def _least(self, v, rows, size: int, need, own):
+        """``least_reduced_rows`` over ``rows`` on the passes' threads: ``(cols, vals, counts,
+        row_min)`` by position in ``rows``."""
+        args_of, nt, (cols, vals, counts, row_min, read) = self._search(v, rows, size, need, own)
+        if rows.size:
+            run_workers(least_reduced_rows, args_of, nt, new_sync())
+        self.tiles_read += int(read.sum())
+        self.rows_searched += rows.size
+        return cols, vals, counts, row_min
+
+    def compile_passes(self) -> None:
+        """``HostPasses.compile_passes``: the search's compile, shown with a running clock."""
+        none = np.zeros(0, np.int64)
+        args_of, _, _ = self._search(np.zeros(self.n2), none, 1, np.zeros(0), none)
+        compile_kernels([(least_reduced_rows, args_of(0))], True, "the point-set passes")
 
     def candidates(self, v, k: int, rows, maximize: bool):
         """``HostPasses.candidates``: each row's k cheapest columns by ``c - v``, ascending (ties
         to the lower column)."""
         check_values(self, 0, self.biggest, maximize)
-        cols, vals = self._nearest(v, rows, k)
-        order = np.lexsort((cols, vals - v[cols]), axis=1) if k > 1 else np.zeros_like(cols)
-        cols = np.take_along_axis(cols, order, axis=1)
-        vals = np.take_along_axis(vals, order, axis=1)
+        k = min(k, self.n2)
+        cols, vals, counts, _ = self._least(v, rows, k, np.full(rows.size, np.inf),
+                                            np.full(rows.size, -1, np.int64))
         diag = np.empty((rows.size, 1))
         pair_costs(self.entries, rows, rows[:, None], diag)
-        return cols, vals, np.full(rows.size, k, np.int64), diag[:, 0]
+        return cols, vals, counts, diag[:, 0]
 
     def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
-        """``HostPasses.certify`` from each row's ``cap + EXTRA`` nearest lifted columns: the
-        rows with a pair below ``u_i`` beyond ``rel * (|c| + |u_i| + |v_j|)``, their (at most
-        ``cap``) most violating pairs, and every row's least ``c - v`` beside its own pair."""
-        k = min(cap + EXTRA, self.n2)
-        cols, vals = self._nearest(v, rows, k)
+        """``HostPasses.certify``: the rows with a pair below ``u_i`` beyond ``rel * (|c| +
+        |u_i| + |v_j|)``, their (at most ``cap``) most violating pairs, and every row's least
+        ``c - v`` beside its own pair. Each row's ``cap + 1`` least (its own pair may be one,
+        and is never a violation below the others) hold every pair reported."""
+        size = min(cap + 1, self.n2)
+        cols, vals, counts, row_min = self._least(v, rows, size,
+                                                  np.asarray(u[rows], np.float64),
+                                                  np.asarray(row_to_col[rows], np.int64))
         red = vals - v[cols]
         ui = u[rows][:, None]
-        own = cols == row_to_col[rows][:, None]
-        row_min = np.where(own, np.inf, red).min(axis=1)
-        bad = ui - red > rel * (np.abs(vals) + np.abs(ui) + np.abs(v[cols]))
-        counts = np.minimum(bad.sum(axis=1), cap)
-        failing = np.flatnonzero(counts)
+        bad = ((np.arange(size) < counts[:, None])
+               & (ui - red > rel * (np.abs(vals) + np.abs(ui) + np.abs(v[cols]))))
+        found = np.minimum(bad.sum(axis=1), cap)
+        failing = np.flatnonzero(found)
         # the most violating first (least reduced cost), at most cap of them
         key = np.where(bad[failing], red[failing], np.inf)
         order = np.argsort(key, axis=1, kind="stable")[:, :cap]
@@ -93,4 +115,4 @@ class PointPasses(HostPasses):
         if width < cap:  # rows hold `cap` slots, as the scanning pass returns them
             pad = ((0, 0), (0, cap - width))
             out_cols, out_vals = np.pad(out_cols, pad), np.pad(out_vals, pad)
-        return rows[failing], out_cols, out_vals, counts[failing], row_min
+        return rows[failing], out_cols, out_vals, found[failing], row_min

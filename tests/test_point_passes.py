@@ -1,4 +1,4 @@
-"""Nearest lifted neighbours in place of the n² passes for squared Euclidean point sets: the
+"""A search of a tree of boxes in place of the n² passes for squared Euclidean point sets: the
 same candidates, the same failing rows and pairs as the scanning passes, and the same optimum."""
 from __future__ import annotations
 
@@ -26,27 +26,46 @@ def test_applies_to_squared_euclidean_minimised_only():
     assert not applies(src.dense(), False)
 
 
+def _clustered(n1, n2, d, seed):
+    """Points in 6 tight clusters, each side's share of a cluster different: the optimum moves
+    mass between clusters, and the prices differ from cluster to cluster."""
+    rng = np.random.default_rng(seed)
+    centres = rng.random((6, d)) * 10
+    x = centres[rng.integers(0, 3, n1)] + rng.normal(scale=0.05, size=(n1, d))
+    y = centres[rng.integers(0, 6, n2)] + rng.normal(scale=0.05, size=(n2, d))
+    return costfns.SqEuclidean(x, y)
+
+
+def _grid(n1, n2, d, seed):
+    """Integer points on a small grid, some repeated: ties everywhere, broken by column."""
+    rng = np.random.default_rng(seed)
+    return costfns.SqEuclidean(rng.integers(0, 12, (n1, d)).astype(float),
+                               rng.integers(0, 12, (n2, d)).astype(float))
+
+
 @pytest.mark.parametrize("shape", [(400, 400), (250, 400), (400, 250)])
 @pytest.mark.parametrize("d", [2, 3])
-def test_passes_equal_the_scanning_passes(shape, d):
-    src = _source(*shape, d, seed=sum(shape) + d)
-    lifted, scan = PointPasses(src, False, 2), cand.HostPasses(src, False, 1)
+@pytest.mark.parametrize("layout", [_source, _clustered, _grid])
+def test_passes_equal_the_scanning_passes(shape, d, layout):
+    src = layout(*shape, d, seed=sum(shape) + d)
+    tree, scan = PointPasses(src, False, 2), cand.HostPasses(src, False, 1)
     n1 = min(shape)
     rows = np.arange(n1, dtype=np.int64)
     rng = np.random.default_rng(1)
-    v = -rng.random(max(shape)) * 0.05  # prices below 0, all different
-    for got, want in zip(lifted.candidates(v, 7, rows, False), scan.candidates(v, 7, rows, False)):
-        np.testing.assert_array_equal(got, want)
+    for v in (np.zeros(max(shape)), -rng.random(max(shape)) * 0.05):  # at 0, then all different
+        for got, want in zip(tree.candidates(v, 7, rows, False),
+                             scan.candidates(v, 7, rows, False)):
+            np.testing.assert_array_equal(got, want)
     sol = epslap.solve(src, candidates=True)
     r2c = np.asarray(sol.col_ind if shape[0] <= shape[1] else sol.row_ind)
     u = np.asarray(sol.u if shape[0] <= shape[1] else sol.v, np.float64)
     v = np.asarray(sol.v if shape[0] <= shape[1] else sol.u, np.float64)
     order = np.argsort(sol.row_ind if shape[0] <= shape[1] else sol.col_ind)
     r2c = r2c[order]
-    assert lifted.certify(v, u, r2c, rows, 5, cand.CERTIFY_REL)[0].size == 0
+    assert tree.certify(v, u, r2c, rows, 5, cand.CERTIFY_REL)[0].size == 0
     bad = v.copy()
     bad[::7] += 0.01  # columns made cheap: the rows near them lose their certificate
-    got = lifted.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)
+    got = tree.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)
     want = scan.certify(bad, u, r2c, rows, 5, cand.CERTIFY_REL)
     np.testing.assert_array_equal(got[0], want[0])  # the same failing rows
     assert got[0].size
@@ -57,18 +76,18 @@ def test_passes_equal_the_scanning_passes(shape, d):
 
 
 @pytest.mark.parametrize("shape", [(600, 600), (300, 500), (500, 300)])
-def test_solves_against_scipy_and_uses_the_lifted_passes(shape):
+def test_solves_against_scipy_and_uses_the_tree_passes(shape):
     src = _source(*shape, 2, seed=shape[0])
     sol = epslap.solve(src, candidates=8, threads=2)
     assert sol.stats["method"] == "candidates"
-    assert sol.stats["pass_method"] == "nearest lifted points"
+    assert sol.stats["pass_method"] == "box tree"
     assert_optimal(src.dense(), sol)
 
 
 def test_planted_shortcut_found_by_the_certificate():
     """41 rows and 40 columns in a tight cluster, one column far away: row 0, a little toward
     it, must take the far column, a pair beyond every list of 3 nearest columns (only row 40's
-    identity pair reaches it at first); the lifted certificate finds it, adds it, and the
+    identity pair reaches it at first); the tree's certificate pass finds it, adds it, and the
     answer uses it."""
     rng = np.random.default_rng(5)
     x = rng.random((41, 2)) * 0.01
@@ -79,7 +98,7 @@ def test_planted_shortcut_found_by_the_certificate():
     assert_optimal(src.dense(), sol)
     st = sol.stats
     assert st["method"] == "candidates" and st["rounds"] >= 2 and st["edges_added"] >= 1
-    assert st["pass_method"] == "nearest lifted points"
+    assert st["pass_method"] == "box tree"
     assert sol.col_ind[0] == 40  # the far column, by the planted pair
 
 
@@ -153,3 +172,26 @@ def test_verify_of_a_point_set_far_from_the_origin_or_with_huge_duals():
     assert verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, v) is None
     report = epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, v)
     assert not report["optimal"] and "dual infeasible" in report["reason"]
+
+
+def _balanced_clusters(n, d, seed):
+    """20 tight clusters, as many points of each side in each: prices differ between them."""
+    rng = np.random.default_rng(seed)
+    centres = rng.random((20, d))
+    label = rng.integers(0, 20, n)
+    return costfns.SqEuclidean(centres[label] + rng.normal(scale=0.01, size=(n, d)),
+                               centres[rng.permutation(label)]
+                               + rng.normal(scale=0.01, size=(n, d)))
+
+
+@pytest.mark.parametrize("layout", ["uniform", "clusters"])
+def test_a_row_reads_a_few_tiles_of_the_tree(layout):
+    """The passes read a handful of the tree's tiles a row, not every column: on uniform and on
+    clustered points (prices differing between clusters) alike."""
+    src = (_source(12000, 12000, 2, seed=4) if layout == "uniform"
+           else _balanced_clusters(12000, 2, seed=4))
+    sol = epslap.solve(src, candidates=True, threads=2)
+    st = sol.stats
+    assert st["pass_method"] == "box tree" and st["tiles"] == 94
+    assert st["tiles_read_per_row"] < 12, st["tiles_read_per_row"]
+    assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]

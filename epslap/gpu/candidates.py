@@ -124,6 +124,9 @@ class DevicePasses:
                                      np.int64(m), np.int32(k), *box, row_min, *out))
             return out + (row_min,)
 
+    def compile_passes(self) -> None:
+        """``HostPasses.compile_passes``: the device's passes were built with the module."""
+
     def candidates(self, v, k: int, rows, maximize: bool):
         """``HostPasses.candidates`` on the devices: each device's share copied straight into
         its rows of the host's arrays, the devices' copies at once (threads)."""
