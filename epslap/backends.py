@@ -9,7 +9,7 @@ import time
 from ._validate import Options, Problem, device_ids
 from .candidates import HostPasses, solve_by_candidates
 from .cpu.api import solve_cpu, solve_source
-from .lifted import applies
+from .point_pairs import applies
 from .point_passes import PointPasses
 from .solution import Solution
 from .sparse import solve_sparse

@@ -459,9 +459,10 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
              "time_estimate_s": time_candidates,
              "time_solve_s": time.perf_counter() - t0 - time_candidates,
              "compile_s": 0.0, "threads": prob.threads}
-    if getattr(prob, "rows_searched", 0):  # a tree's passes: how much of it a row read
-        stats["tiles_read_per_row"] = prob.tiles_read / prob.rows_searched
-        stats["tiles"] = prob.tiles
+    tree = getattr(prob, "tree", None)  # a tree's passes (``point_passes``): what a row read
+    if tree is not None and tree.rows_searched:
+        stats["tiles_read_per_row"] = tree.tiles_read / tree.rows_searched
+        stats["tiles"] = tree.tiles
     if getattr(prob, "auction_log", None):
         stats["auction_phases"] = prob.auction_log  # (eps, device rounds, device/host bids,
         #                                               device/host seconds)

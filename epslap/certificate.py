@@ -30,7 +30,7 @@ from numba import njit
 from ._exact import CHECK_RTOL, RTOL, exact_excess  # noqa: F401  (the rule's tolerances, for every module)
 from ._validate import largest_finite
 from .cpu.verify_rows import scan_source
-from .lifted import applies, pair_costs, verify_pairs
+from .point_pairs import applies, pair_costs, verify_pairs
 from .limit import check_cost_limit
 from .sparse_input import is_sparse, stored_pairs
 
@@ -114,7 +114,7 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     cost : array_like (n1, n2), a sparse matrix (the stored pairs, as ``epslap.solve`` takes
         it: absent pairs are forbidden) or a ``costfns.CostSource`` (its rows are streamed; of
         a squared Euclidean point set, minimised, only the pairs that could violate the duals
-        are read: ``epslap.lifted.verify_pairs``, about n log n)
+        are read: ``epslap.point_pairs.verify_pairs``, about n log n)
     row_ind, col_ind : 1-D integer arrays
         The assignment (scipy's convention); indices are checked (integer dtype, in range).
     u, v : arrays of shape (n1,) and (n2,)

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._sync import new_sync, run_workers
 from .candidates import HostPasses, check_values
-from .cpu.host import compile_kernels
-from .cpu.point_tree import TILE, build_boxes, least_reduced_rows, node_prices, tree_order
-from .lifted import pair_costs
+from .cpu.point_tree import ColumnTree
+from .point_pairs import pair_costs
 
 
 class PointPasses(HostPasses):
@@ -42,51 +40,18 @@ class PointPasses(HostPasses):
         lo = np.minimum(self.x.min(axis=0), self.y.min(axis=0))
         hi = np.maximum(self.x.max(axis=0), self.y.max(axis=0))
         self.biggest = float(((hi - lo) ** 2).sum())  # no pair costs more
-        self.perm = tree_order(self.y, TILE)  # the columns in the tree's order
-        self.yp = np.ascontiguousarray(self.y[self.perm])
-        self.lo, self.hi, self.leaves = build_boxes(self.yp, TILE)
-        self.tiles = -(-self.n2 // TILE)
-        self.tiles_read = self.rows_searched = 0  # over the passes so far
-
-    def _search(self, v, rows, size: int, need, own):
-        """``(args_of, threads, (cols, vals, counts, row_min, read))``: the arguments of
-        ``epslap.cpu.point_tree.least_reduced_rows`` over ``rows`` for thread ``tid`` of
-        ``threads``, and the arrays it fills (by position in ``rows``)."""
-        m = rows.size
-        out = (np.zeros((m, size), np.int64), np.zeros((m, size)), np.zeros(m, np.int64),
-               np.full(m, np.inf), np.zeros(m, np.int64))
-        vp = np.ascontiguousarray(v[self.perm], np.float64)
-        top = node_prices(vp, TILE, self.leaves)
-        nt = max(min(self.threads, m), 1)
-
-        def args_of(tid):
-            return (self.x, self.yp, self.perm, vp, self.lo, self.hi, top, self.leaves, TILE,
-                    rows, need, own, tid, nt, m, *out)
-        return args_of, nt, out
-
-    def _least(self, v, rows, size: int, need, own):
-        """``least_reduced_rows`` over ``rows`` on the passes' threads: ``(cols, vals, counts,
-        row_min)`` by position in ``rows``."""
-        args_of, nt, (cols, vals, counts, row_min, read) = self._search(v, rows, size, need, own)
-        if rows.size:
-            run_workers(least_reduced_rows, args_of, nt, new_sync())
-        self.tiles_read += int(read.sum())
-        self.rows_searched += rows.size
-        return cols, vals, counts, row_min
+        self.tree = ColumnTree(self.x, self.y, self.threads)  # its stats reach the result's
 
     def compile_passes(self) -> None:
         """``HostPasses.compile_passes``: the search's compile, shown with a running clock."""
-        none = np.zeros(0, np.int64)
-        args_of, _, _ = self._search(np.zeros(self.n2), none, 1, np.zeros(0), none)
-        compile_kernels([(least_reduced_rows, args_of(0))], True, "the point-set passes")
+        self.tree.compile()
 
     def candidates(self, v, k: int, rows, maximize: bool):
         """``HostPasses.candidates``: each row's k cheapest columns by ``c - v``, ascending (ties
         to the lower column)."""
         check_values(self, 0, self.biggest, maximize)
         k = min(k, self.n2)
-        cols, vals, counts, _ = self._least(v, rows, k, np.full(rows.size, np.inf),
-                                            np.full(rows.size, -1, np.int64))
+        cols, vals, counts, _ = self.tree.least(v, rows, k)
         diag = np.empty((rows.size, 1))
         pair_costs(self.entries, rows, rows[:, None], diag)
         return cols, vals, counts, diag[:, 0]
@@ -97,9 +62,7 @@ class PointPasses(HostPasses):
         ``c - v`` beside its own pair. Each row's ``cap + 1`` least (its own pair may be one,
         and is never a violation below the others) hold every pair reported."""
         size = min(cap + 1, self.n2)
-        cols, vals, counts, row_min = self._least(v, rows, size,
-                                                  np.asarray(u[rows], np.float64),
-                                                  np.asarray(row_to_col[rows], np.int64))
+        cols, vals, counts, row_min = self.tree.least(v, rows, size, u[rows], row_to_col[rows])
         red = vals - v[cols]
         ui = u[rows][:, None]
         bad = ((np.arange(size) < counts[:, None])

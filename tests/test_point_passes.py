@@ -9,7 +9,7 @@ import costfns
 import epslap
 import epslap.candidates as cand
 from conftest import assert_certificate_catches_planted_violations, assert_optimal
-from epslap.lifted import applies
+from epslap.point_pairs import applies
 from epslap.point_passes import PointPasses
 
 
@@ -109,16 +109,18 @@ def test_wrong_duals_never_certify():
 
 
 @pytest.mark.parametrize("shape", [(300, 300), (180, 300), (300, 180)])
-def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(shape):
+@pytest.mark.parametrize("layout", [_source, _clustered, _grid])
+def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(shape, layout):
     """``epslap.verify`` of a squared Euclidean source reads only the pairs within each row's
-    lifted ball (``lifted.verify_pairs``), and its report equals the matrix form's for
+    reach (``point_pairs.verify_pairs``), and its report equals the matrix form's for
     the solver's duals, for duals made infeasible and for a wrong assignment."""
-    from epslap.lifted import verify_pairs
-    src = _source(*shape, 2, 7)
+    from epslap.point_pairs import verify_pairs
+    src = layout(*shape, 2, 7)
     dense = src.dense()
     sol = epslap.solve(src, candidates=False)
     pairs = verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v)
-    assert pairs.data.size < 4 * min(shape)  # the own pairs and a few near ties, not n1 x n2
+    if layout is _source:  # the own pairs and a few near ties, not n1 x n2 (a grid ties more)
+        assert pairs.data.size < 4 * min(shape)
     u_bad = sol.u.copy()
     u_bad[3] += 1e-3
     v_bad = sol.v.copy()
@@ -136,27 +138,26 @@ def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(sha
 
 
 def test_verify_of_a_point_set_with_duals_far_off_streams_every_cost(monkeypatch):
-    """Duals far above the costs put most pairs in the lifted balls: past the pair budget
+    """Duals far above the costs put most pairs below the rows' reach: past the pair budget
     ``verify_pairs`` hands the check back, and the full stream gives the matrix's report."""
-    import epslap.lifted as lifted
+    import epslap.point_pairs as point_pairs
     src = _source(200, 200, 2, 9)
     sol = epslap.solve(src, candidates=False)
     u = sol.u + 10.0
-    assert lifted.verify_pairs(src, sol.row_ind, sol.col_ind, u, sol.v) is not None
-    monkeypatch.setattr(lifted, "VERIFY_PAIRS_MIN", 0)
-    monkeypatch.setattr(lifted, "VERIFY_CHUNK", 16)
-    assert lifted.verify_pairs(src, sol.row_ind, sol.col_ind, u, sol.v) is None
+    assert point_pairs.verify_pairs(src, sol.row_ind, sol.col_ind, u, sol.v) is not None
+    monkeypatch.setattr(point_pairs, "VERIFY_PAIRS_MIN", 0)
+    assert point_pairs.verify_pairs(src, sol.row_ind, sol.col_ind, u, sol.v) is None
     got = epslap.verify(src, sol.row_ind, sol.col_ind, u, sol.v)
     assert got == epslap.verify(src.dense(), sol.row_ind, sol.col_ind, u, sol.v)
     assert not got["optimal"]
-    assert lifted.verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v) is not None
+    assert point_pairs.verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v) is not None
 
 
 def test_verify_of_a_point_set_far_from_the_origin_or_with_huge_duals():
-    """The points are centred before the tree (a cloud far from the origin lists as few pairs
-    as at the origin), and duals spread beyond the float range go to the full check, which
+    """The margin above each row's dual scales with the cloud, not its place (a cloud far from
+    the origin lists as few pairs as at the origin), and duals spread beyond the float range go to the full check, which
     reports them."""
-    from epslap.lifted import verify_pairs
+    from epslap.point_pairs import verify_pairs
     rng = np.random.default_rng(3)
     x, y = rng.random((200, 2)), rng.random((200, 2))
     listed = []

@@ -100,7 +100,7 @@ def test_gpu_verify_of_cupy_matrices():
 @gpu
 def test_gpu_verify_of_a_large_point_set_answer():
     """An answer of 20,000 points solved by candidates: verified on the device (all 4·10^8
-    pairs) and on the host (the lifted pairs), both optimal; a dual raised fails on both."""
+    pairs) and on the host (the pairs below each row's reach), both optimal; a dual raised fails on both."""
     src = costfns.problem("geometric", 20000, seed=4)
     sol = epslap.solve(src, candidates=True)
     u = sol.u.copy()

@@ -193,3 +193,54 @@ def least_reduced_rows(x, yp, perm, vp, lo, hi, top, leaves, tile, rows, need, o
         out_counts[t] = count
         row_min[t] = best
         leaves_read[t] = read
+
+
+class ColumnTree:
+    """The tree over a point set's columns ``y`` (n2, d), searched for rows ``x`` (n1, d) on
+    ``threads`` threads: :meth:`least` is ``least_reduced_rows`` at prices ``v``."""
+
+    def __init__(self, x, y, threads: int):
+        self.x, self.threads = x, threads
+        self.perm = tree_order(y, TILE)
+        self.yp = np.ascontiguousarray(y[self.perm])
+        self.lo, self.hi, self.leaves = build_boxes(self.yp, TILE)
+        self.tiles = -(-y.shape[0] // TILE)
+        self.tiles_read = self.rows_searched = 0  # over the searches so far
+
+    def _arguments(self, v, rows, size: int, need, own):
+        """``(args_of, threads, (cols, vals, counts, row_min, read))``: the kernel's arguments
+        over ``rows`` for thread ``tid`` of ``threads``, and the arrays it fills (by position in
+        ``rows``)."""
+        m = rows.size
+        out = (np.zeros((m, size), np.int64), np.zeros((m, size)), np.zeros(m, np.int64),
+               np.full(m, np.inf), np.zeros(m, np.int64))
+        vp = np.ascontiguousarray(v[self.perm], np.float64)
+        top = node_prices(vp, TILE, self.leaves)
+        nt = max(min(self.threads, m), 1)
+
+        def args_of(tid):
+            return (self.x, self.yp, self.perm, vp, self.lo, self.hi, top, self.leaves, TILE,
+                    rows, need, own, tid, nt, m, *out)
+        return args_of, nt, out
+
+    def least(self, v, rows, size: int, need=None, own=None):
+        """``least_reduced_rows`` over ``rows`` (int64): ``(cols, vals, counts, row_min)`` by
+        position in ``rows``; ``need`` +inf and ``own`` -1 where not given."""
+        from .._sync import new_sync, run_workers
+        m = rows.size
+        need = np.full(m, np.inf) if need is None else np.ascontiguousarray(need, np.float64)
+        own = np.full(m, -1, np.int64) if own is None else np.ascontiguousarray(own, np.int64)
+        args_of, nt, (cols, vals, counts, row_min, read) = self._arguments(v, rows, size, need,
+                                                                           own)
+        if m:
+            run_workers(least_reduced_rows, args_of, nt, new_sync())
+        self.tiles_read += int(read.sum())
+        self.rows_searched += m
+        return cols, vals, counts, row_min
+
+    def compile(self) -> None:
+        """The search's compile, shown with a running clock."""
+        from .host import compile_kernels
+        none = np.zeros(0, np.int64)
+        args_of, _, _ = self._arguments(np.zeros(self.yp.shape[0]), none, 1, np.zeros(0), none)
+        compile_kernels([(least_reduced_rows, args_of(0))], True, "the point-set passes")
