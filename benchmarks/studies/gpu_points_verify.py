@@ -1,12 +1,13 @@
 """Point sets of several layouts solved by candidates on the GPU, each answer checked by
-``epslap.verify`` (on the CPU by the lifted ball check for a squared Euclidean source, on the GPU
-by a scan of every cost for a Euclidean one): random sizes 20,000-400,000 (Euclidean at most
+``epslap.verify`` (on the CPU from the pairs below each row's dual for a squared Euclidean source,
+on the GPU by a scan of every cost for a Euclidean one): random sizes 20,000-400,000 (Euclidean at most
 100,000), 2-D or 3-D, uniform in the unit cube, 20 Gaussian clusters (sigma 0.01) holding as
 many points of each side, or integer grid points (many exact ties), for a time budget:
 
     python benchmarks/studies/gpu_points_verify.py SECONDS SEED   # log: $OUT/gpu_big_SEED.log
 
-gpu_points_verify_h200.log: seed 22, 270 s, one NVIDIA H200 (2026-11-30, epslap 5fc3d8d).
+gpu_points_verify_h200.log: seed 22, 270 s, one NVIDIA H200 (2026-11-30, epslap bb7390e; the run was
+stopped inside its seventh case by the command's limit).
 """
 import os, sys, time, traceback
 import numpy as np
