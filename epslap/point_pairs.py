@@ -1,5 +1,5 @@
-"""Squared Euclidean point sets: the exact costs of chosen pairs, and the pairs
-``epslap.verify`` must read.
+"""Point sets with squared Euclidean or Euclidean costs: the exact costs of chosen pairs, and
+the pairs ``epslap.verify`` must read.
 
 Duals ``(u, v)`` can be violated — ``u_i + v_j - c_ij > 0`` — only at pairs whose reduced cost
 ``c_ij - v_j`` lies below ``u_i``; the tree of boxes over the columns (``epslap.cpu.point_tree``)
@@ -17,10 +17,17 @@ from .sparse_input import SparseProblem
 
 
 def applies(cost, maximize: bool) -> bool:
-    """Whether the lifted nearest-neighbour passes can serve ``cost`` (squared Euclidean point
-    sets, minimised; a subclass such as ``costfns.Euclidean`` changes the formula)."""
-    from costfns import SqEuclidean
-    return type(cost) is SqEuclidean and not maximize
+    """Whether the tree's passes and pair lists can serve ``cost``: point sets with squared
+    Euclidean (``costfns.SqEuclidean``) or Euclidean (``costfns.Euclidean``) costs, minimised
+    (another subclass may change the formula)."""
+    from costfns import Euclidean, SqEuclidean
+    return type(cost) in (SqEuclidean, Euclidean) and not maximize
+
+
+def is_distance(cost) -> bool:
+    """The costs are distances (the square root of the sum the tree bounds), not squares."""
+    from costfns import Euclidean
+    return type(cost) is Euclidean
 
 
 @njit(cache=True, nogil=True)
@@ -50,8 +57,8 @@ VERIFY_FIRST_LIST = 8
 
 
 def verify_pairs(cost, row_ind, col_ind, u, v, threads: int | None = None):
-    """The pairs ``epslap.verify`` must read to judge duals of a squared Euclidean point set
-    (``costfns.SqEuclidean``, minimised, the caller's orientation), with their exact costs, as
+    """The pairs ``epslap.verify`` must read to judge duals of a point set whose costs
+    :func:`applies` takes (minimised, the caller's orientation), with their exact costs, as
     stored pairs (``epslap.sparse_input.SparseProblem``): every assigned pair, and every pair
     whose ``u_i + v_j - c_ij`` could be positive — reduced cost ``c_ij - v_j`` below ``u_i``
     plus VERIFY_MARGIN of the magnitudes (the points centred first: the margin scales with the
@@ -73,9 +80,13 @@ def verify_pairs(cost, row_ind, col_ind, u, v, threads: int | None = None):
         centre = (np.minimum(x.min(axis=0), y.min(axis=0))
                   + np.maximum(x.max(axis=0), y.max(axis=0))) / 2
         xc, yc = x - centre, y - centre
+    root = is_distance(cost)
     with np.errstate(over="ignore", invalid="ignore"):
-        scale = (np.abs(u) + 2.0 * float(np.abs(v).max() if n2 else 0.0)
-                 + (xc * xc).sum(axis=1) + float((yc * yc).sum(axis=1).max() if n2 else 0.0))
+        far_x = (xc * xc).sum(axis=1)  # the points' squared magnitudes (the costs' scale:
+        far_y = float((yc * yc).sum(axis=1).max() if n2 else 0.0)  # their roots for distances)
+        if root:
+            far_x, far_y = np.sqrt(far_x), np.sqrt(far_y)
+        scale = np.abs(u) + 2.0 * float(np.abs(v).max() if n2 else 0.0) + far_x + far_y
         reach = u + VERIFY_MARGIN * scale + VERIFY_FLOOR
     if not np.isfinite(reach).all():
         return None  # duals spread beyond the float range: the full check scales them
@@ -83,7 +94,7 @@ def verify_pairs(cost, row_ind, col_ind, u, v, threads: int | None = None):
     cols = [np.asarray(col_ind, np.int64)]
     vals = [None]
     if n1 and n2:
-        tree = ColumnTree(x, y, resolve_threads(threads, n2, 0))
+        tree = ColumnTree(x, y, resolve_threads(threads, n2, 0), root)
         budget = VERIFY_PAIRS_PER_LINE * (n1 + n2) + VERIFY_PAIRS_MIN
         pending, size = np.arange(n1, dtype=np.int64), VERIFY_FIRST_LIST
         while pending.size:

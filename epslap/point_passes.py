@@ -1,7 +1,8 @@
-"""Candidates, then certify for squared Euclidean point sets on the CPU, without n² costs.
+"""Candidates, then certify for point sets on the CPU, without n² costs.
 
-The two streaming passes of ``epslap.candidates`` read every cost: n² of them. For the cost
-``c_ij = |x_i - y_j|²`` (``costfns.SqEuclidean``) both passes ask only for a row's columns of
+The two streaming passes of ``epslap.candidates`` read every cost: n² of them. For the costs
+``c_ij = |x_i - y_j|²`` (``costfns.SqEuclidean``) and ``|x_i - y_j|`` (``costfns.Euclidean``)
+both passes ask only for a row's columns of
 least reduced cost ``c_ij - v_j``, and a tree of boxes over the columns finds those in a few of
 its leaves (``epslap.cpu.point_tree``): a node whose squared distance to the row's point, less
 its largest price, cannot change the row's answer is skipped with everything below it. The
@@ -21,13 +22,13 @@ import numpy as np
 
 from .candidates import HostPasses, check_values
 from .cpu.point_tree import ColumnTree
-from .point_pairs import pair_costs
+from .point_pairs import is_distance, pair_costs
 
 
 class PointPasses(HostPasses):
-    """``HostPasses`` for a squared Euclidean source: the same interface and results, the
-    passes by a search of a tree of boxes (module docstring) instead of a scan of every
-    column."""
+    """``HostPasses`` for a squared Euclidean or Euclidean source: the same interface and
+    results, the passes by a search of a tree of boxes (module docstring) instead of a scan of
+    every column."""
 
     pass_method = "box tree"
 
@@ -39,8 +40,11 @@ class PointPasses(HostPasses):
         self.entries = self.source.specialized_state()._replace(yt=self.y.T)
         lo = np.minimum(self.x.min(axis=0), self.y.min(axis=0))
         hi = np.maximum(self.x.max(axis=0), self.y.max(axis=0))
+        root = is_distance(self.source)
         self.biggest = float(((hi - lo) ** 2).sum())  # no pair costs more
-        self.tree = ColumnTree(self.x, self.y, self.threads)  # its stats reach the result's
+        if root:
+            self.biggest = float(np.sqrt(self.biggest))
+        self.tree = ColumnTree(self.x, self.y, self.threads, root)  # its stats reach the result's
 
     def compile_passes(self) -> None:
         """``HostPasses.compile_passes``: the search's compile, shown with a running clock."""

@@ -18,12 +18,18 @@ def _source(n1, n2, d, seed):
     return costfns.SqEuclidean(rng.random((n1, d)), rng.random((n2, d)))
 
 
-def test_applies_to_squared_euclidean_minimised_only():
+def test_applies_to_squared_euclidean_and_euclidean_minimised_only():
     src = _source(5, 5, 2, 0)
     assert applies(src, False)
     assert not applies(src, True)
-    assert not applies(costfns.Euclidean(src.X, src.Y), False)
+    assert applies(costfns.Euclidean(src.X, src.Y), False)
+    assert not applies(costfns.Euclidean(src.X, src.Y), True)
     assert not applies(src.dense(), False)
+
+
+def _distances(src):
+    """The same points with Euclidean costs (the square root of the same sums)."""
+    return costfns.Euclidean(src.X, src.Y)
 
 
 def _clustered(n1, n2, d, seed):
@@ -46,8 +52,10 @@ def _grid(n1, n2, d, seed):
 @pytest.mark.parametrize("shape", [(400, 400), (250, 400), (400, 250)])
 @pytest.mark.parametrize("d", [2, 3])
 @pytest.mark.parametrize("layout", [_source, _clustered, _grid])
-def test_passes_equal_the_scanning_passes(shape, d, layout):
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+def test_passes_equal_the_scanning_passes(shape, d, layout, metric):
     src = layout(*shape, d, seed=sum(shape) + d)
+    src = _distances(src) if metric == "euclidean" else src
     tree, scan = PointPasses(src, False, 2), cand.HostPasses(src, False, 1)
     n1 = min(shape)
     rows = np.arange(n1, dtype=np.int64)
@@ -76,8 +84,10 @@ def test_passes_equal_the_scanning_passes(shape, d, layout):
 
 
 @pytest.mark.parametrize("shape", [(600, 600), (300, 500), (500, 300)])
-def test_solves_against_scipy_and_uses_the_tree_passes(shape):
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+def test_solves_against_scipy_and_uses_the_tree_passes(shape, metric):
     src = _source(*shape, 2, seed=shape[0])
+    src = _distances(src) if metric == "euclidean" else src
     sol = epslap.solve(src, candidates=8, threads=2)
     assert sol.stats["method"] == "candidates"
     assert sol.stats["pass_method"] == "box tree"
@@ -110,12 +120,15 @@ def test_wrong_duals_never_certify():
 
 @pytest.mark.parametrize("shape", [(300, 300), (180, 300), (300, 180)])
 @pytest.mark.parametrize("layout", [_source, _clustered, _grid])
-def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(shape, layout):
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+def test_verify_of_a_point_set_reads_few_pairs_and_says_what_the_matrix_says(shape, layout,
+                                                                              metric):
     """``epslap.verify`` of a squared Euclidean source reads only the pairs within each row's
     reach (``point_pairs.verify_pairs``), and its report equals the matrix form's for
     the solver's duals, for duals made infeasible and for a wrong assignment."""
     from epslap.point_pairs import verify_pairs
     src = layout(*shape, 2, 7)
+    src = _distances(src) if metric == "euclidean" else src
     dense = src.dense()
     sol = epslap.solve(src, candidates=False)
     pairs = verify_pairs(src, sol.row_ind, sol.col_ind, sol.u, sol.v)

@@ -1,20 +1,24 @@
-"""Each row's least reduced costs ``c_ij - v_j`` for a squared Euclidean point set, by a tree of
-boxes over the columns instead of a scan of all of them (``epslap.point_passes``).
+"""Each row's least reduced costs ``c_ij - v_j`` for a point set with squared Euclidean or
+Euclidean costs, by a tree of boxes over the columns instead of a scan of all of them
+(``epslap.point_passes``).
 
 The columns, in a k-d order (``tree_order``), are cut into tiles of ``TILE``; a complete binary
-tree over the tiles holds at every node the bounding box of its columns' points and their largest price. For a
-row at ``x``, a node's ``bound`` — the squared distance from ``x`` to its box, less its largest
-price — is at most the reduced cost of every column under it, and the search skips a node whose
+tree over the tiles holds at every node the bounding box of its columns' points and their
+largest price. For a row at ``x``, a node's ``bound`` — the (squared) distance from ``x`` to its
+box, less its largest price — is at most the reduced cost of every column under it, and the search skips a node whose
 bound cannot change the row's answer. Nearer children are searched first, so the row's least
 reduced costs are found in a few tiles and the rest of the tree is skipped near the root.
 
 Rigour: the bound is computed with the very operations of the cost's own formula
-(``costfns.SqEuclidean``: ``acc + (x_k - y_k)²`` over the dimensions in order, then ``- v_j``),
-with each ``|x_k - y_k|`` replaced by the distance to the box's side, which is no larger. Rounding
+(``costfns.SqEuclidean``: ``acc + (x_k - y_k)²`` over the dimensions in order, for
+``costfns.Euclidean`` its correctly rounded square root, then ``- v_j``), with each
+``|x_k - y_k|`` replaced by the distance to the box's side, which is no larger. Rounding
 is monotone, so the computed bound is at most the computed reduced cost of every column below the
 node: a skipped node holds no column that the full scan would have kept.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -91,7 +95,7 @@ def node_prices(vp, tile, leaves):
 
 
 @njit(cache=True, nogil=True)
-def _bound(x, i, lo, hi, top, node):
+def _bound(x, i, lo, hi, top, node, root):
     """The least reduced cost any column below ``node`` can have for row ``i`` (module
     docstring): +inf for an empty node."""
     if top[node] == -np.inf:
@@ -106,6 +110,8 @@ def _bound(x, i, lo, hi, top, node):
         else:
             t = 0.0
         acc = acc + t * t
+    if root:
+        acc = math.sqrt(acc)
     return acc - top[node]
 
 
@@ -128,14 +134,15 @@ def _insert_pair(rs, cs, vs, count, size, r, j, c):
 
 
 @njit(cache=True, nogil=True)
-def least_reduced_rows(x, yp, perm, vp, lo, hi, top, leaves, tile, rows, need, own, first, stride,
-                       m, out_cols, out_vals, out_counts, row_min, leaves_read):
+def least_reduced_rows(x, yp, perm, vp, lo, hi, top, leaves, tile, root, rows, need, own, first,
+                       stride, m, out_cols, out_vals, out_counts, row_min, leaves_read):
     """Rows ``rows[first], rows[first + stride], …`` of ``rows[:m]``, row ``i = rows[t]``
     written at ``t``: ``out_cols[t, :out_counts[t]]`` its columns of least ``c_ij - v_j``
     (``size = out_cols.shape[1]`` of them, ascending, ties to the lower column; original column
     labels, ``perm`` mapping the tree's order to them) with their costs in ``out_vals``, and
     ``row_min[t]`` the least ``c_ij - v_j`` over the columns other than ``own[t]`` (-1: none
-    excluded); ``leaves_read[t]``: the tiles the search read.
+    excluded); ``leaves_read[t]``: the tiles the search read. ``root``: the cost is the
+    distance (``costfns.Euclidean``: the square root of the same sum), not its square.
 
     ``need[t]``: the list must be exact only in its entries below ``need[t]`` (and ``row_min``
     exact): a node whose bound reaches ``max(need[t], row_min)`` is skipped even while the list
@@ -157,7 +164,7 @@ def least_reduced_rows(x, yp, perm, vp, lo, hi, top, leaves, tile, rows, need, o
         read = 0
         best = np.inf
         stack[0] = 1
-        bounds[0] = _bound(x, i, lo, hi, top, 1)
+        bounds[0] = _bound(x, i, lo, hi, top, 1, root)
         depth = 1
         while depth:
             depth -= 1
@@ -173,6 +180,8 @@ def least_reduced_rows(x, yp, perm, vp, lo, hi, top, leaves, tile, rows, need, o
                     for k in range(d):
                         diff = x[i, k] - yp[q, k]
                         acc = acc + diff * diff
+                    if root:
+                        acc = math.sqrt(acc)
                     r = acc - vp[q]
                     j = perm[q]
                     if j != skip_own:
@@ -181,8 +190,8 @@ def least_reduced_rows(x, yp, perm, vp, lo, hi, top, leaves, tile, rows, need, o
                         count = _insert_pair(rs, cs, vs, count, size, r, j, acc)
                 continue
             left, right = 2 * node, 2 * node + 1
-            bl = _bound(x, i, lo, hi, top, left)
-            br = _bound(x, i, lo, hi, top, right)
+            bl = _bound(x, i, lo, hi, top, left, root)
+            br = _bound(x, i, lo, hi, top, right, root)
             if bl <= br:  # the nearer child on top of the stack, searched first
                 stack[depth], bounds[depth] = right, br
                 stack[depth + 1], bounds[depth + 1] = left, bl
@@ -197,10 +206,11 @@ def least_reduced_rows(x, yp, perm, vp, lo, hi, top, leaves, tile, rows, need, o
 
 class ColumnTree:
     """The tree over a point set's columns ``y`` (n2, d), searched for rows ``x`` (n1, d) on
-    ``threads`` threads: :meth:`least` is ``least_reduced_rows`` at prices ``v``."""
+    ``threads`` threads: :meth:`least` is ``least_reduced_rows`` at prices ``v``; ``root``: the
+    costs are distances (``costfns.Euclidean``), not their squares."""
 
-    def __init__(self, x, y, threads: int):
-        self.x, self.threads = x, threads
+    def __init__(self, x, y, threads: int, root: bool = False):
+        self.x, self.threads, self.root = x, threads, bool(root)
         self.perm = tree_order(y, TILE)
         self.yp = np.ascontiguousarray(y[self.perm])
         self.lo, self.hi, self.leaves = build_boxes(self.yp, TILE)
@@ -220,7 +230,7 @@ class ColumnTree:
 
         def args_of(tid):
             return (self.x, self.yp, self.perm, vp, self.lo, self.hi, top, self.leaves, TILE,
-                    rows, need, own, tid, nt, m, *out)
+                    self.root, rows, need, own, tid, nt, m, *out)
         return args_of, nt, out
 
     def least(self, v, rows, size: int, need=None, own=None):
