@@ -123,3 +123,24 @@ def test_the_small_path_says_what_ran(capsys):
     epslap.solve(np.random.default_rng(0).random((30, 30)), progress=True)
     err = capsys.readouterr().err
     assert "by the small path" in err and "rows evaluated" in err
+
+
+_POINTS_SCRIPT = """
+import numpy as np, costfns, epslap
+rng = np.random.default_rng(0)
+src = costfns.SqEuclidean(rng.random((500, 2)), rng.random((500, 2)))
+sol = epslap.solve(src, candidates=True, progress=True)
+print(sol.stats["pass_method"])
+"""
+
+
+def test_a_point_sets_passes_show_their_compile_and_rounds():
+    """The tree search of a point set's passes is readied as a phase of its own (a fresh
+    process: compiled, or loaded from the disk cache), then each round is reported."""
+    out = subprocess.run([sys.executable, "-c", _POINTS_SCRIPT], capture_output=True, text=True,
+                         timeout=600, check=True)
+    text = out.stderr.replace("\r", "\n")
+    assert out.stdout.split() == ["box", "tree"]
+    assert "compiling the point-set passes (first use in this process" in text
+    assert "candidates: round 1," in text
+    assert text.index("compiling the point-set passes") < text.index("candidates: round 1,")
