@@ -21,8 +21,8 @@ lies among its few cheapest columns. The method (docs/algorithm.md, "Candidates,
 
 Exactness comes from the certificate pass, not from the candidates.
 
-For squared Euclidean point sets on the CPU both passes search a tree of boxes over the columns
-instead of scanning every cost (``epslap.point_passes``): a few tiles a row, not n².
+For point sets with squared Euclidean or Euclidean costs on the CPU both passes search a tree of
+boxes over the columns instead of scanning every cost (``epslap.point_passes``): a few tiles a row, not n².
 """
 from __future__ import annotations
 

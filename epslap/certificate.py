@@ -113,8 +113,8 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     ----------
     cost : array_like (n1, n2), a sparse matrix (the stored pairs, as ``epslap.solve`` takes
         it: absent pairs are forbidden) or a ``costfns.CostSource`` (its rows are streamed; of
-        a squared Euclidean point set, minimised, only the pairs that could violate the duals
-        are read: ``epslap.point_pairs.verify_pairs``, about n log n)
+        a squared Euclidean or Euclidean point set, minimised, only the pairs that could
+        violate the duals are read: ``epslap.point_pairs.verify_pairs``, about n log n)
     row_ind, col_ind : 1-D integer arrays
         The assignment (scipy's convention); indices are checked (integer dtype, in range).
     u, v : arrays of shape (n1,) and (n2,)

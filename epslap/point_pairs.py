@@ -13,6 +13,8 @@ from numba import njit
 
 from costfns.rows import cost_at
 
+from .cpu.cores import resolve_threads
+from .cpu.point_tree import ColumnTree
 from .sparse_input import SparseProblem
 
 
@@ -67,8 +69,6 @@ def verify_pairs(cost, row_ind, col_ind, u, v, threads: int | None = None):
     over all n1 x n2. ``None`` where a dual is not finite (the full check says why), or where
     more pairs lie below the reach than VERIFY_PAIRS_PER_LINE a line (duals far from optimal:
     the full check streams every cost then). ``threads``: the search's (None: every core)."""
-    from .cpu.cores import resolve_threads
-    from .cpu.point_tree import ColumnTree
     u = np.asarray(u, np.float64)
     v = np.asarray(v, np.float64)
     if not (np.isfinite(u).all() and np.isfinite(v).all()):

@@ -5,8 +5,8 @@ Euclidean costs, by a tree of boxes over the columns instead of a scan of all of
 The columns, in a k-d order (``tree_order``), are cut into tiles of ``TILE``; a complete binary
 tree over the tiles holds at every node the bounding box of its columns' points and their
 largest price. For a row at ``x``, a node's ``bound`` — the (squared) distance from ``x`` to its
-box, less its largest price — is at most the reduced cost of every column under it, and the search skips a node whose
-bound cannot change the row's answer. Nearer children are searched first, so the row's least
+box, less its largest price — is at most the reduced cost of every column under it, and the
+search skips a node whose bound cannot change the row's answer. Nearer children are searched first, so the row's least
 reduced costs are found in a few tiles and the rest of the tree is skipped near the root.
 
 Rigour: the bound is computed with the very operations of the cost's own formula
@@ -23,10 +23,20 @@ import math
 import numpy as np
 from numba import njit
 
+from .._sync import new_sync, run_workers
+from .host import compile_kernels
+
 #: columns per leaf of the tree (a leaf's points are read in one unit-stride sweep)
 TILE = 128
 #: nodes a search keeps waiting: one per level of the deepest tree (2**62 tiles)
 STACK = 64
+
+
+def _tiles_and_leaves(n2: int, tile: int):
+    """The tiles over ``n2`` columns, and the leaves of the complete binary tree over them (the
+    least power of two at least the tiles)."""
+    tiles = -(-n2 // tile)
+    return tiles, 1 << max(tiles - 1, 0).bit_length()
 
 
 def tree_order(y, tile):
@@ -35,10 +45,7 @@ def tree_order(y, tile):
     tiles — so a leaf's points are a compact box and a node's two children barely overlap (a
     Morton order's tiles straddle its jumps, and their boxes grow wide)."""
     n2 = y.shape[0]
-    tiles = -(-n2 // tile)
-    leaves = 1
-    while leaves < tiles:
-        leaves *= 2
+    tiles, leaves = _tiles_and_leaves(n2, tile)
     perm = np.arange(n2, dtype=np.int64)
     span = leaves  # tiles per node at this level
     while span > 1:
@@ -81,8 +88,7 @@ def build_boxes(yp, tile):
     tree's order): node 1 the root, node ``t``'s children ``2t`` and ``2t + 1``, leaf ``p`` (tile
     ``p``, columns ``[p * tile, (p + 1) * tile)``) at node ``leaves + p``. Nodes beyond the last
     tile have an empty box (lo = +inf, hi = -inf), which no search enters."""
-    tiles = -(-yp.shape[0] // tile)
-    leaves = 1 << max(tiles - 1, 0).bit_length()
+    _, leaves = _tiles_and_leaves(yp.shape[0], tile)
     lo = _up_the_tree(_per_tile(yp, tile, np.inf, np.min), leaves, np.minimum, np.inf)
     hi = _up_the_tree(_per_tile(yp, tile, -np.inf, np.max), leaves, np.maximum, -np.inf)
     return lo, hi, leaves
@@ -214,7 +220,7 @@ class ColumnTree:
         self.perm = tree_order(y, TILE)
         self.yp = np.ascontiguousarray(y[self.perm])
         self.lo, self.hi, self.leaves = build_boxes(self.yp, TILE)
-        self.tiles = -(-y.shape[0] // TILE)
+        self.tiles, _ = _tiles_and_leaves(y.shape[0], TILE)
         self.tiles_read = self.rows_searched = 0  # over the searches so far
 
     def _arguments(self, v, rows, size: int, need, own):
@@ -236,7 +242,6 @@ class ColumnTree:
     def least(self, v, rows, size: int, need=None, own=None):
         """``least_reduced_rows`` over ``rows`` (int64): ``(cols, vals, counts, row_min)`` by
         position in ``rows``; ``need`` +inf and ``own`` -1 where not given."""
-        from .._sync import new_sync, run_workers
         m = rows.size
         need = np.full(m, np.inf) if need is None else np.ascontiguousarray(need, np.float64)
         own = np.full(m, -1, np.int64) if own is None else np.ascontiguousarray(own, np.int64)
@@ -250,7 +255,6 @@ class ColumnTree:
 
     def compile(self) -> None:
         """The search's compile, shown with a running clock."""
-        from .host import compile_kernels
         none = np.zeros(0, np.int64)
         args_of, _, _ = self._arguments(np.zeros(self.yp.shape[0]), none, 1, np.zeros(0), none)
         compile_kernels([(least_reduced_rows, args_of(0))], True, "the point-set passes")
