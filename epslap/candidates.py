@@ -299,8 +299,21 @@ class HostPasses:
             raise_pending(self.source)
 
     def compile_passes(self) -> None:
-        """Compile the passes with a running clock (``progress=True``); the scans compile on
-        their first pass (their kernels' types follow the cost's row form)."""
+        """Compile both scans for this cost's row form with a running clock (``progress=True``:
+        a first use's compile is a phase of its own, not silence inside the first pass)."""
+        one = np.zeros(1, np.int64)
+        work = np.zeros(1, self.work)
+        src_buf = (self.src, np.empty(1, self.buf_dtype))
+        scans = [(candidate_rows, src_buf + (work, 1, one, 0, 1, 1, np.zeros((1, 1), np.int64),
+                                             np.zeros((1, 1), self.work), one.copy(),
+                                             np.zeros(1, self.work if self.integral
+                                                      else np.float64),
+                                             np.zeros((1, 1)), one.copy())),
+                 (certify_rows, src_buf + (work, work.copy(), 1, 0.0, one, one.copy(), 0, 1, 1,
+                                           np.zeros((1, 1), np.int64),
+                                           np.zeros((1, 1), self.work), one.copy(),
+                                           np.zeros(1)))]
+        compile_kernels(scans, True, "the candidate passes")
 
     def candidates(self, v, k: int, rows, maximize: bool):
         """Each of ``rows``' k cheapest columns by ``c - v`` (``cpu.candidates.candidate_rows``),
@@ -350,6 +363,8 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     v = np.zeros(n2, work)
     k = min(k, n2)
     t0 = time.perf_counter()
+    if progress:  # a first use's compile as a phase with a clock, not silence in the passes
+        prob.compile_passes()
     if auto and spread is None:
         def sampled(rows):
             cols, _, counts, _ = prob.candidates(v, min(k, AUTO_SAMPLE_K), rows, maximize)
@@ -358,8 +373,6 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
         if why:
             return None, why
     every_row = np.arange(n1, dtype=np.int64)
-    if progress:
-        prob.compile_passes()
     cand_cols, cand_vals, counts, diag = prob.candidates(v, k, every_row, maximize)
     time_candidates = time.perf_counter() - t0
     if progress:  # a clock for the first use's compile, instead of silence inside the solve

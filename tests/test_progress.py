@@ -144,3 +144,23 @@ def test_a_point_sets_passes_show_their_compile_and_rounds():
     assert "compiling the point-set passes (first use in this process" in text
     assert "candidates: round 1," in text
     assert text.index("compiling the point-set passes") < text.index("candidates: round 1,")
+
+
+_SCAN_SCRIPT = """
+import numpy as np, epslap
+c = np.random.default_rng(0).random((400, 400))
+sol = epslap.solve(c, candidates=True, progress=True)
+print(sol.stats["pass_method"], sol.stats["method"])
+"""
+
+
+def test_a_matrixs_scanning_passes_show_their_compile_before_the_rounds():
+    """The scans of a matrix's candidate and certificate passes are readied as a phase with a
+    clock (a fresh process: compiled, or loaded from the disk cache) before the first round."""
+    out = subprocess.run([sys.executable, "-c", _SCAN_SCRIPT], capture_output=True, text=True,
+                         timeout=600, check=True)
+    text = out.stderr.replace("\r", "\n")
+    assert out.stdout.split() == ["scan", "candidates"]
+    assert "compiling the candidate passes (first use in this process" in text
+    assert "candidates: round 1," in text
+    assert text.index("compiling the candidate passes") < text.index("candidates: round 1,")
