@@ -163,10 +163,11 @@ def test_a_member_the_device_cannot_certify_is_solved_on_the_cpu(maximize, monke
     import epslap.gpu.batch as gb
     launch = gb._launch
 
-    def one_uncertified(*args):
+    def one_uncertified(*args, read=None):
         launch(*args)
         status = args[-2]  # (the members' statuses, on the device)
         status[min(1, status.size - 1)] = gb.UNCERTIFIED
+        return None if read is None else read()  # (a batch of one reads its outputs here)
     monkeypatch.setattr(gb, "_launch", one_uncertified)
     for shape in ((3, 20, 20), (3, 12, 30), (3, 30, 12)):
         c = np.random.default_rng(sum(shape)).random(shape)
@@ -279,6 +280,60 @@ def test_a_batch_of_one_names_a_single_problem_s_errors(monkeypatch):
     big[3, 2, 2] = 1e306
     with pytest.raises(ValueError, match="problem 3: .*could overflow float64"):
         epslap.solve_batch(big, backend="gpu")
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(100, 100), (120, 150), (150, 120), (40, 200), (1, 500),
+                                   (1, 80)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_a_single_problem_reads_its_matrix_from_shared_memory(monkeypatch, shape, dtype,
+                                                             maximize):
+    """A batch of one whose matrix fits ``STAGE_BYTES_MAX`` is copied into shared memory and
+    read there (``stats["matrix_in_shared_memory"]``): scipy's optimum and certified duals,
+    forbidden pairs kept, geometric float64 costs (whose duals the device polishes) too; a
+    batch of two and a matrix beyond the limit read global memory."""
+    import cupy
+    from epslap.gpu import batch
+    monkeypatch.setattr(batch, "SINGLE_MAX_SIDE", 1024)
+    rng = np.random.default_rng(sum(shape))
+    c = (rng.random(shape) * 200).astype(dtype)
+    if c.dtype.kind == "f" and min(shape) > 1:
+        c[0, -1] = -np.inf if maximize else np.inf
+    x, y = rng.random((shape[0], 2)), rng.random((shape[1], 2))
+    geo = ((x[:, None] - y[None]) ** 2).sum(-1).astype(dtype) if dtype == np.float64 else c
+    for m in (c, cupy.asarray(c), geo):
+        sol = epslap.solve(m, backend="gpu", maximize=maximize)
+        assert sol.stats["matrix_in_shared_memory"] is True
+        assert_optimal(cupy.asnumpy(m), sol, maximize=maximize)
+    pair = epslap.solve_batch(np.stack([c, c]), backend="gpu", maximize=maximize)
+    assert pair.stats["matrix_in_shared_memory"] is False
+    assert_optimal(c, pair.solution(1), maximize=maximize)
+
+
+@gpu
+@pytest.mark.gpu
+def test_a_staged_single_problem_names_its_errors(monkeypatch):
+    """NaN, -inf and an infeasible row of a matrix read from shared memory: the single
+    problem's errors; a matrix beyond the stage's limit is read from global memory."""
+    from epslap.gpu import batch
+    monkeypatch.setattr(batch, "SINGLE_MAX_SIDE", 1024)
+    c = np.random.default_rng(5).random((60, 80))
+    for value, exc, text in ((np.nan, ValueError, "invalid numeric entries"),
+                             (-np.inf, ValueError, "invalid numeric entries"),
+                             ("row", epslap.InfeasibleError, "infeasible")):
+        d = c.copy()
+        if value == "row":
+            d[7, :] = np.inf
+        else:
+            d[7, 9] = value
+        with pytest.raises(exc, match=text):
+            epslap.solve(d, backend="gpu")
+    big = np.random.default_rng(6).random((300, 300))
+    sol = epslap.solve(big, backend="gpu")
+    assert sol.stats["matrix_in_shared_memory"] is False
+    assert_optimal(big, sol)
 
 
 def test_which_single_problems_take_the_batch_kernel(monkeypatch):

@@ -8,7 +8,8 @@ batches and 1000 x 100x100, best and median of 40 calls after three warm-up call
 Writes ab_<name>.json under $OUT (or here). gpu_batch_range_ab_h200.json holds the four runs of
 2026-11-29 (the batch sweep's float range check, epslap 7c822c7, against the code before it);
 gpu_single_readback_ab_h200.json those of 2026-11-30 (a batch of one's outputs in one device
-buffer read back once, against epslap 93052f0).
+buffer read back once, against epslap 93052f0); gpu_single_stage_ab_h200.json six runs of the
+same day (a batch of one's matrix read from shared memory, against epslap 750d12d).
 """
 import json, os, sys, time
 sys.path.insert(0, os.path.abspath(sys.argv[1]))

@@ -52,6 +52,12 @@
 #ifndef UNCERTIFIED
 #define UNCERTIFIED 64
 #endif
+// STAGE: each team copies its member's matrix into shared memory after its workspace and reads
+// it there (a single small problem: every search step waits on its row's loads, which come from
+// L2 otherwise; epslap/gpu/batch.py sets it for a batch of one whose matrix fits)
+#ifndef STAGE
+#define STAGE 0
+#endif
 
 #define BLOCK_TEAM (TEAM > 32)
 #define TEAMS (THREADS / TEAM)
@@ -181,7 +187,11 @@ struct Costs {
 };
 
 __device__ __forceinline__ work_t load(const Costs& c, long long idx) {
+#if STAGE
+    const work_t x = (work_t)c.p[idx];  // the team's copy in shared memory
+#else
     const work_t x = (work_t)__ldg(c.p + idx);
+#endif
     return c.negate ? -x : x;
 }
 
@@ -705,7 +715,25 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
 #endif
         if (p >= nprob) break;
         Costs c;
+#if STAGE
+        {
+            IN_T* stage = (IN_T*)(smem + TEAMS * team_bytes(n1, n2)) + (threadIdx.x / TEAM) * size;
+            const IN_T* __restrict__ from = costs + p * size;
+            long long q = t.rank;
+            for (; q + 7 * TEAM < size; q += 8 * TEAM) {  // eight loads in flight per lane
+                IN_T r[8];
+#pragma unroll
+                for (int e = 0; e < 8; ++e) r[e] = __ldg(from + q + e * TEAM);
+#pragma unroll
+                for (int e = 0; e < 8; ++e) stage[q + e * TEAM] = r[e];
+            }
+            for (; q < size; q += TEAM) stage[q] = __ldg(from + q);
+            team_sync(t);
+            c.p = stage;
+        }
+#else
         c.p = costs + p * size;
+#endif
         c.negate = negate != 0;
         c.limit = limit;
         long long rows;

@@ -97,6 +97,26 @@ def geometry(n2: int) -> Geometry:
     return Geometry(256, k, 256, 2 if k <= 8 else 1)
 
 
+#: a batch of one whose matrix takes at most this many bytes is read from shared memory
+#: (batch.cu, STAGE): 100 x 100 float64 single problems, NVIDIA H200: see the benchmark page
+STAGE_BYTES_MAX = 160 * 1024
+#: ... from this many columns: a team of a whole warp or a block (the narrower teams' problems
+#: take few steps, and their blocks hold several teams)
+STAGE_MIN_COLS = 65
+
+
+def _stage_bytes(b: int, n1: int, n2: int, itemsize: int, geo: Geometry, dev: dict) -> int:
+    """Shared memory for a batch of one's copy of its matrix (0: read from global memory),
+    where the device gives a block that much beside the team's workspace (and 4 KiB for the
+    kernel's own)."""
+    size = (n1 * n2 * itemsize + 15) // 16 * 16
+    if b != 1 or n2 < STAGE_MIN_COLS or size > STAGE_BYTES_MAX:
+        return 0
+    if team_bytes(n1, n2) + size + 4096 > dev.get("MaxSharedMemoryPerBlockOptin", 49152):
+        return 0
+    return size
+
+
 def team_bytes(n1: int, n2: int) -> int:
     """Shared memory of one team (batch.cu, team_bytes): v, y, pred, x and the free list."""
     return (16 * n2 + 8 * n1 + 15) // 16 * 16
@@ -164,8 +184,8 @@ def solve_one(cost, *, maximize: bool, device: int, t_start: float):
         m, transposed, integral = _device_stack(cupy, cost[None], maximize)
         n1, n2 = m.shape[1:]
         out = _Outputs(cupy, 1, n1, n2, np.int64 if integral else np.float64)
-        _launch(cupy, m, maximize, integral, *out.device, stats)
-        x, u, v, total, rows, counter, status = out.fetch()
+        x, u, v, total, rows, counter, status = _launch(cupy, m, maximize, integral,
+                                                        *out.device, stats, read=out.fetch)
         if status[0] == STATUS_OK:
             stats["device_polishes"] += int(counter[1])
             row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed)
@@ -373,18 +393,24 @@ def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) ->
 
 
 def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
-            stats) -> None:
+            stats, read=None):
     """One launch of ``batch_solve`` over the canonical stack ``m`` (``counter`` zeroed: the
-    next member to take, the members polished; ``status``: each member's), synchronised."""
+    next member to take, the members polished; ``status``: each member's), synchronised.
+    ``read``: a function of no argument that copies the outputs to the host, called once
+    the launch is queued (its copy waits for the kernel: one synchronisation instead of
+    two); its result is returned."""
     b, n1, n2 = m.shape
     geo = geometry(n2)
+    dev = _device(cupy)[1]
+    stage = _stage_bytes(b, n1, n2, m.dtype.itemsize, geo, dev)
+    if stage:  # one team, alone in its block, reading its matrix from shared memory
+        geo = Geometry(geo.team, geo.k, geo.team if geo.team <= 32 else geo.threads, 1)
     defines = {"COST_INTEGRAL": int(integral), "IN_T": _C_TYPES[m.dtype.name],
                "THREADS": geo.threads, "TEAM": geo.team, "K": geo.k, "MINB": geo.minb,
-               "UNCERTIFIED": UNCERTIFIED}
+               "UNCERTIFIED": UNCERTIFIED, "STAGE": int(bool(stage))}
     kernel, attrs = _kernel(cupy, defines, stats)
     teams = geo.threads // geo.team
-    smem = teams * team_bytes(n1, n2)
-    dev = _device(cupy)[1]
+    smem = teams * (team_bytes(n1, n2) + stage)
     if smem > dev["MaxSharedMemoryPerBlockOptin"] - attrs.get("shared_size_bytes", 0):
         raise ValueError(f"backend='gpu': a {n1}x{n2} batch member needs {smem} bytes of "
                          "shared memory, more than this device gives a block")
@@ -404,10 +430,13 @@ def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
                 raise
             grid = max(1, grid // 2)
     end.record()
-    end.synchronize()
+    got = None if read is None else read()
+    end.synchronize()  # (done already after ``read``'s copy)
     stats["time_kernel_s"] += cupy.cuda.get_elapsed_time(start, end) / 1000.0
     stats["launches"] += 1
-    stats.update(team=geo.team, columns_per_thread=geo.k, grid=grid)
+    stats.update(team=geo.team, columns_per_thread=geo.k, grid=grid,
+                 matrix_in_shared_memory=bool(stage))
+    return got
 
 
 def _device(cupy) -> tuple[str, dict]:
