@@ -30,7 +30,8 @@ REFERENCE_H200 = {"10000x100": 6.0e-3, "100000x20": 3.4e-3, "100x1000": 112e-3}
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--shapes", nargs="+", default=["10000x100", "100000x20", "100x1000"],
-                    help="BxN: B problems of N x N")
+                    help="BxN: B problems of N x N; BxN1xN2: B problems of N1 x N2 (e.g. "
+                         "the detection shapes 64x300x20 and 1024x100x10)")
     ap.add_argument("--classes", nargs="+", default=["random", "geometric"])
     ap.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     ap.add_argument("--rounds", type=int, default=3)
@@ -38,12 +39,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--no-peer", action="store_true", help="time epslap only")
 
 
-def _stack(cupy, cls: str, b: int, n: int, dtype: str, seed: int):
+def _stack(cupy, cls: str, b: int, n1: int, n2: int, dtype: str, seed: int):
     rs = cupy.random.RandomState(seed)
     if cls == "random":
-        c = rs.random_sample((b, n, n))
+        c = rs.random_sample((b, n1, n2))
     else:
-        p, q = rs.random_sample((b, n, 1, 2)), rs.random_sample((b, 1, n, 2))
+        p, q = rs.random_sample((b, n1, 1, 2)), rs.random_sample((b, 1, n2, 2))
         c = ((p - q) ** 2).sum(-1)
     return cupy.ascontiguousarray(c.astype(dtype))
 
@@ -73,10 +74,11 @@ def run(args: argparse.Namespace, out: Output) -> None:
         out.meta["peer"] = f"torch-linear-assignment {metadata.version('torch-linear-assignment')}"
     out.meta["reference_h200_float32_random"] = REFERENCE_H200
     for shape in args.shapes:
-        b, n = (int(x) for x in shape.split("x"))
+        b, n1, *rest = (int(x) for x in shape.split("x"))
+        n2 = rest[0] if rest else n1
         for cls in args.classes:
             for dtype in args.dtypes:
-                c = _stack(cupy, cls, b, n, dtype, args.seed)
+                c = _stack(cupy, cls, b, n1, n2, dtype, args.seed)
                 host = cupy.asnumpy(c)
                 row = {"shape": shape, "cls": cls, "dtype": dtype, "times": {}}
                 t, sol = _timed(cupy, lambda c=c: epslap.solve_batch(c, backend="gpu"), args.rounds)
@@ -108,10 +110,15 @@ def run(args: argparse.Namespace, out: Output) -> None:
                         t, assign = _timed(cupy, lambda f=bla, a=tc: f(a), args.rounds)
                     if caught:
                         row["peer_warnings"] = sorted({str(w.message) for w in caught})
-                    a = cupy.asarray(assign)
-                    got = float(cupy.take_along_axis(c, a[:, :, None], axis=2).astype(
+                    a = cupy.asarray(assign)  # each row's column, -1 where it has none
+                    picked = cupy.take_along_axis(c, cupy.maximum(a, 0)[:, :, None], axis=2)
+                    got = float(cupy.where(a[:, :, None] >= 0, picked, 0).astype(
                         np.float64).sum())
                     row["peer_total"] = got
+                    if got < total - 1e-9 * max(1.0, abs(total)):
+                        raise SystemExit(f"gpubatch: the peer's total is below epslap's on "
+                                         f"{shape} {cls} {dtype}: {got} < {total}")
+                    row["peer_same_total"] = abs(got - total) <= 1e-9 * max(1.0, abs(total))
                     row["times"]["torch-linear-assignment"] = t
                     del tc, assign, a
                 out.add(row)
@@ -131,9 +138,10 @@ def render(meta: dict, rows: list[dict]) -> str:
     head = ["batch", "class", "dtype"] + [f"{k} ms" for k in names] + ["reference (H200) ms"]
     body = []
     for r in rows:
-        b, n = r["shape"].split("x")
+        b, n1, *rest = r["shape"].split("x")
+        n2 = rest[0] if rest else n1
         ref = REFERENCE_H200.get(r["shape"]) if (r["cls"], r["dtype"]) == ("random",
                                                                              "float32") else None
-        body.append([f"{int(b):,} × {n}×{n}", r["cls"], r["dtype"]]
+        body.append([f"{int(b):,} × {n1}×{n2}", r["cls"], r["dtype"]]
                     + [_ms(r["times"].get(k)) for k in names] + [_ms(ref)])
     return markdown(head, body)

@@ -20,6 +20,7 @@ the device and its results are CuPy arrays; NumPy input gives NumPy results.
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, NamedTuple
 
@@ -400,26 +401,10 @@ def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
     the launch is queued (its copy waits for the kernel: one synchronisation instead of
     two); its result is returned."""
     b, n1, n2 = m.shape
-    geo = geometry(n2)
-    dev = _device(cupy)[1]
-    stage = _stage_bytes(b, n1, n2, m.dtype.itemsize, geo, dev)
-    if stage:  # one team, alone in its block, reading its matrix from shared memory
-        geo = Geometry(geo.team, geo.k, geo.team if geo.team <= 32 else geo.threads, 1)
-    defines = {"COST_INTEGRAL": int(integral), "IN_T": _C_TYPES[m.dtype.name],
-               "THREADS": geo.threads, "TEAM": geo.team, "K": geo.k, "MINB": geo.minb,
-               "UNCERTIFIED": UNCERTIFIED, "STAGE": int(bool(stage))}
-    kernel, attrs = _kernel(cupy, defines, stats)
-    teams = geo.threads // geo.team
-    smem = teams * (team_bytes(n1, n2) + stage)
-    if smem > dev["MaxSharedMemoryPerBlockOptin"] - attrs.get("shared_size_bytes", 0):
-        raise ValueError(f"backend='gpu': a {n1}x{n2} batch member needs {smem} bytes of "
-                         "shared memory, more than this device gives a block")
-    if smem > 48 * 1024:
-        kernel.max_dynamic_shared_size_bytes = smem
-    grid = min(-(-b // teams), _resident_blocks(dev, attrs, geo.threads, smem))
+    kernel, geo, stage, smem, grid, limit = _plan(cupy, b, n1, n2, m.dtype, integral, stats)
     args = (m, np.int64(b), np.int32(n1), np.int32(n2), np.int32(maximize), x, u, v, total,
-            status, rows, counter, np.float64(CHECK_RTOL), np.float64(float_cost_limit((n1, n2))))
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            status, rows, counter, _RTOL, limit)
+    start, end = _events(cupy)
     start.record()
     while True:  # a cooperative launch (the module's) must fit on the device at once
         try:
@@ -437,6 +422,56 @@ def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
     stats.update(team=geo.team, columns_per_thread=geo.k, grid=grid,
                  matrix_in_shared_memory=bool(stage))
     return got
+
+
+_RTOL = np.float64(CHECK_RTOL)
+#: (device, b, n1, n2, dtype, integral) -> a launch's plan (``_plan``), made once per process
+_PLANS: dict = {}
+_THREAD_EVENTS = threading.local()  # each thread's (start, end) timing events, per device
+
+
+def _plan(cupy, b: int, n1: int, n2: int, dtype, integral: bool, stats: dict) -> tuple:
+    """``(kernel, geometry, stage bytes, shared memory, grid, float range limit)`` of a launch
+    over ``b`` members of ``n1 x n2`` (a detection batch's call is a few tenths of a
+    millisecond, of which working these out again took a tenth)."""
+    key = (cupy.cuda.Device().id, b, n1, n2, dtype.name, integral)
+    plan = _PLANS.get(key)
+    if plan is not None:
+        return plan
+    geo = geometry(n2)
+    dev = _device(cupy)[1]
+    stage = _stage_bytes(b, n1, n2, dtype.itemsize, geo, dev)
+    if stage:  # one team, alone in its block, reading its matrix from shared memory
+        geo = Geometry(geo.team, geo.k, geo.team if geo.team <= 32 else geo.threads, 1)
+    defines = {"COST_INTEGRAL": int(integral), "IN_T": _C_TYPES[dtype.name],
+               "THREADS": geo.threads, "TEAM": geo.team, "K": geo.k, "MINB": geo.minb,
+               "UNCERTIFIED": UNCERTIFIED, "STAGE": int(bool(stage))}
+    kernel, attrs = _kernel(cupy, defines, stats)
+    teams = geo.threads // geo.team
+    smem = teams * (team_bytes(n1, n2) + stage)
+    if smem > dev["MaxSharedMemoryPerBlockOptin"] - attrs.get("shared_size_bytes", 0):
+        raise ValueError(f"backend='gpu': a {n1}x{n2} batch member needs {smem} bytes of "
+                         "shared memory, more than this device gives a block")
+    if smem > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = max(smem, kernel.max_dynamic_shared_size_bytes)
+    grid = min(-(-b // teams), _resident_blocks(dev, attrs, geo.threads, smem))
+    plan = (kernel, geo, stage, smem, grid, np.float64(float_cost_limit((n1, n2))))
+    if len(_PLANS) >= 1024:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _events(cupy) -> tuple:
+    """This thread's two timing events on the current device (made once: a call makes none)."""
+    per_device = getattr(_THREAD_EVENTS, "pairs", None)
+    if per_device is None:
+        per_device = _THREAD_EVENTS.pairs = {}
+    dev = cupy.cuda.Device().id
+    pair = per_device.get(dev)
+    if pair is None:
+        pair = per_device[dev] = (cupy.cuda.Event(), cupy.cuda.Event())
+    return pair
 
 
 def _device(cupy) -> tuple[str, dict]:
