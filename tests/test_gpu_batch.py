@@ -163,8 +163,8 @@ def test_a_member_the_device_cannot_certify_is_solved_on_the_cpu(maximize, monke
     import epslap.gpu.batch as gb
     launch = gb._launch
 
-    def one_uncertified(*args, read=None):
-        launch(*args)
+    def one_uncertified(*args, read=None, **options):
+        launch(*args, **options)
         status = args[-2]  # (the members' statuses, on the device)
         status[min(1, status.size - 1)] = gb.UNCERTIFIED
         return None if read is None else read()  # (a batch of one reads its outputs here)
@@ -336,6 +336,41 @@ def test_a_staged_single_problem_names_its_errors(monkeypatch):
     assert_optimal(big, sol)
 
 
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(64, 300, 20), (64, 20, 300), (64, 250, 20), (1024, 100, 10),
+                                   (40, 90, 100), (200, 9, 1), (30, 70, 33)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("in_place", [True, False])
+def test_detection_shaped_batches_read_in_place_and_pairs_from_the_kernel(shape, dtype, maximize,
+                                                                          in_place, monkeypatch):
+    """A transposed batch of small members is read where it lies (or, beyond
+    TRANSPOSED_IN_PLACE_MAX, copied), and warp teams (up to 256 columns) write each member's
+    pairs in the caller's orientation (a block team's are oriented by ``orient.cu``): the CPU
+    batch's optimum for every member, rows ascending, certified duals, the same for CuPy and
+    NumPy input."""
+    import cupy
+    import epslap.gpu.batch as gb
+    if not in_place:
+        monkeypatch.setattr(gb, "TRANSPOSED_IN_PLACE_MAX", 0)
+    rng = np.random.default_rng(sum(shape) + maximize)
+    c = (rng.random(shape) * 1000).astype(dtype)
+    cpu = epslap.solve_batch(c, maximize=maximize)
+    for given in (cupy.asarray(c), c):
+        sol = epslap.solve_batch(given, maximize=maximize, backend="gpu")
+        assert sol.stats["pairs_from_batch_kernel"] is (max(shape[1:]) <= 256)
+        row_ind, col_ind = cupy.asnumpy(sol.row_ind), cupy.asnumpy(sol.col_ind)
+        assert (np.diff(row_ind, axis=1) > 0).all()
+        np.testing.assert_allclose(cupy.asnumpy(sol.cost), cpu.cost, rtol=1e-9)
+        picked = c[np.arange(shape[0])[:, None], row_ind, col_ind]
+        np.testing.assert_allclose(picked.astype(np.float64).sum(axis=1), cpu.cost, rtol=1e-9)
+        for k in range(0, shape[0], max(1, shape[0] // 5)):
+            rep = epslap.verify(c[k], row_ind[k], col_ind[k], cupy.asnumpy(sol.u[k]),
+                                cupy.asnumpy(sol.v[k]), maximize=maximize)
+            assert rep["optimal"], rep
+
+
 def test_which_single_problems_take_the_batch_kernel(monkeypatch):
     """Only a matrix with sides up to SINGLE_MAX_SIDE, on one device, with every option of the
     ε solver at its default goes to the batch kernel; anything else asks for that solver."""
@@ -366,16 +401,18 @@ def test_which_single_problems_take_the_batch_kernel(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(50, 9, 4), (50, 4, 9), (3, 700, 300), (3, 300, 700)])
 @pytest.mark.parametrize("maximize", [False, True])
-@pytest.mark.parametrize("by", ["kernel", "sort"])
+@pytest.mark.parametrize("by", ["batch kernel", "kernel", "sort"])
 def test_members_are_oriented_as_the_cpu_batch_orients_them(shape, maximize, by, monkeypatch):
-    """``orient.cu`` puts every member's pairs in the caller's orientation, rows ascending, as
-    the CPU batch does (a unique optimum: the same pairs), over more members than blocks
-    (grid-stride) and with more rows than a block has threads; members with more than
-    ORIENT_MAX_ROWS canonical rows (possible past MAX_COLS columns) take the device sort,
-    with the same result."""
+    """The batch kernel's warp teams (members up to 256 columns) or ``orient.cu`` put every
+    member's pairs in the caller's orientation, rows ascending, as the CPU batch does (a unique
+    optimum: the same pairs), over more members than blocks (grid-stride) and with more rows
+    than a block has threads; members with more than ORIENT_MAX_ROWS canonical rows (possible
+    past MAX_COLS columns) take the device sort, with the same result."""
     import cupy
     import epslap.gpu.batch as gb
     monkeypatch.setattr(gb, "ORIENT_BLOCKS", 7)
+    if by != "batch kernel":
+        monkeypatch.setattr(gb, "PAIRS_IN_KERNEL", False)
     if by == "sort":
         monkeypatch.setattr(gb, "ORIENT_MAX_ROWS", 3)
     c = np.random.default_rng(sum(shape)).random(shape)

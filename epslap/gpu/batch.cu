@@ -177,16 +177,23 @@ struct Outputs {
     work_t* __restrict__ total;
     int* __restrict__ status;
     long long* __restrict__ rows;    // rows evaluated
+    long long* row_ind;              // the pairs in the caller's orientation, or null (the host
+    long long* col_ind;              // orients them): written by warp teams
+    bool swap;                       // the caller's matrix is the canonical one transposed
 };
 
-// one problem's costs: row-major n1 x n2, negated as they are read when maximising
+// one problem's costs: entry (i, j) of the canonical n1 x n2 problem at p[i * rs + j * cs]
+// (row-major: rs = n2, cs = 1; a small transposed member read where it lies: rs = 1, cs = n1),
+// negated as they are read when maximising
 struct Costs {
     const IN_T* __restrict__ p;
+    long long rs, cs;
     bool negate;
     double limit;  // the float range rule's largest |cost| (epslap._validate.float_cost_limit)
 };
 
-__device__ __forceinline__ work_t load(const Costs& c, long long idx) {
+__device__ __forceinline__ work_t load(const Costs& c, int i, int j) {
+    const long long idx = (long long)i * c.rs + (long long)j * c.cs;
 #if STAGE
     const work_t x = (work_t)c.p[idx];  // the team's copy in shared memory
 #else
@@ -204,7 +211,7 @@ __device__ __forceinline__ void two_smallest(Team& t, const Costs& c, int i, int
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const int j = t.rank + TEAM * k;
-        h[k] = j < n2 ? load(c, (long long)i * n2 + j) : (work_t)0;
+        h[k] = j < n2 ? load(c, i, j) : (work_t)0;
     }
     u64 o1 = NO_VAL, o2 = NO_VAL;
     unsigned k1 = NO_KEY, k2 = NO_KEY;
@@ -285,7 +292,7 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int j = rank + TEAM * k;
-            h[k] = j < n2 ? load(c, (long long)f * n2 + j) : (work_t)0;
+            h[k] = j < n2 ? load(c, f, j) : (work_t)0;
         }
 #pragma unroll
         for (int k = 0; k < K; ++k) {
@@ -339,12 +346,11 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
             }
             if (!(bk & ASSIGNED_BIT)) break;  // a free column: the path ends here
             const int i = y[jmin];
-            const long long row = (long long)i * n2;
-            const work_t cm = load(c, row + jmin), vm = v[jmin];
+            const work_t cm = load(c, i, jmin), vm = v[jmin];
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const int j = rank + TEAM * k;
-                h[k] = j < n2 ? load(c, row + j) : (work_t)0;
+                h[k] = j < n2 ? load(c, i, j) : (work_t)0;
             }
             ++rows;
 #pragma unroll
@@ -414,7 +420,7 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
     work_t part = 0;
     for (int i = rank; i < n1; i += TEAM) {
         const int j = x[i];
-        const work_t cx = load(c, (long long)i * n2 + j);
+        const work_t cx = load(c, i, j);
         out.u[p * n1 + i] = cx - (v[j] - top);
         out.x[p * n1 + i] = j;
         part += cx;
@@ -428,11 +434,11 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
         for (int r = 0; r < SWEEP_ROWS; ++r) {
             const int i = i0 + r < n1 ? i0 + r : n1 - 1;
             const int xi = x[i];
-            ui[r] = load(c, (long long)i * n2 + xi) - (v[xi] - top);
+            ui[r] = load(c, i, xi) - (v[xi] - top);
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const int j = rank + TEAM * k;
-                buf[r][k] = j < n2 ? load(c, (long long)i * n2 + j) : (work_t)0;
+                buf[r][k] = j < n2 ? load(c, i, j) : (work_t)0;
             }
         }
 #pragma unroll
@@ -457,6 +463,32 @@ __device__ __forceinline__ bool search_and_certify(Team& t, const Costs& c, int 
     }
     fail = team_any(t, fail);
     if (fail && !last) return true;
+#if !BLOCK_TEAM
+    // the pairs in the caller's orientation (a block team leaves them to the host's launch of
+    // orient.cu, as does a member the host solves again)
+    if (out.row_ind != nullptr && !fail) {
+        if (!out.swap) {
+            for (int i = rank; i < n1; i += TEAM) {
+                out.row_ind[p * n1 + i] = i;
+                out.col_ind[p * n1 + i] = x[i];
+            }
+        } else {  // the caller's rows are the canonical columns, ranked among the assigned
+            const unsigned below = t.mask & ((1u << (threadIdx.x & 31)) - 1u);
+            int at = 0;
+            for (int j0 = 0; j0 < n2; j0 += TEAM) {
+                const int j = j0 + rank;
+                const bool a = j < n2 && y[j] >= 0;
+                const unsigned m = __ballot_sync(t.mask, a);
+                if (a) {
+                    const long long q = p * n1 + at + __popc(m & below);
+                    out.row_ind[q] = j;
+                    out.col_ind[q] = y[j];
+                }
+                at += __popc(m & t.mask);
+            }
+        }
+    }
+#endif
     if (rank == 0) {
         out.total[p] = total;
         out.status[p] = fail ? UNCERTIFIED : STATUS_OK;
@@ -492,7 +524,7 @@ __device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const int j = rank + TEAM * k, i = i0 + r;
-                buf[r][k] = (i < n1 && j < n2) ? load(c, (long long)i * n2 + j) : (work_t)0;
+                buf[r][k] = (i < n1 && j < n2) ? load(c, i, j) : (work_t)0;
             }
 #pragma unroll
         for (int r = 0; r < SWEEP_ROWS; ++r)
@@ -581,7 +613,7 @@ __device__ __forceinline__ bool solve_one(Team& t, const Costs& c, int n1, int n
                 for (int k = 0; k < K; ++k) {
                     const int j = rank + TEAM * k;
                     if (j < n2) {
-                        const work_t cij = load(c, (long long)i * n2 + j);
+                        const work_t cij = load(c, i, j);
                         if (j != j1) {
                             const u64 r = ordered(cij - v[j]);
                             o = r < o ? r : o;
@@ -681,7 +713,8 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
             long long* __restrict__ x_out, work_t* __restrict__ u_out,
             work_t* __restrict__ v_out, work_t* __restrict__ total_out,
             int* __restrict__ status_out, long long* __restrict__ rows_out,
-            unsigned long long* __restrict__ counter, double rtol, double limit) {
+            unsigned long long* __restrict__ counter, double rtol, double limit, long long rs,
+            long long cs, long long* row_ind_out, long long* col_ind_out, int swap) {
     // counter[0]: the next problem to take; counter[1]: the members polished (step 6)
     extern __shared__ __align__(16) unsigned char smem[];
     Team t;
@@ -700,6 +733,9 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
     out.total = total_out;
     out.status = status_out;
     out.rows = rows_out;
+    out.row_ind = row_ind_out;
+    out.col_ind = col_ind_out;
+    out.swap = swap != 0;
     const long long size = (long long)n1 * n2;
     for (;;) {
         long long p;
@@ -715,21 +751,32 @@ batch_solve(const IN_T* __restrict__ costs, long long nprob, int n1, int n2, int
 #endif
         if (p >= nprob) break;
         Costs c;
+        c.rs = rs;
+        c.cs = cs;
 #if STAGE
         {
             IN_T* stage = (IN_T*)(smem + TEAMS * team_bytes(n1, n2)) + (threadIdx.x / TEAM) * size;
             const IN_T* __restrict__ from = costs + p * size;
-            long long q = t.rank;
-            for (; q + 7 * TEAM < size; q += 8 * TEAM) {  // eight loads in flight per lane
-                IN_T r[8];
+            if (cs == 1) {
+                long long q = t.rank;
+                for (; q + 7 * TEAM < size; q += 8 * TEAM) {  // eight loads in flight per lane
+                    IN_T r[8];
 #pragma unroll
-                for (int e = 0; e < 8; ++e) r[e] = __ldg(from + q + e * TEAM);
+                    for (int e = 0; e < 8; ++e) r[e] = __ldg(from + q + e * TEAM);
 #pragma unroll
-                for (int e = 0; e < 8; ++e) stage[q + e * TEAM] = r[e];
+                    for (int e = 0; e < 8; ++e) stage[q + e * TEAM] = r[e];
+                }
+                for (; q < size; q += TEAM) stage[q] = __ldg(from + q);
+            } else {  // a transposed member, row-major in the copy
+                for (int q = t.rank; q < (int)size; q += TEAM) {
+                    const int i = q / n2, j = q - i * n2;
+                    stage[q] = __ldg(from + (long long)i * rs + (long long)j * cs);
+                }
             }
-            for (; q < size; q += TEAM) stage[q] = __ldg(from + q);
             team_sync(t);
             c.p = stage;
+            c.rs = n2;
+            c.cs = 1;
         }
 #else
         c.p = costs + p * size;

@@ -98,6 +98,12 @@ def geometry(n2: int) -> Geometry:
     return Geometry(256, k, 256, 2 if k <= 8 else 1)
 
 
+#: the batch kernel's warp teams write each member's pairs in the caller's orientation (else
+#: ``orient.cu`` makes them from the canonical assignment, one more launch)
+PAIRS_IN_KERNEL = True
+#: a transposed batch (more rows than columns) whose members hold at most this many entries is
+#: read where it lies (each member's loads strided: it stays in L1), a larger one copied first
+TRANSPOSED_IN_PLACE_MAX = 8192
 #: a batch of one whose matrix takes at most this many bytes is read from shared memory
 #: (batch.cu, STAGE): 100 x 100 float64 single problems, NVIDIA H200: see the benchmark page
 STAGE_BYTES_MAX = 160 * 1024
@@ -358,9 +364,12 @@ def _device_stack(cupy, stack, maximize: bool):
             raise MemoryError(f"backend='gpu': the batch ({stack.nbytes / 2**30:.1f} GiB) does "
                               "not fit in device memory; pass it in parts") from exc
     transposed = stack.shape[1] > stack.shape[2]
-    if transposed:
+    stack = cupy.ascontiguousarray(stack)
+    if transposed:  # a small member is read where it lies (batch.cu, Costs), a larger one copied
         stack = stack.transpose(0, 2, 1)
-    return cupy.ascontiguousarray(stack), transposed, integral
+        if stack.shape[1] * stack.shape[2] > TRANSPOSED_IN_PLACE_MAX:
+            stack = cupy.ascontiguousarray(stack)
+    return stack, transposed, integral
 
 
 def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) -> tuple:
@@ -378,32 +387,48 @@ def _solve_stack(cupy, stack, maximize: bool, index: np.ndarray, stats: dict) ->
     # every member's team writes all of these (batch.cu)
     out = _Outputs(cupy, b, n1, n2, work)
     x, u, v, total, rows = out.device[:5]
+    pairs = None
     if n2 <= MAX_COLS:
-        _launch(cupy, m, maximize, integral, *out.device, stats)
+        if PAIRS_IN_KERNEL and geometry(n2).team <= 32:  # warp teams write the pairs in the
+            # caller's orientation
+            pairs = cupy.empty((2, b, n1), np.int64)
+        _launch(cupy, m, maximize, integral, *out.device, stats, pairs=pairs, swap=transposed)
         counter, status = out.fetch_flags()
         stats["device_polishes"] += int(counter[1])
         _raise_first(cupy, status, index, m, stack.shape[1:])
         for k in np.flatnonzero(status == UNCERTIFIED):
             _solve_on_host(cupy, m, int(k), maximize, integral, x, u, v, total, rows)
             stats["cpu_fallbacks"] += 1
+            pairs = None  # (this member's are the host's: the host's launch orients them all)
     else:
         for k in range(b):
             _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows)
             stats["single_gpu_solves"] += 1
-    return _assemble(cupy, x, u, v, total, rows, transposed, maximize)
+    stats["pairs_from_batch_kernel"] = pairs is not None
+    return _assemble(cupy, x, u, v, total, rows, transposed, maximize, pairs)
 
 
 def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
-            stats, read=None):
+            stats, read=None, pairs=None, swap=False):
     """One launch of ``batch_solve`` over the canonical stack ``m`` (``counter`` zeroed: the
     next member to take, the members polished; ``status``: each member's), synchronised.
-    ``read``: a function of no argument that copies the outputs to the host, called once
-    the launch is queued (its copy waits for the kernel: one synchronisation instead of
-    two); its result is returned."""
+    ``m`` may be a C-contiguous stack's view with its last two axes swapped (a transposed
+    batch read where it lies). ``read``: a function of no argument that copies the outputs to
+    the host, called once the launch is queued (its copy waits for the kernel: one
+    synchronisation instead of two); its result is returned. ``pairs``: a (2, B, n1) int64
+    device array for the pairs in the caller's orientation (``swap``: the caller's matrices
+    are the canonical ones transposed), written by warp teams."""
     b, n1, n2 = m.shape
+    item = m.dtype.itemsize
+    rs, cs = m.strides[1] // item, m.strides[2] // item
+    if b > 1 and m.strides[0] != n1 * n2 * item or {(rs, cs)} - {(n2, 1), (1, n1)}:
+        raise AssertionError(f"batch kernel: unexpected layout {m.strides} of {m.shape}")
     kernel, geo, stage, smem, grid, limit = _plan(cupy, b, n1, n2, m.dtype, integral, stats)
+    no = np.uint64(0)  # a null pointer
     args = (m, np.int64(b), np.int32(n1), np.int32(n2), np.int32(maximize), x, u, v, total,
-            status, rows, counter, _RTOL, limit)
+            status, rows, counter, _RTOL, limit, np.int64(rs), np.int64(cs),
+            no if pairs is None else pairs[0], no if pairs is None else pairs[1],
+            np.int32(swap))
     start, end = _events(cupy)
     start.record()
     while True:  # a cooperative launch (the module's) must fit on the device at once
@@ -577,13 +602,18 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
     rows[k] = sol.stats["rows_evaluated"]
 
 
-def _assemble(cupy, x, u, v, total, rows, transposed, maximize) -> tuple:
+def _assemble(cupy, x, u, v, total, rows, transposed, maximize, pairs=None) -> tuple:
     """Every problem's result in the caller's orientation and sign (``orient_duals``, as the
-    CPU batch), the assignments by ``orient.cu``'s kernel: one launch where a device sort and
-    its gathers took most of a detection-shaped call. Members with more than ORIENT_MAX_ROWS
-    canonical rows (possible beyond MAX_COLS columns, solved one by one) take the sort: the
-    kernel holds a member's rows in shared memory."""
+    CPU batch). The assignments: ``pairs`` where the batch kernel wrote them, else by
+    ``orient.cu``'s kernel: one launch where a device sort and its gathers took most of a
+    detection-shaped call. Members with more than ORIENT_MAX_ROWS canonical rows (possible
+    beyond MAX_COLS columns, solved one by one) take the sort: the kernel holds a member's rows
+    in shared memory."""
     b, n1 = x.shape
+    if pairs is not None:
+        row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed,
+                                                     xp=cupy, pairs=lambda _: tuple(pairs))
+        return row_ind, col_ind, total, u, v, rows
 
     def oriented_by_kernel(row_to_col):
         row_ind, col_ind = cupy.empty_like(row_to_col), cupy.empty_like(row_to_col)
