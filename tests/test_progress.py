@@ -7,6 +7,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from epslap._progress import SolveProgress
 
@@ -133,34 +134,25 @@ sol = epslap.solve(src, candidates=True, progress=True)
 print(sol.stats["pass_method"])
 """
 
-
-def test_a_point_sets_passes_show_their_compile_and_rounds():
-    """The tree search of a point set's passes is readied as a phase of its own (a fresh
-    process: compiled, or loaded from the disk cache), then each round is reported."""
-    out = subprocess.run([sys.executable, "-c", _POINTS_SCRIPT], capture_output=True, text=True,
-                         timeout=600, check=True)
-    text = out.stderr.replace("\r", "\n")
-    assert out.stdout.split() == ["box", "tree"]
-    assert "compiling the point-set passes (first use in this process" in text
-    assert "candidates: round 1," in text
-    assert text.index("compiling the point-set passes") < text.index("candidates: round 1,")
-
-
 _SCAN_SCRIPT = """
 import numpy as np, epslap
 c = np.random.default_rng(0).random((400, 400))
 sol = epslap.solve(c, candidates=True, progress=True)
-print(sol.stats["pass_method"], sol.stats["method"])
+print(sol.stats["pass_method"])
 """
 
 
-def test_a_matrixs_scanning_passes_show_their_compile_before_the_rounds():
-    """The scans of a matrix's candidate and certificate passes are readied as a phase with a
-    clock (a fresh process: compiled, or loaded from the disk cache) before the first round."""
-    out = subprocess.run([sys.executable, "-c", _SCAN_SCRIPT], capture_output=True, text=True,
+@pytest.mark.parametrize(("script", "method", "phase"), [
+    (_POINTS_SCRIPT, ["box", "tree"], "compiling the point-set passes"),
+    (_SCAN_SCRIPT, ["scan"], "compiling the candidate passes")])
+def test_the_candidate_passes_show_their_compile_before_the_rounds(script, method, phase):
+    """A candidate solve's passes (a point set's tree search, a matrix's scans) are readied as
+    a phase with a clock (a fresh process: compiled, or loaded from the disk cache) before the
+    first round is reported."""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=600, check=True)
     text = out.stderr.replace("\r", "\n")
-    assert out.stdout.split() == ["scan", "candidates"]
-    assert "compiling the candidate passes (first use in this process" in text
+    assert out.stdout.split() == method
+    assert f"{phase} (first use in this process" in text
     assert "candidates: round 1," in text
-    assert text.index("compiling the candidate passes") < text.index("candidates: round 1,")
+    assert text.index(phase) < text.index("candidates: round 1,")
