@@ -54,7 +54,7 @@
 #endif
 // STAGE: each team copies its member's matrix into shared memory after its workspace and reads
 // it there (a single small problem: every search step waits on its row's loads, which come from
-// L2 otherwise; epslap/gpu/batch.py sets it for a batch of one whose matrix fits)
+// L2 otherwise; epslap/gpu/batch_plan.py sets it for a batch of one whose matrix fits)
 #ifndef STAGE
 #define STAGE 0
 #endif
@@ -244,7 +244,7 @@ __device__ __forceinline__ void two_smallest(Team& t, const Costs& c, int i, int
 }
 
 // bytes of one team's shared state: v (n2 work_t), y and pred (n2 ints), x and the free list
-// (n1 ints); epslap/gpu/batch.py computes the same
+// (n1 ints); epslap/gpu/batch_plan.py computes the same
 __device__ __forceinline__ long long team_bytes(int n1, int n2) {
     return ((8LL * n2 + 8LL * n2 + 8LL * n1) + 15) / 16 * 16;
 }
