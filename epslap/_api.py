@@ -25,7 +25,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
           progress: bool = False, device: int = 0,
           launch: LaunchConfig | None = None, cost_limit: float | None = None,
           init: Any = None, checkpoint: str | os.PathLike | None = None,
-          checkpoint_every: float | str = "5min",
+          checkpoint_every: float | str = ckpt.EVERY_DEFAULT,
           resume: str | os.PathLike | None = None,
           candidates: str | bool | int = "auto") -> Solution:
     r"""Solve the linear assignment problem exactly with ε-pricing successive shortest paths.
@@ -144,7 +144,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         while it runs) and go on from there, so no work is lost and a resumed solve takes the
         same steps.
     checkpoint_every : float or str
-        Seconds between checkpoints, or a string such as ``"90s"``, ``"5min"``, ``"1h"``.
+        Seconds between checkpoints, or a string such as ``"90s"``, ``"5min"``, ``"1h"``
+        (``"5m"`` is refused as ambiguous: in sizes ``m`` means 10**6). Only with
+        ``checkpoint`` or ``resume`` (alone it is a ValueError: nothing would be written).
     resume : path, optional
         Go on from a checkpoint of this same problem (the same cost, ``maximize``, ``epsilon``
         and backend; any thread count and memory budget) where it stopped: the same optimum,
@@ -197,6 +199,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     if (type(cost) is np.ndarray and cost.ndim == 2 and backend == "cpu" and threads is None
             and (maximize is False or maximize is True) and epsilon is True and memory is None
             and cost_limit is None and init is None and checkpoint is None and resume is None
+            and checkpoint_every is ckpt.EVERY_DEFAULT
             and candidates.__class__ is str and candidates == "auto" and progress is False
             and launch is None and cache.__class__ is str and cache == "auto"
             and device.__class__ is int and device == 0):
@@ -239,6 +242,11 @@ def _options(form: str, *, backend, maximize, epsilon, memory, cache, threads, p
     carry = None
     if init is not None or checkpoint is not None or resume is not None:
         carry = _continuation(backend, limit, init, checkpoint, checkpoint_every, resume)
+    if checkpoint is None and resume is None and not (checkpoint_every is ckpt.EVERY_DEFAULT
+                                                      or checkpoint_every == ckpt.EVERY_DEFAULT):
+        ckpt.parse_interval(checkpoint_every)  # (its own error first: a malformed interval)
+        raise ValueError("checkpoint_every applies with checkpoint= or resume= (without them "
+                         "nothing is written)")
     if backend in ("gpu", "hungarian-gpu"):
         from .gpu.launch import resolve_launch
         launch = resolve_launch(launch)

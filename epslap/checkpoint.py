@@ -41,6 +41,10 @@ _UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
 
 
 
+#: the time between two checkpoints unless asked otherwise (``solve(checkpoint_every=...)``)
+EVERY_DEFAULT = "5min"
+
+
 def parse_interval(every: float | str) -> float:
     """Seconds between checkpoints from a number of seconds or a string ``"90s"``, ``"5min"``,
     ``"1h"``."""

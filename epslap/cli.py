@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 
 from . import __version__
+from .checkpoint import EVERY_DEFAULT as CHECKPOINT_EVERY
 
 USAGE, FAILURE, INTERRUPTED = 2, 1, 130
 
@@ -136,7 +137,7 @@ def _solve_parser(sub) -> None:
     s.add_argument("--checkpoint", metavar="FILE",
                    help="write the solve's state to FILE after the estimate, every "
                         "--checkpoint-every and on Ctrl-C")
-    s.add_argument("--checkpoint-every", metavar="DURATION", default="5min",
+    s.add_argument("--checkpoint-every", metavar="DURATION", default=CHECKPOINT_EVERY,
                    help="time between checkpoints, e.g. 90s, 5min, 1h (default 5min)")
     s.add_argument("--resume", metavar="FILE",
                    help="go on from a checkpoint of the same problem (new checkpoints go to "
@@ -324,6 +325,8 @@ def _check_solve_options(args) -> None:
                          "apply to --backend gpu")
     if not args.epsilon and args.backend == "hungarian-gpu":
         raise UsageError("epslap solve: --no-epsilon does not apply to --backend hungarian-gpu")
+    if args.checkpoint_every != CHECKPOINT_EVERY and not ckpt:
+        raise UsageError("epslap solve: --checkpoint-every applies with --checkpoint or --resume")
 
 
 def _load_cost(args):

@@ -222,6 +222,14 @@ def test_checkpoint_options_are_checked():
     for bad in ("soon", "-3s", 0, "5 parsecs"):
         with pytest.raises(ValueError, match="checkpoint_every"):
             epslap.solve(c, checkpoint="x.ckpt", checkpoint_every=bad)
+    # without checkpoint= or resume= nothing is written: an interval is refused (a malformed or
+    # ambiguous one with its own message first), on the small path's shortcut too
+    for alone, why in (("10s", "applies with checkpoint= or resume="), (60, "applies with"),
+                       ("5m", "ambiguous"), ("soon", "checkpoint_every")):
+        for m in (c, np.random.default_rng(1).random((1100, 1100))):
+            with pytest.raises(ValueError, match=why):
+                epslap.solve(m, checkpoint_every=alone)
+    assert epslap.solve(c, checkpoint_every="5min").cost == epslap.solve(c).cost
     with pytest.raises(ValueError, match="backend='cpu' and 'gpu'"):
         epslap.solve(c, backend="hungarian-gpu", init=np.zeros(20))
     with pytest.raises(ValueError, match="cost_limit"):

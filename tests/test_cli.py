@@ -128,6 +128,8 @@ USAGE_ERRORS = [  # argv (NPY: a valid matrix file), a phrase of the message
     (["solve", "--problem", "random", "--memory", "-1GiB"], "memory must be positive, got '-1GiB'"),
     (["solve", "--problem", "random", "--checkpoint", "c.ckpt", "--checkpoint-every", "5m"],
      "write '5min' for minutes"),
+    (["solve", "--problem", "random", "--checkpoint-every", "10s"],
+     "--checkpoint-every applies with --checkpoint or --resume"),
 ]
 
 
