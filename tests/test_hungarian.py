@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import epslap
 from conftest import GPU_REASON as _REASON, assert_optimal, gpu, scipy_optimum
