@@ -288,45 +288,51 @@ class HostPasses:
     def run(self, kernel, args, count=None):
         """``kernel(src, buf, *head, first, stride, n1, *tail)`` on every thread, ``args =
         (head, tail)``, each thread with its own row buffer (``first`` = its index)."""
-        head, tail = args
-        nt = self.threads
-
-        def args_of(tid):
-            buf = np.empty(self.n2, self.buf_dtype)
-            return (self.src, buf, *head, tid, nt, self.n1 if count is None else count, *tail)
-        run_workers(kernel, args_of, nt, new_sync())
+        run_workers(kernel, lambda tid: self._worker_args(args, tid, count), self.threads,
+                    new_sync())
         if self.source is not None:
             raise_pending(self.source)
 
+    def _worker_args(self, args, tid: int, count=None) -> tuple:
+        """Thread ``tid``'s arguments of a scan (:meth:`run`), with a row buffer of its own."""
+        head, tail = args
+        buf = np.empty(self.n2, self.buf_dtype)
+        return (self.src, buf, *head, tid, self.threads, self.n1 if count is None else count,
+                *tail)
+
     def compile_passes(self) -> None:
         """Compile both scans for this cost's row form with a running clock (``progress=True``:
-        a first use's compile is a phase of its own, not silence inside the first pass)."""
-        one = np.zeros(1, np.int64)
-        work = np.zeros(1, self.work)
-        src_buf = (self.src, np.empty(1, self.buf_dtype))
-        scans = [(candidate_rows, src_buf + (work, 1, one, 0, 1, 1, np.zeros((1, 1), np.int64),
-                                             np.zeros((1, 1), self.work), one.copy(),
-                                             np.zeros(1, self.work if self.integral
-                                                      else np.float64),
-                                             np.zeros((1, 1)), one.copy())),
-                 (certify_rows, src_buf + (work, work.copy(), 1, 0.0, one, one.copy(), 0, 1, 1,
-                                           np.zeros((1, 1), np.int64),
-                                           np.zeros((1, 1), self.work), one.copy(),
-                                           np.zeros(1)))]
-        compile_kernels(scans, True, "the candidate passes")
+        a first use's compile is a phase of its own, not silence inside the first pass), with
+        arguments made as the passes make theirs."""
+        v, rows = np.zeros(1, self.work), np.zeros(1, np.int64)
+        scans = [(candidate_rows, self._candidate_args(v, 1, rows)),
+                 (certify_rows, self._certify_args(v, v.copy(), rows.copy(), rows, 1, 0.0))]
+        compile_kernels([(kernel, self._worker_args(args, 0, 1)) for kernel, args in scans], True,
+                        "the candidate passes")
+
+    def _candidate_args(self, v, k: int, rows) -> tuple:
+        """``(head, tail)`` of :func:`candidate_rows` over ``rows``; the tail its outputs
+        ``(cols, vals, counts, diag, stats, flags)``."""
+        m = rows.size
+        return (v, k, rows), (np.zeros((m, k), np.int64), np.zeros((m, k), self.work),
+                              np.zeros(m, np.int64),
+                              np.zeros(m, self.work if self.integral else np.float64),
+                              np.zeros((self.threads, 1)), np.zeros(self.threads, np.int64))
+
+    def _certify_args(self, v, u, row_to_col, rows, cap: int, rel: float) -> tuple:
+        """``(head, tail)`` of :func:`certify_rows` over ``rows``; the tail its outputs
+        ``(cols, vals, counts, row_min)``."""
+        m = rows.size
+        return (v, u, cap, rel, rows, row_to_col), (np.zeros((m, cap), np.int64),
+                                                    np.zeros((m, cap), self.work),
+                                                    np.zeros(m, np.int64), np.zeros(m))
 
     def candidates(self, v, k: int, rows, maximize: bool):
         """Each of ``rows``' k cheapest columns by ``c - v`` (``cpu.candidates.candidate_rows``),
         values checked: ``(cols, vals, counts, diag)`` by position in ``rows``."""
-        m = rows.size
-        cols = np.zeros((m, k), np.int64)
-        vals = np.zeros((m, k), self.work)
-        counts = np.zeros(m, np.int64)
-        diag = np.zeros(m, self.work if self.integral else np.float64)
-        stats = np.zeros((self.threads, 1))
-        flags = np.zeros(self.threads, np.int64)
-        self.run(candidate_rows, ((v, k, rows), (cols, vals, counts, diag, stats, flags)),
-                 count=m)
+        args = self._candidate_args(v, k, rows)
+        self.run(candidate_rows, args, count=rows.size)
+        cols, vals, counts, diag, stats, flags = args[1]
         check_values(self, int(np.bitwise_or.reduce(flags)), float(stats.max()), maximize)
         return cols, vals, counts, diag
 
@@ -334,13 +340,9 @@ class HostPasses:
         """The certificate pass over ``rows`` (``cpu.candidates.certify_rows``): the rows that
         fail it, with their (at most ``cap``) most violating pairs, and every row's least
         ``c_ij - v_j`` beside its own pair: ``(failing, cols, vals, counts, row_min)``."""
-        m = rows.size
-        cols = np.zeros((m, cap), np.int64)
-        vals = np.zeros((m, cap), self.work)
-        counts = np.zeros(m, np.int64)
-        row_min = np.zeros(m)
-        self.run(certify_rows, ((v, u, cap, rel, rows, row_to_col),
-                                (cols, vals, counts, row_min)), count=m)
+        args = self._certify_args(v, u, row_to_col, rows, cap, rel)
+        self.run(certify_rows, args, count=rows.size)
+        cols, vals, counts, row_min = args[1]
         at = counts > 0
         return rows[at], cols[at], vals[at], counts[at], row_min
 
