@@ -54,6 +54,8 @@ ORIENT_MAX_ROWS = 4096
 #: against 5.1 / 5.0, 1000x1000 16.8 / 14.9 ms against 32 / 31; 2000x2000 equal, 4000x4000
 #: 2.6 times slower)
 SINGLE_MAX_SIDE = 1024
+#: the certificate's tolerance as the kernel takes it
+_RTOL = np.float64(CHECK_RTOL)
 
 #: the batch kernel's warp teams write each member's pairs in the caller's orientation (else
 #: ``orient.cu`` makes them from the canonical assignment, one more launch)
@@ -384,8 +386,6 @@ def _launch(cupy, m, maximize, integral, x, u, v, total, rows, counter, status,
     return got
 
 
-_RTOL = np.float64(CHECK_RTOL)
-
 
 def _raise_first(cupy, status: np.ndarray, index, m, shape) -> None:
     """The error of the first member that is invalid, beyond the float range rule (named with
@@ -460,10 +460,6 @@ def _assemble(cupy, x, u, v, total, rows, transposed, maximize, pairs=None) -> t
     beyond MAX_COLS columns, solved one by one) take the sort: the kernel holds a member's rows
     in shared memory."""
     b, n1 = x.shape
-    if pairs is not None:
-        row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed,
-                                                     xp=cupy, pairs=lambda _: tuple(pairs))
-        return row_ind, col_ind, total, u, v, rows
 
     def oriented_by_kernel(row_to_col):
         row_ind, col_ind = cupy.empty_like(row_to_col), cupy.empty_like(row_to_col)
@@ -474,7 +470,10 @@ def _assemble(cupy, x, u, v, total, rows, transposed, maximize, pairs=None) -> t
                    (row_to_col, np.int64(b), np.int32(n1), np.int32(transposed), row_ind,
                     col_ind), shared_mem=n1 * 8)
         return row_ind, col_ind
-    row_ind, col_ind, u, v, total = orient_duals(
-        x, u, v, total, maximize, transposed, xp=cupy,
-        pairs=None if n1 > ORIENT_MAX_ROWS else oriented_by_kernel)
+    if pairs is not None:
+        oriented = lambda _: tuple(pairs)  # noqa: E731  (the batch kernel's)
+    else:
+        oriented = None if n1 > ORIENT_MAX_ROWS else oriented_by_kernel
+    row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed, xp=cupy,
+                                                 pairs=oriented)
     return row_ind, col_ind, total, u, v, rows

@@ -67,7 +67,7 @@ STAGE_BYTES_MAX = 160 * 1024
 STAGE_MIN_COLS = 65
 
 
-def _stage_bytes(b: int, n1: int, n2: int, itemsize: int, geo: Geometry, dev: dict) -> int:
+def _stage_bytes(b: int, n1: int, n2: int, itemsize: int, dev: dict) -> int:
     """Shared memory for a batch of one's copy of its matrix (0: read from global memory),
     where the device gives a block that much beside the team's workspace (and 4 KiB for the
     kernel's own)."""
@@ -99,9 +99,9 @@ def launch_plan(cupy, b: int, n1: int, n2: int, dtype, integral: bool, stats: di
         return plan
     geo = geometry(n2)
     dev = device_info(cupy)[1]
-    stage = _stage_bytes(b, n1, n2, dtype.itemsize, geo, dev)
+    stage = _stage_bytes(b, n1, n2, dtype.itemsize, dev)
     if stage:  # one team, alone in its block, reading its matrix from shared memory
-        geo = Geometry(geo.team, geo.k, geo.team if geo.team <= 32 else geo.threads, 1)
+        geo = Geometry(geo.team, geo.k, geo.team, 1)
     defines = {"COST_INTEGRAL": int(integral), "IN_T": C_TYPES[dtype.name],
                "THREADS": geo.threads, "TEAM": geo.team, "K": geo.k, "MINB": geo.minb,
                "UNCERTIFIED": UNCERTIFIED, "STAGE": int(bool(stage))}
