@@ -39,6 +39,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--no-peer", action="store_true", help="time epslap only")
 
 
+def _shape(text: str) -> tuple[int, int, int]:
+    """``(B, n1, n2)`` of ``BxN`` (square members) or ``BxN1xN2``."""
+    b, n1, *rest = (int(x) for x in text.split("x"))
+    return b, n1, rest[0] if rest else n1
+
+
 def _stack(cupy, cls: str, b: int, n1: int, n2: int, dtype: str, seed: int):
     rs = cupy.random.RandomState(seed)
     if cls == "random":
@@ -74,8 +80,7 @@ def run(args: argparse.Namespace, out: Output) -> None:
         out.meta["peer"] = f"torch-linear-assignment {metadata.version('torch-linear-assignment')}"
     out.meta["reference_h200_float32_random"] = REFERENCE_H200
     for shape in args.shapes:
-        b, n1, *rest = (int(x) for x in shape.split("x"))
-        n2 = rest[0] if rest else n1
+        b, n1, n2 = _shape(shape)
         for cls in args.classes:
             for dtype in args.dtypes:
                 c = _stack(cupy, cls, b, n1, n2, dtype, args.seed)
@@ -138,10 +143,9 @@ def render(meta: dict, rows: list[dict]) -> str:
     head = ["batch", "class", "dtype"] + [f"{k} ms" for k in names] + ["reference (H200) ms"]
     body = []
     for r in rows:
-        b, n1, *rest = r["shape"].split("x")
-        n2 = rest[0] if rest else n1
+        b, n1, n2 = _shape(r["shape"])
         ref = REFERENCE_H200.get(r["shape"]) if (r["cls"], r["dtype"]) == ("random",
                                                                              "float32") else None
-        body.append([f"{int(b):,} × {n1}×{n2}", r["cls"], r["dtype"]]
+        body.append([f"{b:,} × {n1}×{n2}", r["cls"], r["dtype"]]
                     + [_ms(r["times"].get(k)) for k in names] + [_ms(ref)])
     return markdown(head, body)
