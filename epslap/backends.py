@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 from ._validate import Options, Problem, device_ids
-from .candidates import HostPasses, solve_by_candidates
-from .cpu.api import solve_cpu, solve_source
+from .candidates import HostPasses, candidates_per_row, solve_by_candidates
+from .cpu.api import fits_table, solve_cpu, solve_source, table_of, table_stats
 from .point_pairs import applies
 from .point_passes import PointPasses
 from .solution import Solution
@@ -31,6 +31,19 @@ def solve_on_cpu(problem: Problem, options: Options) -> Solution:
     path or the ε-passes (:func:`solve_cpu`), a cost source through a table or row caches."""
     if problem.form == "sparse":
         return solve_sparse(problem.cost, problem.maximize)
+    if (problem.form == "source" and options.carry is None
+            and candidates_per_row(problem, options) is None
+            and fits_table(problem.cost, options.memory)):
+        # a source whose matrix fits the budget and that the candidates method does not take
+        # as a source is that matrix: computed once, it takes the matrix's method (the small
+        # path, candidates from AUTO_MATRIX_MIN_SIDE, else the ε-passes)
+        t0 = time.perf_counter()
+        matrix = table_of(problem.cost)
+        time_table = time.perf_counter() - t0
+        sol = solve_on_cpu(problem._replace(cost=matrix, form="matrix"), options)
+        sol.stats.update(table_stats(problem.cost), time_table_s=time_table,
+                         time_total_s=sol.stats["time_total_s"] + time_table)
+        return sol
     sol, declined = solve_by_candidates(problem, options, _host_passes)
     if sol is not None:
         return sol

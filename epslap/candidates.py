@@ -65,7 +65,9 @@ K_GROW_ABOVE = 2**20
 K_PER_DOUBLING_LARGE = 20
 #: ``"auto"`` takes candidates for a cost source (costs on demand) with at least this many rows
 #: and columns, per backend (measured against the dense method on every class, benchmark page;
-#: on the GPU from 16,000, the smallest size measured there)
+#: on the GPU from 16,000, the smallest size measured there). On the CPU a source whose matrix
+#: fits the memory budget is computed once and follows AUTO_MATRIX_MIN_SIDE instead
+#: (``backends.solve_on_cpu``)
 AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: the same for a matrix in memory: on the CPU the candidates beat the dense ε method from just
 #: above the small path's square problems (``cpu.small.MAX_SQUARE``; random, integer and

@@ -516,7 +516,9 @@ def test_candidate_lists_to_csr_and_appended_pairs(integral):
 
 def test_auto_thresholds_differ_for_matrices_and_cost_sources(monkeypatch):
     """``"auto"`` looks at a matrix in memory from AUTO_MATRIX_MIN_SIDE rows and at a cost
-    source from AUTO_MIN_SIDE (on the CPU 2000 and 4000: a source's sample computes its rows)."""
+    source streamed through row caches from AUTO_MIN_SIDE (a source's sample computes its
+    rows); a source whose matrix fits the memory budget is computed once and takes the
+    matrix's rule."""
     import scipy.optimize
     c = costfns.generate("random", 2000, seed=3)
     sol = epslap.solve(c)
@@ -534,7 +536,11 @@ def test_auto_thresholds_differ_for_matrices_and_cost_sources(monkeypatch):
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 500, "gpu": 500})
     src = costfns.problem("geometric", 400, seed=1)
     assert epslap.solve(src.dense()).stats["method"] == "candidates"
-    assert epslap.solve(src).stats.get("method") != "candidates"
+    assert epslap.solve(src, memory="64KiB").stats.get("method") != "candidates"
+    tabled = epslap.solve(src)
+    assert tabled.stats["method"] == "candidates" and tabled.stats["cache_policy"] == "table"
+    assert tabled.cost == pytest.approx(epslap.solve(src.dense(), candidates=False).cost,
+                                        rel=1e-12)
     assert epslap.solve(src.dense()[:299]).stats.get("method") != "candidates"
 
 

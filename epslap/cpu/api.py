@@ -89,27 +89,51 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
                   maximize, t_start)
 
 
+def _row_dtype(source) -> np.dtype:
+    dtype = np.dtype(source.dtype)
+    if dtype not in _ROW_DTYPES:
+        raise ValueError(f"cost source dtype must be float64, float32, int64 or int32, got {dtype}")
+    return dtype
+
+
+def fits_table(source, memory) -> bool:
+    """Whether the whole matrix of ``source`` fits the ``memory`` budget (``solve``'s option):
+    then it is computed once, as a table, and solved as a matrix."""
+    n1, n2 = source.shape
+    budget = parse_memory(DEFAULT_MEMORY if memory is None else memory)
+    return n1 * n2 * _row_dtype(source).itemsize <= budget
+
+
+def table_of(source) -> np.ndarray:
+    """The whole matrix of ``source``, computed once (the user function's error raised)."""
+    matrix = source.dense()
+    raise_pending(source)
+    return matrix
+
+
+def table_stats(source) -> dict:
+    """The cache statistics of a solve from a table: every row held, nothing missed."""
+    return {"cache_policy": "table", "cache_rows": min(source.shape), "cache_hits": 0,
+            "cache_misses": 0}
+
+
 def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start, threads=None,
                  init=None, checkpoint=None):
     """Solve a ``costfns.CostSource`` on the CPU: where the whole matrix fits ``memory`` it is
     computed once and solved as a matrix (:func:`solve_cpu`), else its rows go through row
     caches under the budget."""
     n1, n2 = source.shape
-    dtype = np.dtype(source.dtype)
-    if dtype not in _ROW_DTYPES:
-        raise ValueError(f"cost source dtype must be float64, float32, int64 or int32, got {dtype}")
+    dtype = _row_dtype(source)
     # a warm start is checked before any cost is computed
     init_v = None if init is None else canonical_hint(
         init, n_rows=n1, n_cols=n2, transposed=n1 > n2, maximize=maximize,
         integral=dtype.kind == "i")
     budget = parse_memory(DEFAULT_MEMORY if memory is None else memory)
-    if n1 * n2 * dtype.itemsize <= budget:  # a table
-        matrix = source.dense()
-        raise_pending(source)
+    if fits_table(source, memory):
+        matrix = table_of(source)
         sol = solve_cpu(matrix, maximize=maximize, epsilon=epsilon, threads=threads,
                         progress=progress, t_start=t_start, init=init, checkpoint=checkpoint)
-        sol.stats.update(cache_policy="table", cache_rows=min(n1, n2), cache_hits=0,
-                         cache_misses=0)
+        sol.stats.update(table_stats(source))
         return sol
     transposed = n1 > n2
     if transposed:
