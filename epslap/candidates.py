@@ -40,6 +40,7 @@ from .certificate import CHECK_RTOL, RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
 from .cpu.api import PRECHECK_MAX
+from .cpu.small import AUTO_FLOAT_FROM
 from .cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
 from .cpu.host import compile_kernels
 from .errors import InfeasibleError
@@ -74,8 +75,9 @@ AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: geometric 1100-3000: 0.15-0.38x, one thread, benchmark page), and the sample that declines
 #: the other classes costs them 0.85-1.11x at 1100-3000 by medians of nine turns (sanity, the
 #: cheapest declined solve, is decided by the sample's first look, 17 rows: about 0.15 ms on
-#: 1.8 ms at 1100). From 700 to 1024 rows the small path keeps them: candidates there took
-#: geometric in 0.34-0.58x its time but integer in up to 1.34x and sanity 1.08-1.18x
+#: 1.8 ms at 1100). From 700 to 1024 rows the small path keeps integer matrices: candidates
+#: there took geometric in 0.34-0.58x its time but integer in up to 1.34x and sanity
+#: 1.08-1.18x; float matrices are looked at from ``cpu.small.AUTO_FLOAT_FROM`` (850)
 AUTO_MATRIX_MIN_SIDE = {"cpu": 1025, "gpu": 16000}
 #: a matrix on the CPU with at least this share of spare columns (n2 - n1 >= n1 * share)
 #: stays with the small path's rectangular solve from v = 0, which ``"auto"`` would otherwise
@@ -192,8 +194,10 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
                                                    and options.backend in AUTO_MATRIX_BACKENDS)):
         return None
     matrix = problem.form == "matrix"
-    least = AUTO_MATRIX_MIN_SIDE if matrix else AUTO_MIN_SIDE
-    if min(shape) == 0 or (auto and min(shape) < least[options.backend]):
+    least = (AUTO_MATRIX_MIN_SIDE if matrix else AUTO_MIN_SIDE)[options.backend]
+    if matrix and options.backend == "cpu" and problem.cost.dtype.kind == "f":
+        least = min(least, AUTO_FLOAT_FROM)
+    if min(shape) == 0 or (auto and min(shape) < least):
         return None  # (an empty problem: nothing to choose, the dense path's answer)
     if (auto and matrix and options.backend == "cpu"
             and max(shape) - min(shape) >= AUTO_MATRIX_SPARE_MAX * min(shape)):

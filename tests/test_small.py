@@ -16,8 +16,8 @@ def _reference(c, maximize=False):
     return c[r, k].sum()
 
 
-def _check(c, maximize=False):
-    sol = epslap.solve(c, maximize=maximize)
+def _check(c, maximize=False, **options):
+    sol = epslap.solve(c, maximize=maximize, **options)
     assert sol.stats["method"] == "jv"
     assert sol.cost == pytest.approx(_reference(c, maximize), rel=1e-12, abs=1e-12)
     assert len(sol.row_ind) == min(c.shape)
@@ -55,7 +55,24 @@ def test_square_sizes_around_the_crossover(seed):
     n = int(rng.integers(31, small.MAX_SQUARE + 1))
     pts_a, pts_b = rng.random((n, 2)), rng.random((n, 2))
     geometric = ((pts_a[:, None] - pts_b[None]) ** 2).sum(-1)
-    _check(geometric if seed % 2 else rng.random((n, n)))
+    _check(geometric if seed % 2 else rng.random((n, n)), candidates=False)
+
+
+@pytest.mark.parametrize("n", [small.AUTO_FLOAT_FROM - 1, small.AUTO_FLOAT_FROM])
+def test_float_matrices_leave_the_small_path_for_autos_sample_from_its_size(n):
+    """From ``AUTO_FLOAT_FROM`` columns a square float matrix goes to ``"auto"``'s sample (and
+    a random one to the candidates) in ``solve`` and in the drop-in alike; an integer matrix
+    of that size stays on the small path."""
+    rng = np.random.default_rng(n)
+    c = rng.random((n, n))
+    taken = n >= small.AUTO_FLOAT_FROM
+    assert small.small_assignment(c, False) is None if taken else True
+    sol = epslap.solve(c)
+    assert sol.stats["method"] == ("candidates" if taken else "jv")
+    assert sol.cost == pytest.approx(_reference(c, False), rel=1e-12)
+    r, k = epslap.linear_sum_assignment(c)
+    assert c[r, k].sum() == pytest.approx(sol.cost, rel=1e-12)
+    assert epslap.solve((c * 1000).astype(np.int64)).stats["method"] == "jv"
 
 
 def test_rectangular_few_rows_many_columns():
