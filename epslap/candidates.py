@@ -195,7 +195,8 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
         return None
     matrix = problem.form == "matrix"
     least = (AUTO_MATRIX_MIN_SIDE if matrix else AUTO_MIN_SIDE)[options.backend]
-    if matrix and options.backend == "cpu" and problem.cost.dtype.kind == "f":
+    if (matrix and options.backend == "cpu" and problem.cost.dtype.kind == "f"
+            and shape[0] == shape[1]):
         least = min(least, AUTO_FLOAT_FROM)
     if min(shape) == 0 or (auto and min(shape) < least):
         return None  # (an empty problem: nothing to choose, the dense path's answer)

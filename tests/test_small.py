@@ -73,6 +73,7 @@ def test_float_matrices_leave_the_small_path_for_autos_sample_from_its_size(n):
     r, k = epslap.linear_sum_assignment(c)
     assert c[r, k].sum() == pytest.approx(sol.cost, rel=1e-12)
     assert epslap.solve((c * 1000).astype(np.int64)).stats["method"] == "jv"
+    assert epslap.solve(rng.random((n, n + 100))).stats["method"] == "jv"  # (not square)
 
 
 def test_rectangular_few_rows_many_columns():

@@ -28,12 +28,13 @@ MAX_SQUARE = 1024
 MAX_NEAR_SQUARE = 512
 
 
-#: ``candidates="auto"`` looks at float matrices from this many rows and columns
-#: (``epslap.candidates.AUTO_MATRIX_MIN_SIDE`` for the others: MAX_SQUARE + 1), so that square
-#: float matrices from here to MAX_SQUARE leave this path for its sample and, where taken, the
-#: candidates. One thread, 2 vCPU, best of 7: random 850 and 1000 0.90x and 0.75x this path's
-#: time, geometric 0.47x and 0.27x, declined classes 0.86-1.16x (sanity 1000 1.12x: its 2 ms
-#: solve pays the 0.1-0.2 ms sample); random 700 0.86-1.08x, integer 850 1.31x (integers stay)
+#: ``candidates="auto"`` looks at square float matrices from this many columns
+#: (``epslap.candidates.AUTO_MATRIX_MIN_SIDE`` for the others: MAX_SQUARE + 1), so that those
+#: from here to MAX_SQUARE leave this path for its sample and, where taken, the candidates.
+#: One thread, 2 vCPU, best of 7: random 850 and 1000 0.90x and 0.75x this path's time,
+#: geometric 0.47x and 0.27x, declined classes 0.86-1.16x (sanity 1000 1.12x: its 2 ms solve
+#: pays the 0.1-0.2 ms sample); random 700 0.86-1.08x, integer 850 1.31x (integers stay), and
+#: nearly square ones gain nothing (860 x 960 random 1.17x, geometric 1.29x; 900 x 1000 0.87-1.03x)
 AUTO_FLOAT_FROM = 850
 
 #: a matrix with both sides at most this takes this path without a call of :func:`applies`
@@ -216,8 +217,8 @@ def small_assignment(arr: np.ndarray, maximize: bool):
     n_rows, n_cols = arr.shape
     if not (0 < n_rows <= QUICK_SIDE and 0 < n_cols <= QUICK_SIDE) and (
             not takes(n_rows, n_cols, None)
-            or (min(n_rows, n_cols) >= AUTO_FLOAT_FROM and arr.dtype.kind == "f")):
-        return None  # (a float matrix from AUTO_FLOAT_FROM: "auto" may take candidates)
+            or (n_rows == n_cols >= AUTO_FLOAT_FROM and arr.dtype.kind == "f")):
+        return None  # (a square float matrix from AUTO_FLOAT_FROM: "auto" may take candidates)
     m = arr
     entry = _ENTRIES.get(arr.dtype) if arr.flags.carray else None
     if entry is None or (maximize and arr.dtype == _INT32):
