@@ -66,10 +66,11 @@ K_GROW_ABOVE = 2**20
 K_PER_DOUBLING_LARGE = 20
 #: ``"auto"`` takes candidates for a cost source (costs on demand) with at least this many rows
 #: and columns, per backend (measured against the dense method on every class, benchmark page;
-#: on the GPU from 16,000, the smallest size measured there). On the CPU a source whose matrix
-#: fits the memory budget is computed once and follows AUTO_MATRIX_MIN_SIDE instead
+#: on the GPU from 2000: one H200, every class at 2000-8000, best of three in turns, taken
+#: 0.12-0.34x the dense method, declined 1.01-1.05x). On the CPU a source whose matrix fits the
+#: memory budget is computed once and follows AUTO_MATRIX_MIN_SIDE instead
 #: (``backends.solve_on_cpu``)
-AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
+AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 2000}
 #: the same for a matrix in memory: on the CPU the candidates beat the dense ε method from just
 #: above the small path's square problems (``cpu.small.MAX_SQUARE``; random, integer and
 #: geometric 1100-3000: 0.15-0.38x, one thread, benchmark page), and the sample that declines
@@ -78,7 +79,12 @@ AUTO_MIN_SIDE = {"cpu": 4000, "gpu": 16000}
 #: 1.8 ms at 1100). From 700 to 1024 rows the small path keeps integer matrices: candidates
 #: there took geometric in 0.34-0.58x its time but integer in up to 1.34x and sanity
 #: 1.08-1.18x; float matrices are looked at from ``cpu.small.AUTO_FLOAT_FROM`` (850)
-AUTO_MATRIX_MIN_SIDE = {"cpu": 1025, "gpu": 16000}
+#: On the GPU from 2000 (one H200, 2000-8000: taken 0.17-0.43x, declined 1.00-1.02x)
+AUTO_MATRIX_MIN_SIDE = {"cpu": 1025, "gpu": 2000}
+#: below this many rows ``"auto"`` on the GPU takes candidates for nearly square problems only
+#: (those measured from 2000 to 8000); one with a sixteenth more columns than rows keeps the
+#: GPU's rectangular route there, as it did below the former threshold of 16,000
+AUTO_GPU_SQUARE_BELOW = 16000
 #: a matrix on the CPU with at least this share of spare columns (n2 - n1 >= n1 * share)
 #: stays with the small path's rectangular solve from v = 0, which ``"auto"`` would otherwise
 #: pass over (random, one thread: 2000 x 2600 29 ms there against 44 ms by candidates, 4000 x
@@ -103,6 +109,8 @@ AUTO_SAMPLE_MIN = 64
 #: 0.02 on every class at 4000-64,000 (design notes), and the sample, what a declined problem
 #: pays, takes about a third less time
 AUTO_SAMPLE_K = 16
+#: a sample of a matrix takes a thread per this many entries read (at most the free cores)
+SAMPLE_ENTRIES_PER_THREAD = 2**18
 AUTO_SPREAD_MIN = 0.5
 #: the sample is read in two looks: first every AUTO_FIRST_EVERY-th sampled row, which decides
 #: alone where its spread lies below AUTO_SURE_BELOW or from AUTO_SURE_ABOVE up; the rest only
@@ -203,6 +211,9 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
     if (auto and matrix and options.backend == "cpu"
             and max(shape) - min(shape) >= AUTO_MATRIX_SPARE_MAX * min(shape)):
         return None  # wide: the small path's rectangular solve
+    if (auto and options.backend == "gpu" and min(shape) < AUTO_GPU_SQUARE_BELOW
+            and 16 * (max(shape) - min(shape)) >= max(shape)):
+        return None  # wide: the GPU's rectangular route (one exact pass over the real rows)
     if candidates is True or auto:
         return default_k(max(shape))
     return int(candidates)
@@ -526,7 +537,9 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
                 np.negative(src, out=src)
             rows = np.arange(sample.size, dtype=np.int64)
         m = sample.size
-        nt = max(1, min(resolve_threads(threads, n2), m))
+        # a thread per SAMPLE_ENTRIES_PER_THREAD entries read: a first look's 17 rows are
+        # read faster alone than the threads start (16 of them: 3 ms on a GPU machine's host)
+        nt = max(1, min(resolve_threads(threads, n2), m, m * n2 // SAMPLE_ENTRIES_PER_THREAD))
         cols = np.zeros((m, k), np.int64)
         counts = np.zeros(m, np.int64)
         vals, diag = np.zeros((m, k), work), np.zeros(m, work)

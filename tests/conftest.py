@@ -36,6 +36,18 @@ _jv_numpy.compile_from_now()
 import epslap.gpu.batch as _gpu_batch  # noqa: E402
 
 _gpu_batch.SINGLE_MAX_SIDE = 0
+# and their problems of 2000-8000 rows, which "auto" solves by candidates on the GPU: keep them
+# on the dense solver, as below the former threshold (tests/test_candidates.py tests the
+# candidates on the GPU, and the default threshold itself, GPU_AUTO_MIN_SIDE)
+import epslap.candidates as _candidates  # noqa: E402
+
+# (the package's values, kept where a second import of this file, as ``tests.conftest``, finds
+# them after the first changed them)
+GPU_AUTO_MIN_SIDE = getattr(_candidates, "_package_gpu_min_side", None) or (
+    _candidates.AUTO_MIN_SIDE["gpu"], _candidates.AUTO_MATRIX_MIN_SIDE["gpu"])
+_candidates._package_gpu_min_side = GPU_AUTO_MIN_SIDE
+_candidates.AUTO_MIN_SIDE["gpu"] = _candidates.AUTO_GPU_SQUARE_BELOW
+_candidates.AUTO_MATRIX_MIN_SIDE["gpu"] = _candidates.AUTO_GPU_SQUARE_BELOW
 
 
 _OPTIMA: dict = {}  # scipy's optima by the matrix's bytes (tests check one matrix many times)

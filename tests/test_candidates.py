@@ -428,6 +428,28 @@ def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind):
 
 @gpu
 @pytest.mark.gpu
+def test_gpu_auto_default_threshold_takes_square_problems_from_2000(monkeypatch):
+    """The package's own GPU thresholds (the suite keeps its dense-solver tests below them,
+    tests/conftest.py): square sources and matrices of 2000 rows by candidates, the optimum of
+    the dense method; a wide one keeps the GPU's rectangular route."""
+    from tests.conftest import GPU_AUTO_MIN_SIDE
+    assert GPU_AUTO_MIN_SIDE == (2000, 2000)
+    monkeypatch.setitem(cand.AUTO_MIN_SIDE, "gpu", GPU_AUTO_MIN_SIDE[0])
+    monkeypatch.setitem(cand.AUTO_MATRIX_MIN_SIDE, "gpu", GPU_AUTO_MIN_SIDE[1])
+    for src in (costfns.problem("geometric", 2000, seed=3), costfns.problem("random", 2000)):
+        for cost in (src, src.dense()):
+            sol = epslap.solve(cost, backend="gpu")
+            assert sol.stats["method"] == "candidates" and sol.stats["backend"] == "gpu"
+            assert sol.cost == pytest.approx(
+                epslap.solve(cost, backend="gpu", candidates=False).cost, rel=1e-12)
+    wide = costfns.Random(2000, seed=4, n2=2200)
+    assert epslap.solve(wide, backend="gpu").stats.get("method") == "rectangular"
+    assert epslap.solve(costfns.problem("geometric", 1999), backend="gpu").stats.get(
+        "method") != "candidates"
+
+
+@gpu
+@pytest.mark.gpu
 def test_gpu_auto_takes_candidates_where_they_spread(monkeypatch):
     monkeypatch.setattr(cand, "AUTO_MIN_SIDE", {"cpu": 100, "gpu": 100})
     monkeypatch.setattr(cand, "AUTO_MATRIX_MIN_SIDE", {"cpu": 100, "gpu": 100})
