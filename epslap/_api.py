@@ -169,12 +169,14 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         ``"auto"`` (default): taken for NumPy matrices (a nested list is read as one) and cost
         sources (on ``backend="gpu"`` a CuPy matrix takes the dense method), from
         ``candidates.AUTO_MATRIX_MIN_SIDE`` rows and columns for a matrix (1025 on the CPU, 850
-        for a square float matrix, 2000 on the GPU) and ``candidates.AUTO_MIN_SIDE`` for a
-        cost source (4000 on the CPU, 2000 on the GPU; on the CPU a source whose matrix fits
-        ``memory`` is computed once and takes a matrix's rule) where a sample of rows shows
-        that it pays (a matrix on the CPU with an eighth more columns than rows or more keeps
-        the small path's rectangular solve);
-        the dense ε method otherwise. ``True``: 8 columns
+        for a square float matrix whose cheapest costs do not tie, 2000 on the GPU) and
+        ``candidates.AUTO_MIN_SIDE`` for a cost source (4000 on the CPU; on the CPU a smaller
+        source whose matrix fits ``memory`` is computed once and takes a matrix's rule; 2000 on
+        the GPU for a source with a device form and ``cache="auto"``) where a sample of rows
+        shows that it pays (a matrix on the CPU with an eighth more columns than rows or more
+        keeps the small path's rectangular solve, and on the GPU below 16,000 rows a problem
+        with a sixteenth more columns than rows its rectangular route); the dense ε method
+        otherwise. ``True``: 8 columns
         per row per doubling of n, from 24 to 64 (32 at 4000), and 20 more per doubling beyond
         2**20 columns (104 at 4,096,000); an int: that many; ``False``: the dense method. A
         problem whose certificate keeps failing goes to the dense method, and

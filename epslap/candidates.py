@@ -40,7 +40,7 @@ from .certificate import CHECK_RTOL, RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
 from .cpu.api import PRECHECK_MAX
-from .cpu.small import AUTO_FLOAT_FROM
+from .cpu.small import AUTO_FLOAT_FROM, MAX_SQUARE, renting
 from .cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
 from .cpu.host import compile_kernels
 from .errors import InfeasibleError
@@ -109,6 +109,11 @@ AUTO_SAMPLE_MIN = 64
 #: 0.02 on every class at 4000-64,000 (design notes), and the sample, what a declined problem
 #: pays, takes about a third less time
 AUTO_SAMPLE_K = 16
+#: a square matrix of at most ``cpu.small.MAX_SQUARE`` columns whose first look finds more than
+#: this share of its rows' cheapest costs equal to the next one stays with the small path, which
+#: solves ties fast: integer values stored as floats, 1000 x 1000 one thread, took 3.6-7.2x its
+#: time by candidates (values 0-99: 36 against 7 ms; random values rounded to 0.1: 23 against 3.2)
+AUTO_TIES_MAX = 0.25
 #: a sample of a matrix takes a thread per this many entries read (at most the free cores)
 SAMPLE_ENTRIES_PER_THREAD = 2**18
 AUTO_SPREAD_MIN = 0.5
@@ -204,7 +209,7 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
     matrix = problem.form == "matrix"
     least = (AUTO_MATRIX_MIN_SIDE if matrix else AUTO_MIN_SIDE)[options.backend]
     if (matrix and options.backend == "cpu" and problem.cost.dtype.kind == "f"
-            and shape[0] == shape[1]):
+            and shape[0] == shape[1] and not renting(problem.cost.dtype)):
         least = min(least, AUTO_FLOAT_FROM)
     if min(shape) == 0 or (auto and min(shape) < least):
         return None  # (an empty problem: nothing to choose, the dense path's answer)
@@ -214,9 +219,19 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
     if (auto and options.backend == "gpu" and min(shape) < AUTO_GPU_SQUARE_BELOW
             and 16 * (max(shape) - min(shape)) >= max(shape)):
         return None  # wide: the GPU's rectangular route (one exact pass over the real rows)
+    if auto and options.backend == "gpu" and problem.form == "source" and (
+            options.cache != "auto" or not _has_device_form(problem.cost)):
+        return None  # the dense method's device row cache: asked for, or the only way there
     if candidates is True or auto:
         return default_k(max(shape))
     return int(candidates)
+
+
+def _has_device_form(source) -> bool:
+    """Whether a cost source's costs can be computed on the GPU (the candidates' device passes
+    need that; the dense method streams the others' rows through a device row cache)."""
+    from .gpu.device_costs import device_form
+    return device_form(source) is not None
 
 
 #: the matrix dtypes this process has sent to the candidate passes (which compile on the first):
@@ -245,9 +260,9 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
     locality = None
     if auto and matrix is not None:
         on_cpu = options.backend == "cpu"
-        spread, declined, locality = matrix_sample(matrix, problem.maximize, k,
-                                                   options.threads if on_cpu else None,
-                                                   locality=on_cpu)
+        spread, declined, locality = matrix_sample(
+            matrix, problem.maximize, k, options.threads if on_cpu else None, locality=on_cpu,
+            ties=on_cpu and matrix.shape[0] == matrix.shape[1] <= MAX_SQUARE)
         if declined is not None:
             return None, declined
         if locality is not None and locality > LOCAL_ABOVE:
@@ -514,14 +529,15 @@ def _sample_rows(n1: int):
 
 
 def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
-                  locality: bool = False):
+                  locality: bool = False, ties: bool = False):
     """``"auto"``'s sample of a matrix in memory, read before anything else is built (the
     passes' checks and copies of the whole matrix would cost a declined problem more than its
     sample), on ``threads`` threads (``cpu.cores.resolve_threads``; on the GPU's host every
     free core): ``(spread, why, local)``, ``why`` None where candidates may go on, ``local``
     the first look's :func:`_locality` where asked and not declined (else None). A minimised
     C-contiguous float64 or int64 matrix is read where it is, others' sampled rows are copied
-    into that form first."""
+    into that form first. ``ties``: decline also where the first look's cheapest costs tie
+    (AUTO_TIES_MAX; a square matrix the small path would solve otherwise)."""
     c = cost if cost.shape[0] <= cost.shape[1] else cost.T
     n1, n2 = c.shape
     k = min(k, n2, AUTO_SAMPLE_K)
@@ -548,9 +564,15 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
                     lambda t: (src, np.empty(n2, work), np.zeros(n2, work), k, rows, t, nt, m,
                                cols, vals, counts, diag, stats, flags), nt, new_sync())
         looks.append((sample, cols, counts))
+        if len(looks) == 1 and ties:
+            tied.append(_tied(vals, counts))
         return cols, counts
     looks: list = []
+    tied: list = []
     spread, why = sample_spread(n1, n2, sampled)
+    if why is None and tied and tied[0] > AUTO_TIES_MAX:
+        why = (f"the cheapest costs of the sampled rows tie ({tied[0]:.0%} equal to the next "
+               f"one): the small path")
     if why is not None or not locality:
         return spread, why, None
     return spread, why, _locality(c, maximize, *looks[0], sampled)
@@ -592,6 +614,17 @@ def sample_spread(n1: int, n2: int, sampled):
     more_cols, more_counts = sampled(rest)
     return _judged(sample.size, _spread(np.concatenate((cols, more_cols)),
                                         np.concatenate((counts, more_counts)), n2))
+
+
+def _tied(vals, counts) -> float:
+    """The share of the sampled rows' candidate costs (ascending per row) equal to the next."""
+    ties = pairs = 0
+    for t in range(counts.size):
+        c = int(counts[t])
+        if c > 1:
+            ties += int(np.count_nonzero(vals[t, 1:c] == vals[t, :c - 1]))
+            pairs += c - 1
+    return ties / pairs if pairs else 0.0
 
 
 def _judged(sampled: int, spread: float):

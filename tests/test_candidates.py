@@ -426,6 +426,26 @@ def test_gpu_box_bound_skips_tiles_without_changing_the_passes(kind):
     assert sol.cost == epslap.solve(src, backend="gpu", candidates=True).cost
 
 
+def test_gpu_auto_leaves_sources_without_a_device_form_to_the_dense_method():
+    """On the GPU the candidates' passes compute the costs on the device: ``"auto"`` leaves a
+    source without a device form (a Python or jitted function, a file) to the dense method's
+    device row cache, and so a source given an explicit ``cache=`` (no GPU needed to decide)."""
+    from epslap._validate import Options, Problem
+    from tests.conftest import GPU_AUTO_MIN_SIDE
+    n = max(GPU_AUTO_MIN_SIDE)
+    fn = costfns.from_function(lambda i, j: float(i ^ j), (n, n))
+    geo = costfns.problem("geometric", n, seed=1)
+    gpu = Options(backend="gpu")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(cand.AUTO_MIN_SIDE, "gpu", GPU_AUTO_MIN_SIDE[0])
+        assert cand.candidates_per_row(Problem(fn, "source", False), gpu) is None
+        assert cand.candidates_per_row(Problem(geo, "source", False), gpu) is not None
+        assert cand.candidates_per_row(Problem(geo, "source", False),
+                                       gpu._replace(cache="lfu")) is None
+        assert cand.candidates_per_row(Problem(fn, "source", False),
+                                       gpu._replace(candidates=True)) is not None
+
+
 @gpu
 @pytest.mark.gpu
 def test_gpu_auto_default_threshold_takes_square_problems_from_2000(monkeypatch):

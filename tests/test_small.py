@@ -66,7 +66,13 @@ def test_float_matrices_leave_the_small_path_for_autos_sample_from_its_size(n):
     rng = np.random.default_rng(n)
     c = rng.random((n, n))
     taken = n >= small.AUTO_FLOAT_FROM
-    assert small.small_assignment(c, False) is None if taken else True
+    if taken:
+        assert small.small_assignment(c, False) is None
+    else:
+        assert small.small_assignment(c, False) is not None
+    ties = np.round(c, 1)  # ties among each row's cheapest costs: the small path's
+    assert epslap.solve(ties).stats["method"] == "jv"
+    assert "tie" in epslap.solve(ties).stats.get("candidates", "tie")
     sol = epslap.solve(c)
     assert sol.stats["method"] == ("candidates" if taken else "jv")
     assert sol.cost == pytest.approx(_reference(c, False), rel=1e-12)

@@ -34,7 +34,9 @@ MAX_NEAR_SQUARE = 512
 #: One thread, 2 vCPU, best of 7: random 850 and 1000 0.90x and 0.75x this path's time,
 #: geometric 0.47x and 0.27x, declined classes 0.86-1.16x (sanity 1000 1.12x: its 2 ms solve
 #: pays the 0.1-0.2 ms sample); random 700 0.86-1.08x, integer 850 1.31x (integers stay), and
-#: nearly square ones gain nothing (860 x 960 random 1.17x, geometric 1.29x; 900 x 1000 0.87-1.03x)
+#: nearly square ones gain nothing (860 x 960 random 1.17x, geometric 1.29x; 900 x 1000 0.87-1.03x).
+#: Float matrices whose cheapest costs tie stay too (``candidates.AUTO_TIES_MAX``), and so do
+#: those of a process that answers this path's calls without compiling (:func:`renting`)
 AUTO_FLOAT_FROM = 850
 
 #: a matrix with both sides at most this takes this path without a call of :func:`applies`
@@ -142,6 +144,17 @@ def _on_disk(dispatcher, sig) -> bool:
     return held
 
 
+def renting(dtype: np.dtype) -> bool:
+    """Whether this process answers the small path's calls on a float matrix of ``dtype`` with
+    the vector form now (no kernel compiled here or on disk, and the rental still running):
+    then a square float matrix from AUTO_FLOAT_FROM stays on this path, whose first calls in a
+    fresh environment compile nothing, instead of compiling the candidates' kernels."""
+    kernel_dtype = np.dtype(np.float32 if dtype.itemsize <= 4 else np.float64)
+    if _ENTRIES[kernel_dtype] is not None or not jv_numpy.rent_pays():
+        return False
+    return not _on_disk(solve_small, _signature(np.empty((1, 1), kernel_dtype)))
+
+
 def _prepare(arr: np.ndarray, maximize: bool):
     """(matrix, entry, compile seconds) for a matrix the entries do not take as it is, or whose
     dtype has no entry yet. Before this process has compiled the kernel, and where Numba's disk
@@ -217,7 +230,8 @@ def small_assignment(arr: np.ndarray, maximize: bool):
     n_rows, n_cols = arr.shape
     if not (0 < n_rows <= QUICK_SIDE and 0 < n_cols <= QUICK_SIDE) and (
             not takes(n_rows, n_cols, None)
-            or (n_rows == n_cols >= AUTO_FLOAT_FROM and arr.dtype.kind == "f")):
+            or (n_rows == n_cols >= AUTO_FLOAT_FROM and arr.dtype.kind == "f"
+                and not renting(arr.dtype))):
         return None  # (a square float matrix from AUTO_FLOAT_FROM: "auto" may take candidates)
     m = arr
     entry = _ENTRIES.get(arr.dtype) if arr.flags.carray else None
