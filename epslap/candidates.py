@@ -618,12 +618,9 @@ def sample_spread(n1: int, n2: int, sampled):
 
 def _tied(vals, counts) -> float:
     """The share of the sampled rows' candidate costs (ascending per row) equal to the next."""
-    ties = pairs = 0
-    for t in range(counts.size):
-        c = int(counts[t])
-        if c > 1:
-            ties += int(np.count_nonzero(vals[t, 1:c] == vals[t, :c - 1]))
-            pairs += c - 1
+    held = np.arange(1, vals.shape[1])[None, :] < counts[:, None]  # (the lists' own pairs)
+    pairs = int(np.count_nonzero(held))
+    ties = int(np.count_nonzero((vals[:, 1:] == vals[:, :-1]) & held))
     return ties / pairs if pairs else 0.0
 
 
