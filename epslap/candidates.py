@@ -40,7 +40,7 @@ from .certificate import CHECK_RTOL, RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
 from .cpu.api import PRECHECK_MAX
-from .cpu.small import AUTO_FLOAT_FROM, MAX_SQUARE, renting
+from .cpu.small import MAX_SQUARE, leaves_early
 from .cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
 from .cpu.host import compile_kernels
 from .errors import InfeasibleError
@@ -208,10 +208,8 @@ def candidates_per_row(problem: Problem, options: Options) -> int | None:
         return None
     matrix = problem.form == "matrix"
     least = (AUTO_MATRIX_MIN_SIDE if matrix else AUTO_MIN_SIDE)[options.backend]
-    if (matrix and options.backend == "cpu" and problem.cost.dtype.kind == "f"
-            and shape[0] == shape[1] and not renting(problem.cost.dtype)):
-        least = min(least, AUTO_FLOAT_FROM)
-    if min(shape) == 0 or (auto and min(shape) < least):
+    early = matrix and options.backend == "cpu" and leaves_early(*shape, problem.cost.dtype)
+    if min(shape) == 0 or (auto and min(shape) < least and not early):
         return None  # (an empty problem: nothing to choose, the dense path's answer)
     if (auto and matrix and options.backend == "cpu"
             and max(shape) - min(shape) >= AUTO_MATRIX_SPARE_MAX * min(shape)):

@@ -142,15 +142,15 @@ def cpu_path(name: str):
         yield
         return
     saved = (small.applies, small.QUICK_SIDE, candidates.AUTO_MATRIX_MIN_SIDE,
-             candidates.AUTO_FLOAT_FROM)
+             small.AUTO_FLOAT_FROM)
     small.applies, small.QUICK_SIDE = (lambda n1, n2: False), 0
     candidates.AUTO_MATRIX_MIN_SIDE = dict.fromkeys(saved[2], 2**62)
-    candidates.AUTO_FLOAT_FROM = 2**62
+    small.AUTO_FLOAT_FROM = 2**62
     try:
         yield
     finally:
         (small.applies, small.QUICK_SIDE, candidates.AUTO_MATRIX_MIN_SIDE,
-         candidates.AUTO_FLOAT_FROM) = saved
+         small.AUTO_FLOAT_FROM) = saved
 
 
 def _gpu_reason():

@@ -144,6 +144,14 @@ def _on_disk(dispatcher, sig) -> bool:
     return held
 
 
+def leaves_early(n1: int, n2: int, dtype: np.dtype) -> bool:
+    """Whether a matrix of this shape and dtype leaves this path for ``"auto"``'s sample before
+    MAX_SQUARE (``candidates.candidates_per_row`` looks at it; the drop-in's shortcut,
+    :func:`small_assignment`, passes it on): a square float one from AUTO_FLOAT_FROM, unless
+    this process still rents the vector form (:func:`renting`)."""
+    return n1 == n2 >= AUTO_FLOAT_FROM and dtype.kind == "f" and not renting(dtype)
+
+
 def renting(dtype: np.dtype) -> bool:
     """Whether this process answers the small path's calls on a float matrix of ``dtype`` with
     the vector form now (no kernel compiled here or on disk, and the rental still running):
@@ -237,10 +245,8 @@ def small_assignment(arr: np.ndarray, maximize: bool):
         return None
     n_rows, n_cols = arr.shape
     if not (0 < n_rows <= QUICK_SIDE and 0 < n_cols <= QUICK_SIDE) and (
-            not takes(n_rows, n_cols, None)
-            or (n_rows == n_cols >= AUTO_FLOAT_FROM and arr.dtype.kind == "f"
-                and not renting(arr.dtype))):
-        return None  # (a square float matrix from AUTO_FLOAT_FROM: "auto" may take candidates)
+            not takes(n_rows, n_cols, None) or leaves_early(n_rows, n_cols, arr.dtype)):
+        return None
     m = arr
     entry = _ENTRIES.get(arr.dtype) if arr.flags.carray else None
     if entry is None or (maximize and arr.dtype == _INT32):
