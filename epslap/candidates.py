@@ -42,7 +42,8 @@ from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_r
 from .cpu.api import PRECHECK_MAX
 from .cpu.small import MAX_SQUARE, leaves_early
 from .cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
-from .cpu.host import compile_kernels
+from .cpu.compile_ahead import pending, stop_all
+from .cpu.host import compile_kernels, compile_later
 from .errors import InfeasibleError
 from .locality import relabeled, restore_labels
 from .solution import finish
@@ -249,6 +250,9 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
     auto = options.candidates.__class__ is str
     spread = None
     matrix = problem.cost if problem.form == "matrix" else None
+    # the sparse solve's kernels on a free core from here, a first use's sample included
+    compile_later(sparse_kernels(np.dtype(problem.cost.dtype).kind in "iu",
+                                 merging=options.progress))
     if matrix is not None and matrix.dtype not in _PASSED_DTYPES:
         if matrix.size <= PRECHECK_MAX:
             # the input errors before the passes' first compile of this dtype (the passes
@@ -262,6 +266,7 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
             matrix, problem.maximize, k, options.threads if on_cpu else None, locality=on_cpu,
             ties=on_cpu and matrix.shape[0] == matrix.shape[1] <= MAX_SQUARE)
         if declined is not None:
+            stop_all()
             return None, declined
         if locality is not None and locality > LOCAL_ABOVE:
             n2 = max(matrix.shape)
@@ -272,6 +277,8 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
                               maximize=problem.maximize, k=k, t_start=t_start, auto=auto,
                               progress=options.progress, order=order, spread=spread,
                               locality=locality)
+    if result[0] is None:  # handed to the dense method: a child compiling ahead is of no use
+        stop_all()
     return result
 
 
@@ -336,10 +343,15 @@ class HostPasses:
         a first use's compile is a phase of its own, not silence inside the first pass), with
         arguments made as the passes make theirs."""
         v, rows = np.zeros(1, self.work), np.zeros(1, np.int64)
-        scans = [(candidate_rows, self._candidate_args(v, 1, rows)),
-                 (certify_rows, self._certify_args(v, v.copy(), rows.copy(), rows, 1, 0.0))]
-        compile_kernels([(kernel, self._worker_args(args, 0, 1)) for kernel, args in scans], True,
-                        "the candidate passes")
+        scans = [(candidate_rows, self._worker_args(self._candidate_args(v, 1, rows), 0, 1))]
+        compile_kernels(scans + self.certificate_kernels(), True, "the candidate passes")
+
+    def certificate_kernels(self) -> list:
+        """The certificate pass's kernel with arguments of its types (compiled beside the
+        sparse solve's where a child compiles those: see ``solve_candidates``)."""
+        v, rows = np.zeros(1, self.work), np.zeros(1, np.int64)
+        args = self._certify_args(v, v.copy(), rows.copy(), rows, 1, 0.0)
+        return [(certify_rows, self._worker_args(args, 0, 1))]
 
     def _candidate_args(self, v, k: int, rows) -> tuple:
         """``(head, tail)`` of :func:`candidate_rows` over ``rows``; the tail its outputs
@@ -396,6 +408,9 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     v = np.zeros(n2, work)
     k = min(k, n2)
     t0 = time.perf_counter()
+    # the sparse solve's kernels (the merge of added pairs too where a clock shows the compile)
+    sparse_table = sparse_kernels(prob.integral, merging=progress)
+    compile_later(sparse_table)  # on a free core while the scans compile here (a first use)
     if progress:  # a first use's compile as a phase with a clock, not silence in the passes
         prob.compile_passes()
     if auto and spread is None:
@@ -408,8 +423,10 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     every_row = np.arange(n1, dtype=np.int64)
     cand_cols, cand_vals, counts, diag = prob.candidates(v, k, every_row, maximize)
     time_candidates = time.perf_counter() - t0
-    if progress:  # a clock for the first use's compile, instead of silence inside the solve
-        compile_sparse_kernels(prob.integral)
+    # (with progress, a clock for a first use's compile instead of silence inside the solve);
+    # where a child compiles these kernels, the certificate's scan here meanwhile
+    own = prob.certificate_kernels() if pending() and hasattr(prob, "certificate_kernels") else []
+    compile_kernels(own + sparse_table, progress, "the sparse solve")
     sparse = _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, prob.integral)
     del cand_cols, cand_vals
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
@@ -603,7 +620,8 @@ def sample_spread(n1: int, n2: int, sampled):
     (AUTO_FIRST_EVERY): ``(spread, why)`` as :func:`_judged` gives it. ``sampled(rows)``
     returns those rows' candidates ``(cols, counts)``."""
     sample = _sample_rows(n1)
-    first = sample[::AUTO_FIRST_EVERY]
+    # (contiguous like every row list of the passes: a strided one compiles them once more)
+    first = np.ascontiguousarray(sample[::AUTO_FIRST_EVERY])
     cols, counts = sampled(first)
     spread = _spread(cols, counts, n2)
     if not AUTO_SURE_BELOW <= spread < AUTO_SURE_ABOVE:
@@ -697,15 +715,21 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
         check_float_range(biggest, prob.shape)
 
 
-def compile_sparse_kernels(integral: bool, progress: bool = True) -> float:
-    """Compile the sparse solve's kernels and the CSR builders below (``progress``: with a
-    running clock); the seconds spent."""
+def sparse_kernels(integral: bool, merging: bool = True) -> list:
+    """The sparse solve's kernels and the CSR builders below, with arguments of their types;
+    ``merging``: with :func:`appended_pairs` (needed only where a certificate pass fails)."""
     work = np.int64 if integral else np.float64
     lists = (np.zeros((1, 1), np.int64), np.zeros((1, 1), work), np.zeros(1, np.int64))
-    csr = (np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1, work))
-    builders = [(lists_to_csr, lists + (np.zeros(1, work), not integral)),
-                (appended_pairs, csr + (np.zeros(1, np.int64),) + lists)]
-    return compile_kernels(kernel_table(integral) + builders, progress, "the sparse solve")
+    builders = [(lists_to_csr, lists + (np.zeros(1, work), not integral))]
+    if merging:
+        csr = (np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(1, work))
+        builders.append((appended_pairs, csr + (np.zeros(1, np.int64),) + lists))
+    return kernel_table(integral) + builders
+
+
+def compile_sparse_kernels(integral: bool, progress: bool = True) -> float:
+    """Compile :func:`sparse_kernels` (``progress``: with a running clock); the seconds spent."""
+    return compile_kernels(sparse_kernels(integral), progress, "the sparse solve")
 
 
 def _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, integral) -> SparseProblem:

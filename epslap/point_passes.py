@@ -50,6 +50,10 @@ class PointPasses(HostPasses):
         """``HostPasses.compile_passes``: the search's compile, shown with a running clock."""
         self.tree.compile()
 
+    def certificate_kernels(self) -> list:
+        """``HostPasses.certificate_kernels``: none (the certificate searches the same tree)."""
+        return []
+
     def candidates(self, v, k: int, rows, maximize: bool):
         """``HostPasses.candidates``: each row's k cheapest columns by ``c - v``, ascending (ties
         to the lower column)."""

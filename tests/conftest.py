@@ -7,6 +7,9 @@ import os
 # threads (uneven column slices) also on a 2-core machine, so let Numba have 4 (an explicit
 # NUMBA_NUM_THREADS in the environment wins). Must precede the first import of numba.
 os.environ.setdefault("NUMBA_NUM_THREADS", "4")
+# no child processes compiling ahead (epslap/cpu/compile_ahead.py) beside the test workers, which
+# hold the cores already; tests/test_compile_ahead.py turns it on where it tests it
+os.environ.setdefault("EPSLAP_COMPILE_AHEAD", "0")
 
 from contextlib import contextmanager  # noqa: E402
 

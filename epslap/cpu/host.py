@@ -14,6 +14,7 @@ import numpy as np
 from .._progress import compile_clock
 from .._status import STOP_NOW
 from .._sync import request_abort
+from . import compile_ahead
 
 
 def _compile(dispatcher, args) -> float:
@@ -106,7 +107,10 @@ def compile_kernels(kernels, progress=None, what: str = "the CPU kernels") -> fl
         return 0.0
 
     def compile_all():
-        return sum(_compile(dispatcher, args) for dispatcher, args in kernels)
+        spent = sum(_compile(dispatcher, args)
+                    for dispatcher, args in compile_ahead.meet_in_the_middle(kernels))
+        compile_ahead.finish(kernels)
+        return spent
     if progress and any(tuple(numba.typeof(a) for a in args) not in dispatcher.overloads
                         for dispatcher, args in kernels):
         with (compile_clock(what) if progress is True else progress.compiling(what)):
@@ -115,6 +119,14 @@ def compile_kernels(kernels, progress=None, what: str = "the CPU kernels") -> fl
         spent = compile_all()
     _READY.update(keys)
     return spent
+
+
+def compile_later(kernels) -> None:
+    """Start compiling a later step's kernel table in a second process where this process has
+    not readied it (``compile_ahead``: where a core is free and the disk cache lacks them);
+    its :func:`compile_kernels` then loads what the child compiled."""
+    if not all((dispatcher, _arg_key(args)) in _READY for dispatcher, args in kernels):
+        compile_ahead.start(kernels)
 
 
 def rows_served(estimate_context):

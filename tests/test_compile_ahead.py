@@ -1,0 +1,142 @@
+"""Compiling a later step's kernels in a second process (``epslap/cpu/compile_ahead.py``): the
+child's kernels are loaded from the disk cache instead of compiled again, the solve compiles a
+step from its last kernel while the child goes from the first and stops the child when it has
+them all, nothing starts where the feature is off or nothing is missing, and a fresh
+environment's solve with a child gives scipy's optimum."""
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+from epslap.cpu import compile_ahead
+from epslap.cpu import sparse as core
+from epslap.cpu.host import compile_kernels
+from epslap.sparse import kernel_table
+
+_MODULE = """
+from numba import njit
+
+
+@njit(cache=True)
+def first(x):
+    return x.sum() + 1.0
+
+
+@njit(cache=True)
+def second(x):
+    return x.max() * 2.0
+"""
+
+
+@pytest.fixture
+def probe_module(tmp_path, monkeypatch):
+    """A module of two cached kernels that this process and a child both import by name, with
+    an empty Numba cache of its own."""
+    (tmp_path / "ahead_probe.py").write_text(_MODULE)
+    cache = tmp_path / "cache"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(cache))
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(cache))
+    sys.modules.pop("ahead_probe", None)
+    module = importlib.import_module("ahead_probe")
+    yield module
+    sys.modules.pop("ahead_probe", None)
+    compile_ahead.stop_all()
+
+
+def _child(kernel, args):
+    return compile_ahead._PENDING[(kernel, compile_ahead._sig(args))]
+
+
+def test_a_child_compiles_what_this_process_then_loads(probe_module, monkeypatch):
+    monkeypatch.setenv(compile_ahead.ENV, "1")
+    args = (np.zeros(4),)
+    kernels = [(probe_module.first, args), (probe_module.second, args)]
+    assert compile_ahead.start(kernels) == 2
+    assert compile_ahead.start(kernels) == 0  # already handed over
+    child = _child(probe_module.first, args)
+    assert child.wait(120) == 0
+    sig = compile_ahead._sig(args)
+    assert compile_ahead._on_disk(probe_module.first, sig)
+    assert compile_ahead._on_disk(probe_module.second, sig)
+    compile_kernels(kernels)
+    assert compile_ahead.pending() == 0
+    for kernel in (probe_module.first, probe_module.second):
+        assert kernel.stats.cache_hits[sig] == 1 and not kernel.stats.cache_misses[sig]
+    assert probe_module.first(np.ones(3)) == 4.0
+    assert compile_ahead.missing(kernels) == []  # compiled here now
+
+
+def test_the_solve_compiles_from_the_last_kernel_and_stops_the_child(probe_module,
+                                                                      monkeypatch):
+    """A step reached before its child is done: this process goes from the last kernel (it
+    compiles what the child has not saved, loads what it has) and then stops the child."""
+    args = (np.zeros(4),)
+    kernels = [(probe_module.first, args), (probe_module.second, args)]
+    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    for kernel, a in kernels:
+        monkeypatch.setitem(compile_ahead._PENDING, (kernel, compile_ahead._sig(a)), waiting)
+    assert compile_ahead.meet_in_the_middle(kernels) == kernels[::-1]
+    compile_kernels(kernels)
+    assert waiting.poll() is not None  # stopped
+    assert compile_ahead.pending() == 0
+    assert probe_module.second(np.arange(3.0)) == 4.0
+    assert compile_ahead.meet_in_the_middle(kernels) == kernels
+
+
+def test_nothing_starts_where_it_is_off_or_nothing_is_missing(probe_module, monkeypatch):
+    args = (np.zeros(4),)
+    monkeypatch.setenv(compile_ahead.ENV, "0")
+    assert compile_ahead.start([(probe_module.first, args)]) == 0
+    monkeypatch.setenv(compile_ahead.ENV, "1")
+    probe_module.first(*args)  # compiled here
+    assert compile_ahead.start([(probe_module.first, args)]) == 0
+    uncached = numba.njit(lambda x: x)  # no disk cache: a child could not hand it over
+    assert compile_ahead.missing([(uncached, args)]) == []
+    greedy_args = kernel_table(False)[1][1]
+    core.greedy.compile(compile_ahead._sig(greedy_args))
+    assert compile_ahead.missing([(core.greedy, greedy_args)]) == []
+
+
+def test_a_child_that_cannot_compile_says_so():
+    payload = pickle.dumps([("epslap_no_such_module", "kernel", ()),
+                            ("epslap.cpu.sparse", "no_such_kernel", ())])
+    assert compile_ahead._compile_all(payload) == 2
+
+
+_FRESH = """
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+import epslap
+from epslap.cpu import compile_ahead
+handed = []
+start = compile_ahead.start
+compile_ahead.start = lambda kernels: handed.append(start(kernels)) or handed[-1]
+c = np.random.default_rng(5).random((1100, 1100))
+sol = epslap.solve(c)
+r, k = linear_sum_assignment(c)
+assert sol.stats["method"] == "candidates", sol.stats
+assert abs(sol.cost - c[r, k].sum()) <= 1e-9, (sol.cost, c[r, k].sum())
+assert compile_ahead.pending() == 0
+print(max(handed))
+"""
+
+
+def test_a_fresh_environment_solves_with_a_child(tmp_path):
+    """An empty Numba cache: the candidates method's sparse solve goes to a child while the
+    scans compile; the answer is scipy's and nothing is left pending."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               **{compile_ahead.ENV: "1"})
+    out = subprocess.run([sys.executable, "-c", _FRESH], env=env, text=True,
+                         capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.strip()) >= 5  # the sparse solve's kernels and the CSR builder
