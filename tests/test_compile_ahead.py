@@ -14,6 +14,9 @@ import sys
 import numba
 import numpy as np
 import pytest
+from scipy.optimize import linear_sum_assignment
+
+import epslap
 
 from epslap.cpu import compile_ahead
 from epslap.cpu import sparse as core
@@ -140,3 +143,23 @@ def test_a_fresh_environment_solves_with_a_child(tmp_path):
                          capture_output=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert int(out.stdout.strip()) >= 5  # the sparse solve's kernels and the CSR builder
+
+
+def test_the_dense_method_hands_its_passes_over_during_the_estimate(monkeypatch):
+    """The ε method's first use: the estimate hands the pass loop's kernel (first) and its
+    own kernels but stage A/B's worker to a child, with the very types the solve then runs
+    them with (a stand-in of another type would have the child compile a version never used)."""
+    from epslap.cpu import passes
+    from epslap.cpu.estimate import driver
+    from epslap.cpu.estimate.stage_ab import ab_worker
+    asked = []
+    monkeypatch.setattr(driver, "compile_later", lambda kernels: asked.append(kernels))
+    c = np.random.default_rng(3).random((1100, 1100))
+    sol = epslap.solve(c, candidates=False, threads=1)
+    r, k = linear_sum_assignment(c)
+    assert sol.stats["method"] == "eps" and abs(sol.cost - c[r, k].sum()) <= 1e-9
+    (kernels,) = asked
+    assert kernels[0][0] is passes.pass_worker
+    assert ab_worker not in [kernel for kernel, _ in kernels]
+    for kernel, args in kernels:
+        assert compile_ahead._sig(args) in kernel.overloads, kernel

@@ -1,6 +1,7 @@
 """A user's ``@numba.njit`` cost through ``costfns.from_function``, solved by ``epslap.solve`` in
 one process: the import and setup, then the solve (compile or disk-cache load included).
-``matrix`` and ``points`` solve a random matrix and a ``costfns.SqEuclidean`` point set instead.
+``matrix`` and ``points`` solve a random matrix and a ``costfns.SqEuclidean`` point set instead,
+``dense`` the random matrix by the dense ε method (``candidates=False``).
 
     for kind in row element; do
         export NUMBA_CACHE_DIR=$(mktemp -d)   # an empty cache: the first process compiles
@@ -27,10 +28,10 @@ import costfns  # noqa: E402
 import epslap  # noqa: E402
 
 n, kind = int(sys.argv[1]), sys.argv[2]
-if kind in ("matrix", "points"):
+if kind in ("matrix", "points", "dense"):
     import numpy as np
     rng = np.random.default_rng(0)
-    src = (rng.random((n, n)) if kind == "matrix"
+    src = (rng.random((n, n)) if kind in ("matrix", "dense")
            else costfns.SqEuclidean(rng.random((n, 2)), rng.random((n, 2))))
 elif kind == "row":
     @numba.njit
@@ -44,7 +45,7 @@ else:
 if kind in ("row", "element"):
     src = costfns.from_function(cost, (n, n), kind=kind)
 t1 = time.perf_counter()
-sol = epslap.solve(src)
+sol = epslap.solve(src, candidates=kind != "dense" and "auto")
 t2 = time.perf_counter()
 ahead = os.environ.get("EPSLAP_COMPILE_AHEAD", "")
 print(f"n={n} kind={kind} ahead={ahead or 'default'}: import and setup {t1 - t0:.2f} s, "

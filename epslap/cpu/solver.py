@@ -110,9 +110,12 @@ class _Passes:
         return lambda tid: (np.int64(tid), np.int64(t), ts[tid], bufs[tid], self.n1, self.n2,
                             float(eps_hi), float(eps_lo), self.integral, self.inf_val, io, meet)
 
-    def compile(self, eps_hi, eps_lo, prog) -> float:
-        args = self.worker_args(eps_hi, eps_lo, self.eps_log, new_sync())(0)
-        return compile_kernels([(ker.pass_worker, args)], prog, "the passes")
+    def kernels(self) -> list:
+        """The pass loop's kernel with arguments of the types :meth:`run` gives it."""
+        return [(ker.pass_worker, self.worker_args(0.0, 0.0, self.eps_log, new_sync())(0))]
+
+    def compile(self, prog) -> float:
+        return compile_kernels(self.kernels(), prog, "the passes")
 
     def run(self, eps_hi, eps_lo, log, on_tick=None, keep: bool = False) -> None:
         """Run the pass loop on every thread; fills ``result``. ``keep``: the main passes,
@@ -179,10 +182,11 @@ class _Passes:
 
 
 def _start(src, n1, n2, row_dtype, *, integral, plain, init_v, state, ctl, threads,
-           estimate_context, check_rows, prog, resume, resume_row_col, eps_log):
+           estimate_context, check_rows, prog, resume, resume_row_col, eps_log, later=()):
     """Where the passes start: the estimate's result (or, for a warm start, ``init_v`` after a
     sweep that only validates the rows), or a checkpoint's ``state``. Returns ``(v, perm,
-    pick, eps_upper, eps_lower, certified, compile_s, time_estimate, plain)``."""
+    pick, eps_upper, eps_lower, certified, compile_s, time_estimate, plain)``. ``later``: the
+    passes' kernels (``estimate_rows`` may have a child compile them meanwhile)."""
     if state is not None:  # the estimate's result and the passes' progress from the checkpoint
         head = state["header"]
         resume[:] = state["resume"]
@@ -195,7 +199,7 @@ def _start(src, n1, n2, row_dtype, *, integral, plain, init_v, state, ctl, threa
         estimate_rows(src, n1, n2, row_dtype, integral=integral,
                       epsilon=not plain and init_v is None, ctl=ctl,
                       estimate_context=estimate_context, threads=threads,
-                      check_rows=check_rows, progress=prog)
+                      check_rows=check_rows, progress=prog, later=later)
     if init_v is not None:
         # a warm start: the exact pass from the given prices, after a sweep that only
         # validates the rows (the estimate's ε bounds and its prices would add work: the
@@ -293,11 +297,17 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     state = checkpoints.state
     prog = SolveProgress(n1 if rectangular else n2, ctl, eps_log, extra=progress_extra) \
         if progress else None
+    work = np.int64 if integral else np.float64
+    # the pass loop's kernel, for a child that compiles it while the estimate compiles here
+    # (stand-ins for the estimate's prices and row order: only their types matter)
+    later = _Passes(src, srcs, n1, n2, row_dtype, integral, rectangular, False, ctl,
+                    np.zeros(1, work), np.zeros(1, np.int64), row_to_col, resume,
+                    resume_row_col, eps_log, checkpoints).kernels()
     v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate, plain = _start(
         src, n1, n2, row_dtype, integral=integral, plain=not epsilon or rectangular,
         init_v=init_v, state=state, ctl=ctl, threads=nthreads,
         estimate_context=estimate_context, check_rows=check_rows, prog=prog, resume=resume,
-        resume_row_col=resume_row_col, eps_log=eps_log)
+        resume_row_col=resume_row_col, eps_log=eps_log, later=later)
     start_absmax = float(np.abs(v).max()) if n2 else 0.0
     if state is not None:
         start_absmax = float(state["header"]["start_absmax"])
@@ -307,7 +317,7 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     passes = _Passes(src, srcs, n1, n2, row_dtype, integral, rectangular,
                      hand_over and thread_srcs is None, ctl, v, perm, row_to_col, resume,
                      resume_row_col, eps_log, checkpoints)
-    compile_s += passes.compile(eps_upper, eps_lower, prog)
+    compile_s += passes.compile(prog)
     result = passes.result
     t0 = passes.t0 = time.perf_counter()
     polish_rows = 0

@@ -82,7 +82,8 @@ class CpuStages:
                           self.bounds)
 
     def kernels(self) -> list:
-        """(compiled function, arguments) for every kernel this step calls."""
+        """(compiled function, arguments) for every kernel this step calls, stage A/B's worker
+        (the longest compile) first."""
         slots = self._slots()
         return [(ab_worker, self._ab_args(slots)(0)),
                 (ab_result, (self.ab_out, self.perm_out)),

@@ -10,7 +10,7 @@ from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STA
     raise_for_status
 from ..._sync import new_sync
 from ..._validate import check_float_range
-from ..host import compile_kernels, rows_served, run_interruptibly
+from ..host import compile_kernels, compile_later, rows_served, run_interruptibly
 from . import CpuStages, certificate_holds
 from . import certify as cert
 from .validate import validate_rows
@@ -18,7 +18,7 @@ from .validate import validate_rows
 
 def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: bool = True,
                   ctl=None, estimate_context=None, threads: int = 1, check_rows=None,
-                  progress=None):
+                  progress=None, later=()):
     """Stages A–E on the host over the rows of ``src`` (docs/algorithm.md §2; also validates every
     row: NaN/-inf and infeasible rows raise), after the speculative certificate sweep for float
     costs (``estimate.certify``; on ``threads`` threads when ``src`` is an in-memory matrix). Used
@@ -28,6 +28,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     work dtype; ``certified`` when stage B's assignment ``pick`` is the exact pass's optimal
     result (``epsilon`` only). ``epsilon=False``: only the validation of the rows
     (``estimate.validate``); v = 0, natural row order, ε bounds 0.
+    ``later``: the kernels of the step after the estimate (the passes), which a child process
+    may compile (``cpu.compile_ahead``) while this one compiles the estimate's longest kernel.
     """
     work = np.int64 if integral else np.float64
     ctl = np.zeros(8, dtype=np.int64) if ctl is None else ctl
@@ -45,6 +47,9 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
         kernels = stages.kernels() + (cert.kernels(src, buf, n1, n2) if speculate else [])
     else:  # only the validation of the rows; v = 0 and the rows in their order, as set above
         kernels = [(validate_rows, (src, buf, np.int64(n1), stop))]
+    # a child (where a core is free and a first use compiles): the later step's kernels, then
+    # the estimate's own but the first (stage A/B's worker, the longest: this process's)
+    compile_later(list(later) + kernels[1:])
     compile_s = compile_kernels(kernels, progress, "the estimate")
 
     def run():
