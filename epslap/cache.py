@@ -38,6 +38,9 @@ LFU, SLRU = 0, 1
 POLICIES = {"lfu": LFU, "slru": SLRU}
 # meta indices
 _POLICY, _PH, _PT, _QH, _QT, _QSIZE, _QCAP, _FILLED = 0, 1, 2, 3, 4, 5, 6, 7  # P: probationary, Q: protected
+# the queues' head and tail fields as int64, not literals: one compile of the list helpers serves
+# both queues (a literal argument compiles a specialisation per value)
+_PH64, _PT64, _QH64, _QT64 = (np.int64(f) for f in (_PH, _PT, _QH, _QT))
 
 
 class _Policy(NamedTuple):
@@ -108,21 +111,21 @@ def _push_mru(s, k, head, tail):
 @njit(cache=True, nogil=True)
 def _slru_hit(s, k):
     if s.seg[k] == 1:
-        _unlink(s, k, _QH, _QT)
-        _push_mru(s, k, _QH, _QT)
+        _unlink(s, k, _QH64, _QT64)
+        _push_mru(s, k, _QH64, _QT64)
         return
-    _unlink(s, k, _PH, _PT)
+    _unlink(s, k, _PH64, _PT64)
     if s.meta[_QCAP] == 0:  # E = 1: no protected segment
-        _push_mru(s, k, _PH, _PT)
+        _push_mru(s, k, _PH64, _PT64)
         return
     if s.meta[_QSIZE] >= s.meta[_QCAP]:
         lru = s.meta[_QH]
-        _unlink(s, lru, _QH, _QT)
+        _unlink(s, lru, _QH64, _QT64)
         s.seg[lru] = 0
-        _push_mru(s, lru, _PH, _PT)
+        _push_mru(s, lru, _PH64, _PT64)
         s.meta[_QSIZE] -= 1
     s.seg[k] = 1
-    _push_mru(s, k, _QH, _QT)
+    _push_mru(s, k, _QH64, _QT64)
     s.meta[_QSIZE] += 1
 
 
@@ -179,7 +182,7 @@ def _victim(s):
     if s.meta[_POLICY] == LFU:
         return s.heap[0]
     k = s.meta[_PH]
-    _unlink(s, k, _PH, _PT)
+    _unlink(s, k, _PH64, _PT64)
     return k
 
 
@@ -214,7 +217,7 @@ def _lookup(s, i):
         _heap_down(s, s.heap_pos[k])  # the root got a new row
     if s.meta[_POLICY] == SLRU:
         s.seg[k] = 0
-        _push_mru(s, k, _PH, _PT)
+        _push_mru(s, k, _PH64, _PT64)
     return k, True
 
 

@@ -109,7 +109,7 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
         return STATUS_OK, lb_a, ub_id, g_a, cmax, gen, True
     row = get_row(src, 0, buf)
     mk, xk, mm, cand = _read_keys_a(row[lo:hi], pmask, bkey, bmask)
-    _publish_a(row, lo, hi, 0, cand, mk, xk, mm, slots,
+    _publish_a(row, lo, hi, np.int64(0), cand, mk, xk, mm, slots,
                own_slot(gen, nthreads, tid))
     for i in range(n1):
         base = (gen & 1) * nthreads * STAGE_SLOT
@@ -133,12 +133,12 @@ def _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi, vf, sync, slots, gen):
             rmin = from_key(rmk, scratch)
             rmax = from_key(rxk, scratch)
             cmax = max(cmax, abs(rmin), abs(rmax) if math.isfinite(rmax) else 0.0)
-            w = first_smallest(slots, base, nthreads, 2, 3)  # first unpicked minimiser
+            w = first_smallest(slots, base, nthreads, np.int64(2), np.int64(3))  # first unpicked
             p = slots[w + 3]
             if lo <= p < hi:
                 pmask[p - lo] = KEY_MAX
             lb_a += rmin
-            ub_id += flagged_float(slots, base, nthreads, 5, 4)  # c[i][i]
+            ub_id += flagged_float(slots, base, nthreads, np.int64(5), np.int64(4))  # c[i][i]
             g_a += slots.view(np.float64)[w + 6]
             if ahead:  # dense matrix: update the column statistics four rows at a time
                 pend[n_pend] = i
@@ -240,7 +240,7 @@ def _stage_b_cols(tid, nthreads, src, buf, n1, lo, hi, vf, regret, pick, sync, s
                 s2 = min(s2, slots[o + 2])
             else:
                 s2 = min(s2, slots[o])
-        best = first_smallest(slots, base, nthreads, 3, 4)
+        best = first_smallest(slots, base, nthreads, np.int64(3), np.int64(4))
         q = slots[best + 4]
         mval = from_key(mk, scratch)
         certified = certified and slots[best + 3] == mk  # the pick is at the row minimum
@@ -265,8 +265,11 @@ def ab_worker(tid, nthreads, src, buf, n1, n2, vf, regret, pick, sync, slots, ou
     writes out = [status, gap_i, gap, g0, cmax, certified] (see ``ab_result``). Returns False
     if aborted."""
     lo, hi = col_range_jit(n2, nthreads, tid)
+    # np.int64(...), not literals, for the helpers' integer arguments here and in the stages: a
+    # literal compiles a specialisation of its own per value (a second shift_slices_to_max_zero,
+    # _publish_a, flagged_float and two more first_smallest: about 4 s of a first use)
     status, lb_a, ub_id, g_a, cmax, gen, ok = _stage_a_cols(tid, nthreads, src, buf, n1, lo, hi,
-                                                            vf, sync, slots, 0)
+                                                            vf, sync, slots, np.int64(0))
     if not ok:
         return False
     if status != STATUS_OK:

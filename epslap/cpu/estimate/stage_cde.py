@@ -68,7 +68,7 @@ def _greedy_cols(tid, nthreads, src, buf, n1, lo, hi, perm, vf, pick_out, sync, 
         if not await_or_stop(sync, nthreads, gen):
             return ub, lb, gen, False
         mk = slots_min(slots, base, nthreads, 0)
-        w = first_smallest(slots, base, nthreads, 1, 2)
+        w = first_smallest(slots, base, nthreads, np.int64(1), np.int64(2))
         q = slots[w + 2]
         if lo <= q < hi:
             taken[q - lo] = KEY_MAX
@@ -121,7 +121,7 @@ def _stage_d_cols(tid, nthreads, src, buf, n1, lo, hi, perm, pick, vf, sync, slo
             _copy_slice(get_row(src, perm[k - 1], buf), lo, cl[(k - 1) & 1])
         if not await_or_stop(sync, nthreads, gen):
             return gen, False
-        ref = flagged_float(slots, base, nthreads, 1, 0)
+        ref = flagged_float(slots, base, nthreads, np.int64(1), np.int64(0))
         if math.isfinite(ref):
             for j in range(m):  # branch-free: vectorises
                 c = cur[j]
