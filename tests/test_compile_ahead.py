@@ -69,8 +69,8 @@ def test_a_child_compiles_what_this_process_then_loads(probe_module, monkeypatch
     child = _child(probe_module.first, args)
     assert child.wait(120) == 0
     sig = compile_ahead._sig(args)
-    assert compile_ahead._on_disk(probe_module.first, sig)
-    assert compile_ahead._on_disk(probe_module.second, sig)
+    assert compile_ahead.on_disk(probe_module.first, sig)
+    assert compile_ahead.on_disk(probe_module.second, sig)
     compile_kernels(kernels)
     assert compile_ahead.pending() == 0
     for kernel in (probe_module.first, probe_module.second):

@@ -35,12 +35,14 @@ ENV = "EPSLAP_COMPILE_AHEAD"
 _PENDING: dict = {}
 
 
-def _on_disk(dispatcher, sig) -> bool:
-    """Whether Numba's disk cache holds ``dispatcher`` for ``sig`` (its index, read through
-    Numba's cache object; where that fails, True: nothing is handed over)."""
+def on_disk(dispatcher, sig) -> bool:
+    """Whether Numba's disk cache holds ``dispatcher`` for ``sig``: its index (current for the
+    source, else empty) names that signature, for this machine or another. Read through the
+    dispatcher's cache object, which Numba does not document: where that fails, True (nothing
+    is handed over; the caller compiles as before). About 0.3 ms a look."""
     try:
         return any(key[0] == sig for key in dispatcher._cache._cache_file._load_index())
-    except Exception:  # noqa: BLE001 - Numba's internals changed: compile here, as before
+    except Exception:  # noqa: BLE001 - any change of Numba's internals: the old behaviour
         return True
 
 
@@ -52,7 +54,7 @@ def missing(kernels) -> list:
     for dispatcher, args in kernels:
         sig = _sig(args)
         if (sig in dispatcher.overloads or (dispatcher, sig) in _PENDING
-                or isinstance(dispatcher._cache, NullCache) or _on_disk(dispatcher, sig)):
+                or isinstance(dispatcher._cache, NullCache) or on_disk(dispatcher, sig)):
             continue
         todo.append((dispatcher, sig))
     return todo
@@ -68,18 +70,22 @@ def start(kernels) -> int:
     """Hand the kernels of ``kernels`` (dispatcher, arguments) that are missing (:func:`missing`)
     to a child process where a core is free; the number handed over."""
     mode = os.environ.get(ENV, "")
-    if mode == "0":
-        return 0
+    if mode == "0" or getattr(sys, "frozen", False):  # (a frozen program's executable is the
+        return 0  # program itself, not an interpreter that runs this module)
     todo = missing(kernels)
     if not todo or (mode != "1" and not _core_free()):
         return 0
-    payload = pickle.dumps([(d.py_func.__module__, d.py_func.__qualname__, sig)
-                            for d, sig in todo])
+    try:
+        payload = pickle.dumps([(d.py_func.__module__, d.py_func.__qualname__, sig)
+                                for d, sig in todo])
+    except Exception:  # noqa: BLE001 - a type that does not pickle: compiled here when needed
+        return 0
     # the child imports what this process imports (a path added at run time included)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
         child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                 creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
     except (OSError, ValueError, TypeError):  # no interpreter to start (an embedded Python):
         return 0  # this process compiles them when it needs them
     try:

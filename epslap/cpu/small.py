@@ -14,6 +14,7 @@ from .._status import raise_for_status
 from .._validate import as_matrix, check_before_compile, check_float_range, check_int_matrix_range
 from ..solution import Solution, assemble
 from . import jv_numpy
+from .compile_ahead import on_disk
 from .jv import NEEDS_EPSILON, OUT_OF_RANGE, solve_small
 
 
@@ -128,17 +129,11 @@ _NOT_ON_DISK: set = set()
 
 
 def _on_disk(dispatcher, sig) -> bool:
-    """Whether Numba's disk cache holds ``dispatcher`` for ``sig``: its index (current for the
-    source, else empty) names that signature (for this machine or another: where another, the
-    compile happens as before). Read through the dispatcher's cache object, which Numba does
-    not document: where that fails, True (compile as before). Asking the cache itself
-    (``load_overload``) would cost the first call 1.5 s of Numba's target set-up."""
+    """``compile_ahead.on_disk``, remembered where it says no (asking the cache itself,
+    ``load_overload``, would cost the first call 1.5 s of Numba's target set-up)."""
     if (dispatcher, sig) in _NOT_ON_DISK:
         return False
-    try:
-        held = any(key[0] == sig for key in dispatcher._cache._cache_file._load_index())
-    except Exception:  # noqa: BLE001 - any change of Numba's internals: the old behaviour
-        return True
+    held = on_disk(dispatcher, sig)
     if not held:
         _NOT_ON_DISK.add((dispatcher, sig))
     return held
