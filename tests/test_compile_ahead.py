@@ -67,7 +67,7 @@ def test_a_child_compiles_what_this_process_then_loads(probe_module, monkeypatch
     assert compile_ahead.start(kernels) == 2
     assert compile_ahead.start(kernels) == 0  # already handed over
     child = _child(probe_module.first, args)
-    assert child.wait(120) == 0
+    assert child.proc.wait(120) == 0
     sig = compile_ahead._sig(args)
     assert compile_ahead.on_disk(probe_module.first, sig)
     assert compile_ahead.on_disk(probe_module.second, sig)
@@ -79,21 +79,48 @@ def test_a_child_compiles_what_this_process_then_loads(probe_module, monkeypatch
     assert compile_ahead.missing(kernels) == []  # compiled here now
 
 
+def _fake_child(monkeypatch, kernels, script):
+    """A child that runs ``script`` instead of compiling, registered for ``kernels``."""
+    keys = [(kernel, compile_ahead._sig(args)) for kernel, args in kernels]
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    child = compile_ahead.Child(proc, keys)
+    for key in keys:
+        monkeypatch.setitem(compile_ahead._PENDING, key, child)
+    return child
+
+
 def test_the_solve_compiles_from_the_last_kernel_and_stops_the_child(probe_module,
                                                                       monkeypatch):
     """A step reached before its child is done: this process goes from the last kernel (it
-    compiles what the child has not saved, loads what it has) and then stops the child."""
+    compiles those the child has not started), waits for the one the child is compiling (the
+    first: here the child says it is done after a second) and then stops the child."""
     args = (np.zeros(4),)
     kernels = [(probe_module.first, args), (probe_module.second, args)]
-    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    for kernel, a in kernels:
-        monkeypatch.setitem(compile_ahead._PENDING, (kernel, compile_ahead._sig(a)), waiting)
+    child = _fake_child(monkeypatch, kernels,
+                        "import time; time.sleep(1); print(flush=True); time.sleep(60)")
     assert compile_ahead.meet_in_the_middle(kernels) == kernels[::-1]
     compile_kernels(kernels)
-    assert waiting.poll() is not None  # stopped
+    assert child.done == 1  # the first kernel was waited for until the child said it was done
+    assert child.proc.poll() is not None  # stopped
     assert compile_ahead.pending() == 0
     assert probe_module.second(np.arange(3.0)) == 4.0
     assert compile_ahead.meet_in_the_middle(kernels) == kernels
+
+
+def test_a_kernel_the_child_has_not_started_is_not_waited_for(probe_module, monkeypatch):
+    import time
+    args = (np.zeros(4),)
+    kernels = [(probe_module.first, args), (probe_module.second, args)]
+    child = _fake_child(monkeypatch, kernels, "import time; time.sleep(60)")
+    t0 = time.perf_counter()
+    compile_ahead.wait_if_compiling(probe_module.second, compile_ahead._sig(args))
+    assert time.perf_counter() - t0 < 5.0
+    monkeypatch.setattr(compile_ahead, "WAIT_S", 0.2)  # the first: it is "compiling" it
+    t0 = time.perf_counter()
+    compile_ahead.wait_if_compiling(probe_module.first, compile_ahead._sig(args))
+    assert time.perf_counter() - t0 >= 0.2
+    compile_ahead.stop(child)
+    assert child.proc.poll() is not None
 
 
 def test_nothing_starts_where_it_is_off_or_nothing_is_missing(probe_module, monkeypatch):

@@ -8,8 +8,9 @@ first 8000 x 8000 solve on a user's function, each step 1-3 s). Where a core is 
 epslap.cpu.compile_ahead``), which compiles them into Numba's disk cache, first to last. When
 the solve reaches that step, ``host.compile_kernels`` compiles the same kernels from the last
 (:func:`meet_in_the_middle`): each kernel the child has finished is loaded from the disk cache,
-so the two meet in the middle and the solve never waits for the child; then the child is
-stopped (:func:`finish`). Only kernels that are neither compiled here nor on disk go, and
+the one it is compiling at that moment is waited for (:func:`wait_if_compiling`), those it has
+not started are compiled here; so the two meet in the middle, and the child is stopped
+(:func:`finish`). Only kernels that are neither compiled here nor on disk go, and
 nothing goes where the disk cache is off; the cache's saves are locked for processes that
 compile at the same time (``costfns._numba_cache``). A child that fails costs nothing but the
 core it ran on.
@@ -25,13 +26,16 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 
 import numba
 from numba.core.caching import NullCache
 
 #: the environment variable that turns the child off ("0") or on whatever the load ("1")
 ENV = "EPSLAP_COMPILE_AHEAD"
-#: (dispatcher, signature) -> the child compiling it
+#: seconds this process waits at most for a child to end the kernel it is compiling
+WAIT_S = 120.0
+#: (dispatcher, signature) -> the child (:class:`Child`) compiling it
 _PENDING: dict = {}
 
 
@@ -83,20 +87,58 @@ def start(kernels) -> int:
     # the child imports what this process imports (a path added at run time included)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
-        child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                 creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
+        proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
     except (OSError, ValueError, TypeError):  # no interpreter to start (an embedded Python):
         return 0  # this process compiles them when it needs them
+    child = Child(proc, todo)
     try:
-        child.stdin.write(payload)
-        child.stdin.close()
+        proc.stdin.write(payload)
+        proc.stdin.close()
     except OSError:  # the child ended at once
         stop(child)
         return 0
     for key in todo:
         _PENDING[key] = child
     return len(todo)
+
+
+class Child:
+    """A child process that compiles ``keys`` ((dispatcher, signature)) in their order, and
+    how far it has come: it prints a line as each kernel is saved (read by a thread here)."""
+
+    def __init__(self, proc, keys):
+        self.proc, self.keys = proc, list(keys)
+        self.done = 0  # kernels finished, from the first
+        self.ended = False
+        self.changed = threading.Condition()
+        threading.Thread(target=self._follow, name="epslap-compile-ahead", daemon=True).start()
+
+    def _follow(self) -> None:
+        for _ in self.proc.stdout:
+            with self.changed:
+                self.done += 1
+                self.changed.notify_all()
+        with self.changed:
+            self.ended = True
+            self.changed.notify_all()
+
+    def wait_if_compiling(self, key) -> None:
+        """Wait while the child compiles ``key`` now (at most WAIT_S): it started it before
+        this process would, so it ends it sooner. A kernel it has not started is not waited
+        for."""
+        at = self.keys.index(key)
+        with self.changed:
+            self.changed.wait_for(lambda: self.ended or self.done != at, WAIT_S)
+
+
+def wait_if_compiling(dispatcher, sig) -> None:
+    """Before this process compiles ``dispatcher`` for ``sig``: where a child is compiling
+    that very kernel now, wait for it (Numba then loads it from the disk cache)."""
+    child = _PENDING.get((dispatcher, sig)) if _PENDING else None
+    if child is not None:
+        child.wait_if_compiling((dispatcher, sig))
 
 
 def meet_in_the_middle(kernels) -> list:
@@ -128,15 +170,16 @@ def finish(kernels) -> None:
         stop(child)
 
 
-def stop(child) -> None:
+def stop(child: Child) -> None:
     """Stop a child (one already ended is reaped)."""
-    if child.poll() is None:
-        child.terminate()
+    proc = child.proc
+    if proc.poll() is None:
+        proc.terminate()
     try:
-        child.wait(5.0)
+        proc.wait(5.0)
     except subprocess.TimeoutExpired:  # pragma: no cover - a child that ignores SIGTERM
-        child.kill()
-        child.wait()
+        proc.kill()
+        proc.wait()
 
 
 def stop_all() -> None:
@@ -169,6 +212,7 @@ def _compile_all(payload: bytes) -> int:
             obj.compile(sig)
         except Exception:  # noqa: BLE001 - the parent compiles what the child could not
             failed += 1
+        print(flush=True)  # one line per kernel done (``Child``)
     return failed
 
 

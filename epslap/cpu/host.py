@@ -21,6 +21,7 @@ def _compile(dispatcher, args) -> float:
     """Compile (or load from the disk cache) ``dispatcher`` for ``args``; return seconds spent."""
     sig = tuple(numba.typeof(a) for a in args)
     t0 = time.perf_counter()
+    compile_ahead.wait_if_compiling(dispatcher, sig)  # (then loaded from the disk cache)
     dispatcher.compile(sig)
     return time.perf_counter() - t0
 
