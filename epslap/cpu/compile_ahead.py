@@ -2,8 +2,9 @@
 and runs what it needs first.
 
 Numba compiles on one core, and a solve's first use in a fresh environment compiles its steps
-one after another (the candidates method: its scans, then the sparse solve; about 6 s of a
-first 8000 x 8000 solve on a user's function, each step 1-3 s). Where a core is free,
+one after another: the candidates method its scans, then the sparse solve (about 6 s of a
+first 8000 x 8000 solve on a user's function, each step 1-3 s); the dense ε method the
+estimate, then the pass loop (about 35 s for a matrix). Where a core is free,
 :func:`start` hands a later step's kernels to a child process (``python -m
 epslap.cpu.compile_ahead``), which compiles them into Numba's disk cache, first to last. When
 the solve reaches that step, ``host.compile_kernels`` compiles the same kernels from the last
@@ -30,6 +31,9 @@ import threading
 
 import numba
 from numba.core.caching import NullCache
+
+from .._sync import available_cores
+from .cores import other_running
 
 #: the environment variable that turns the child off ("0") or on whatever the load ("1")
 ENV = "EPSLAP_COMPILE_AHEAD"
@@ -65,8 +69,7 @@ def missing(kernels) -> list:
 
 
 def _core_free() -> bool:
-    from .._sync import available_cores
-    from .cores import other_running
+    """Whether a core is free for a child beside this process's own."""
     return available_cores() - other_running() >= 2
 
 
