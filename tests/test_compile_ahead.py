@@ -190,3 +190,16 @@ def test_the_dense_method_hands_its_passes_over_during_the_estimate(monkeypatch)
     assert ab_worker not in [kernel for kernel, _ in kernels]
     for kernel, args in kernels:
         assert compile_ahead._sig(args) in kernel.overloads, kernel
+
+
+def test_a_child_left_to_itself_is_reaped_when_it_ends(probe_module, monkeypatch):
+    """A solve that raises before it reaches the step leaves its child running: the child
+    still saves its kernels, and ends reaped (no process left behind)."""
+    monkeypatch.setenv(compile_ahead.ENV, "1")
+    args = (np.zeros(4),)
+    assert compile_ahead.start([(probe_module.first, args)]) == 1
+    child = _child(probe_module.first, args)
+    with child.changed:
+        assert child.changed.wait_for(lambda: child.ended, 120)
+    assert child.proc.returncode == 0 and child.done == 1
+    assert compile_ahead.on_disk(probe_module.first, compile_ahead._sig(args))

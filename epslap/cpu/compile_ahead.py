@@ -123,6 +123,7 @@ class Child:
             with self.changed:
                 self.done += 1
                 self.changed.notify_all()
+        self.proc.wait()  # it has closed its output: reaped as it ends, whoever waits or not
         with self.changed:
             self.ended = True
             self.changed.notify_all()
