@@ -717,7 +717,19 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
 
 def sparse_kernels(integral: bool, merging: bool = True) -> list:
     """The sparse solve's kernels and the CSR builders below, with arguments of their types;
-    ``merging``: with :func:`appended_pairs` (needed only where a certificate pass fails)."""
+    ``merging``: with :func:`appended_pairs` (needed only where a certificate pass fails).
+    Made once per process and kind (its arguments are only looked at)."""
+    key = (bool(integral), bool(merging))
+    if key not in _SPARSE_TABLES:
+        _SPARSE_TABLES[key] = _sparse_table(*key)
+    return _SPARSE_TABLES[key]
+
+
+#: :func:`sparse_kernels` by (integral, merging)
+_SPARSE_TABLES: dict = {}
+
+
+def _sparse_table(integral: bool, merging: bool) -> list:
     work = np.int64 if integral else np.float64
     lists = (np.zeros((1, 1), np.int64), np.zeros((1, 1), work), np.zeros(1, np.int64))
     builders = [(lists_to_csr, lists + (np.zeros(1, work), not integral))]

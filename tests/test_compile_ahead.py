@@ -203,3 +203,20 @@ def test_a_child_left_to_itself_is_reaped_when_it_ends(probe_module, monkeypatch
         assert child.changed.wait_for(lambda: child.ended, 120)
     assert child.proc.returncode == 0 and child.done == 1
     assert compile_ahead.on_disk(probe_module.first, compile_ahead._sig(args))
+
+
+def test_a_declined_sample_looks_at_the_sparse_table_once(monkeypatch):
+    """A matrix that "auto"'s sample hands to another method never reaches the sparse step:
+    its look at the sparse solve's kernels (about 2 ms, as long as such a solve) is made once
+    per process, not at every call."""
+    looks = []
+    monkeypatch.setattr(compile_ahead, "start", lambda kernels: looks.append(1) or 0)
+    n = 1000
+    rng = np.random.default_rng(4)
+    c = rng.random(n)[:, None] + rng.random(n)[None, :] + 0.1 * (1 - np.eye(n))  # sanity
+    from epslap.cpu import host
+    monkeypatch.setattr(host, "_LOOKED", set())
+    for _ in range(3):
+        sol = epslap.solve(c)
+        assert "candidates" in sol.stats  # declined by the sample
+    assert len(looks) <= 1

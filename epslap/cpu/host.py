@@ -122,12 +122,21 @@ def compile_kernels(kernels, progress=None, what: str = "the CPU kernels") -> fl
     return spent
 
 
+#: (dispatcher, ``_arg_key`` of its arguments) that :func:`compile_later` has looked at once
+_LOOKED: set = set()
+
+
 def compile_later(kernels) -> None:
     """Start compiling a later step's kernel table in a second process where this process has
     not readied it (``compile_ahead``: where a core is free and the disk cache lacks them);
-    its :func:`compile_kernels` then loads what the child compiled."""
-    if not all((dispatcher, _arg_key(args)) in _READY for dispatcher, args in kernels):
-        compile_ahead.start(kernels)
+    its :func:`compile_kernels` then loads what the child compiled. A table is looked at once
+    per process and kind of arguments: the look (Numba's types, the cache's index) costs about
+    2 ms, as much as a whole solve of some problems whose step never comes (a declined sample)."""
+    keys = [(dispatcher, _arg_key(args)) for dispatcher, args in kernels]
+    if all(key in _READY or key in _LOOKED for key in keys):
+        return
+    compile_ahead.start(kernels)
+    _LOOKED.update(keys)
 
 
 def rows_served(estimate_context):
