@@ -130,13 +130,18 @@ def compile_later(kernels) -> None:
     """Start compiling a later step's kernel table in a second process where this process has
     not readied it (``compile_ahead``: where a core is free and the disk cache lacks them);
     its :func:`compile_kernels` then loads what the child compiled. A table is looked at once
-    per process and kind of arguments: the look (Numba's types, the cache's index) costs about
-    2 ms, as much as a whole solve of some problems whose step never comes (a declined sample)."""
-    keys = [(dispatcher, _arg_key(args)) for dispatcher, args in kernels]
-    if all(key in _READY or key in _LOOKED for key in keys):
+    per process and kind of arguments, judged by its first kernel (tables are readied whole):
+    the look (Numba's types, the cache's index) costs about 2 ms, as much as a whole solve of
+    some problems whose step never comes (a declined sample), and even the check of every
+    kernel's arguments a tenth of a millisecond a solve."""
+    if not kernels:
+        return
+    dispatcher, args = kernels[0]
+    first = (dispatcher, _arg_key(args))
+    if first in _READY or first in _LOOKED:
         return
     compile_ahead.start(kernels)
-    _LOOKED.update(keys)
+    _LOOKED.add(first)
 
 
 def rows_served(estimate_context):
