@@ -251,7 +251,8 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
     spread = None
     matrix = problem.cost if problem.form == "matrix" else None
     # the sparse solve's kernels on a free core from here, a first use's sample included
-    compile_later(sparse_kernels(np.dtype(problem.cost.dtype).kind in "iu",
+    # (integral as the passes judge it: ``canonical_dense``'s rule, a source's own dtype)
+    compile_later(sparse_kernels(np.dtype(problem.cost.dtype).kind in "biu",
                                  merging=options.progress))
     if matrix is not None and matrix.dtype not in _PASSED_DTYPES:
         if matrix.size <= PRECHECK_MAX:
@@ -408,9 +409,9 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     v = np.zeros(n2, work)
     k = min(k, n2)
     t0 = time.perf_counter()
-    # the sparse solve's kernels (the merge of added pairs too where a clock shows the compile)
+    # the sparse solve's kernels (the merge of added pairs too where a clock shows the
+    # compile), which ``solve_by_candidates`` may have handed to a child already
     sparse_table = sparse_kernels(prob.integral, merging=progress)
-    compile_later(sparse_table)  # on a free core while the scans compile here (a first use)
     if progress:  # a first use's compile as a phase with a clock, not silence in the passes
         prob.compile_passes()
     if auto and spread is None:
@@ -425,7 +426,7 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     time_candidates = time.perf_counter() - t0
     # (with progress, a clock for a first use's compile instead of silence inside the solve);
     # where a child compiles these kernels, the certificate's scan here meanwhile
-    own = prob.certificate_kernels() if pending() and hasattr(prob, "certificate_kernels") else []
+    own = prob.certificate_kernels() if pending() else []
     compile_kernels(own + sparse_table, progress, "the sparse solve")
     sparse = _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, prob.integral)
     del cand_cols, cand_vals

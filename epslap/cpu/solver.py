@@ -299,10 +299,12 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
         if progress else None
     work = np.int64 if integral else np.float64
     # the pass loop's kernel, for a child that compiles it while the estimate compiles here
-    # (stand-ins for the estimate's prices and row order: only their types matter)
-    later = _Passes(src, srcs, n1, n2, row_dtype, integral, rectangular, False, ctl,
-                    np.zeros(1, work), np.zeros(1, np.int64), row_to_col, resume,
-                    resume_row_col, eps_log, checkpoints).kernels()
+    # (stand-ins for the estimate's prices and row order: only their types matter); a resumed
+    # solve skips the estimate
+    later = () if state is not None else _Passes(
+        src, srcs, n1, n2, row_dtype, integral, rectangular, False, ctl, np.zeros(1, work),
+        np.zeros(1, np.int64), row_to_col, resume, resume_row_col, eps_log,
+        checkpoints).kernels()
     v, perm, pick, eps_upper, eps_lower, certified, compile_s, time_estimate, plain = _start(
         src, n1, n2, row_dtype, integral=integral, plain=not epsilon or rectangular,
         init_v=init_v, state=state, ctl=ctl, threads=nthreads,

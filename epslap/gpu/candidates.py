@@ -127,6 +127,10 @@ class DevicePasses:
     def compile_passes(self) -> None:
         """``HostPasses.compile_passes``: the device's passes were built with the module."""
 
+    def certificate_kernels(self) -> list:
+        """``HostPasses.certificate_kernels``: none on the host (the pass runs on the device)."""
+        return []
+
     def candidates(self, v, k: int, rows, maximize: bool):
         """``HostPasses.candidates`` on the devices: each device's share copied straight into
         its rows of the host's arrays, the devices' copies at once (threads)."""
