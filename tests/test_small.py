@@ -90,6 +90,23 @@ def test_rectangular_few_rows_many_columns():
         assert sol.stats["rows_evaluated"] < 50 * min(shape)
 
 
+def test_a_row_whose_least_cost_is_at_a_free_column_takes_it():
+    """The search's shortcut (jv._least_and_free): a row whose least reduced cost lies at a free
+    column takes that column, the first one on ties, a free one before an assigned one, and
+    -0.0 against 0.0 is a tie as in the search."""
+    rng = np.random.default_rng(11)
+    c = rng.random((10, 100))
+    c[np.arange(10), np.arange(0, 100, 10)] = -1.0  # distinct least columns
+    sol = _check(c)
+    np.testing.assert_array_equal(sol.col_ind, np.arange(0, 100, 10))
+    np.testing.assert_array_equal(_check(c.T.copy()).row_ind, np.arange(0, 100, 10))
+    ties = np.array([[0.0, 1.0, 1.0, 5.0], [1.0, 0.0, 0.0, 5.0], [0.0, 0.0, 2.0, 0.0]])
+    np.testing.assert_array_equal(_check(ties).col_ind, [0, 1, 3])
+    zeros = np.array([[-0.0, 3.0, 3.0], [-0.0, 0.0, 3.0]])
+    np.testing.assert_array_equal(_check(zeros).col_ind, [0, 1])
+    np.testing.assert_array_equal(epslap.linear_sum_assignment(zeros)[1], [0, 1])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.uint8, np.bool_])
 def test_dtypes(dtype):
     rng = np.random.default_rng(3)

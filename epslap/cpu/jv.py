@@ -17,7 +17,9 @@ back in the caller's terms (for a tiny problem the calls around the work cost mo
    row it displaces is processed next, within a budget of row scans.
 4. *Augmentation*: each row still free gets a shortest augmenting path (Dijkstra on the dense
    reduced costs, no heap, one vectorised sweep per closed column); the prices of the columns it
-   closed move by their distance.
+   closed move by their distance. A row whose least reduced cost lies at a free column takes it
+   without the search's set-up (the search would close that column first and end there): most
+   rows of a rectangular problem with many spare columns (10 x 100: 0.78x the time per call).
 
 Steps 1–3 only choose a better start: any start with feasible prices leaves step 4 exact. A
 rectangular problem skips them: its prices start at 0 and only fall on assigned columns, so the
@@ -365,13 +367,39 @@ def _augmenting_row_reduction(c, v, x, y, free, n_free):
 
 
 @njit(cache=True, nogil=True)
-def _start_row(row, v, d, pred, f, is_open, y, big):
-    """d_j = (c_fj - v_j) - u_f for the free row f, with u_f = min_j c_fj - v_j: every distance
-    starts >= 0 (exactly: a rounded difference of x >= u_f is >= 0), as ``_key`` needs. Returns
-    the keys of (smallest d_j, smallest over the free columns), those of ``big`` for a row
-    without a finite cost."""
+def _least_and_free(row, v, y, big):
+    """(u_f, j): u_f = min_j c_fj - v_j (``big`` if there is none) and j the first free column
+    whose reduced cost equals u_f, or -1 if no free column does. Where j >= 0 the search from
+    row f would close j first and end there (its distance 0 and the tie rule's free column
+    first), so :func:`_shortest_path` assigns it without the search's set-up. One sweep of
+    ordered keys (vector code); the scan for j runs only where a free column holds the least
+    key (a free column whose value equals u_f but not its key, -0.0 against 0.0, goes to the
+    search, which decides the same)."""
     wt = v.dtype.type
-    uf = _min_reduced(row, v, -1, big)
+    kbig = _ordered(big)
+    best = kbig
+    best_free = kbig
+    for j in range(v.shape[0]):
+        k = _ordered(wt(row[j]) - v[j])
+        best = k if k < best else best
+        kf = k if y[j] < 0 else kbig
+        best_free = kf if kf < best_free else best_free
+    uf = _unordered(best, big)
+    if best_free != best or not best < kbig:
+        return uf, -1
+    for j in range(v.shape[0]):
+        if y[j] < 0 and wt(row[j]) - v[j] == uf:
+            return uf, j
+    return uf, -1
+
+
+@njit(cache=True, nogil=True)
+def _start_row(row, uf, v, d, pred, f, is_open, y, big):
+    """d_j = (c_fj - v_j) - u_f for the free row f, with u_f = min_j c_fj - v_j
+    (:func:`_least_and_free`'s): every distance starts >= 0 (exactly: a rounded difference of
+    x >= u_f is >= 0), as ``_key`` needs. Returns the keys of (smallest d_j, smallest over the
+    free columns), those of ``big`` for a row without a finite cost."""
+    wt = v.dtype.type
     kbig = _key(big)
     if not uf < big:
         return kbig, kbig
@@ -437,7 +465,12 @@ def _shortest_path(c, f, v, x, y, d, pred, is_open, closed, dist):
     wt = v.dtype.type
     big = _big(v)
     kbig = _key(big)
-    best, best_free = _start_row(c[f], v, d, pred, f, is_open, y, big)
+    uf, jf = _least_and_free(c[f], v, y, big)
+    if jf >= 0:  # the row's least reduced cost at a free column: the path is that one edge
+        x[f] = jf
+        y[jf] = f
+        return STATUS_OK, 1
+    best, best_free = _start_row(c[f], uf, v, d, pred, f, is_open, y, big)
     reads = 1
     nc = 0
     mn = wt(0)
