@@ -30,7 +30,7 @@ from numba import njit
 from ._exact import CHECK_RTOL, RTOL, exact_excess  # noqa: F401  (the rule's tolerances, for every module)
 from ._validate import largest_finite
 from .cpu.verify_rows import scan_source
-from .point_pairs import applies, pair_costs, verify_pairs
+from .point_pairs import applies, verify_pairs
 from .limit import check_cost_limit
 from .sparse_input import is_sparse, stored_pairs
 
@@ -337,16 +337,20 @@ def _compiled_scan(source, us, vs, au, av, sign, r, k):
     source, one it cannot compile, a NaN, -inf or huge cost: the NumPy loop says what)."""
     if source is None or np.dtype(source.dtype).kind != "f":
         return None
+    own = np.full(us.size, -1, np.int64)
+    own[r] = k
+    if np.count_nonzero(own >= 0) != r.size:  # a row assigned twice: the NumPy loop says so
+        return None
     from numba.core.errors import NumbaError
     try:
-        worst, excess, flags = scan_source(source, us, vs, au, av, sign)
+        # the assigned pairs' costs come from the rows the scan reads (a row function or a
+        # Python function has no entry form to read them by)
+        worst, excess, flags, picked = scan_source(source, us, vs, au, av, sign, own)
         if flags:
             return None
-        picked = np.empty((r.size, 1))
-        pair_costs(source.state(), r.astype(np.int64), k.astype(np.int64)[:, None], picked)
     except NumbaError:
         return None
-    return worst, excess, sign * picked[:, 0]
+    return worst, excess, sign * picked[r]
 
 
 def _device_scan(device, us, vs, au, av, sign, r, k):

@@ -1,6 +1,7 @@
 """Candidates, then certify: the same optimum as scipy on every class, whatever the candidates."""
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -153,6 +154,31 @@ def test_compiled_verify_of_a_source_reports_what_the_matrix_form_reports(monkey
     with pytest.raises(ValueError, match="NaN"):
         epslap.verify(costfns.Dense(m), sol.row_ind, sol.col_ind, sol.u, sol.v)
     assert used[-1] is None  # handed to the NumPy loop, which names the NaN
+
+
+@pytest.mark.parametrize("form", ["python element", "python row", "jitted row"])
+def test_verify_of_a_source_without_an_entry_form(form):
+    """A source read by rows only (a Python function, a row function): its assigned pairs'
+    costs come from the rows the scan reads. They were read by an entry form it does not have
+    (0 for every pair): a wrong assignment with zero duals was reported optimal and the
+    optimum was not."""
+    m = np.random.default_rng(1).random((30, 40)) * 1000 + 1
+    if form == "python element":
+        src = costfns.from_function(lambda i, j: m[i, j], m.shape)
+    elif form == "python row":
+        src = costfns.from_function(lambda i: m[i], m.shape, kind="row")
+    else:
+        @numba.njit
+        def fill(i, out):
+            out[:] = m[i]
+        src = costfns.from_function(fill, m.shape, kind="row")
+    sol = epslap.solve(m)
+    wrong = (np.arange(30), np.arange(30)[::-1], np.zeros(30), np.zeros(40))
+    for args in ((sol.row_ind, sol.col_ind, sol.u, sol.v), wrong):
+        got = epslap.verify(src, *args)
+        assert got == epslap.verify(m, *args)
+    assert epslap.verify(src, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+    assert not epslap.verify(src, *wrong)["optimal"]
 
 
 def test_verify_of_rows_given_by_an_object_that_is_not_a_cost_source():

@@ -26,16 +26,19 @@ SCAN_MIN_ROWS = 256
 
 
 @njit(cache=True, nogil=True)
-def scan_rows(src, buf, us, vs, au, av, sign, first, stride, n1, out, flags):
+def scan_rows(src, buf, us, vs, au, av, sign, own, picked, first, stride, n1, out, flags):
     """Rows ``first, first + stride, …`` of ``src``: ``out[0]`` the largest excess over finite
     pairs, ``out[1]`` the largest excess less its tolerance (each at most what it was);
-    ``flags[0]`` as SAW_*."""
+    ``flags[0]`` as SAW_*; ``picked[i]`` the cost of the pair ``(i, own[i])`` where ``own[i] >=
+    0``, read from the same row (a source without an entry form has no other way to it)."""
     worst = out[0]
     over = out[1]
     seen = 0
     n2 = vs.size
     for i in range(first, n1, stride):
         row = get_row(src, i, buf)
+        if own[i] >= 0:
+            picked[i] = np.float64(row[own[i]])
         ui = us[i]
         ai = au[i]
         for j in range(n2):
@@ -61,9 +64,11 @@ def scan_rows(src, buf, us, vs, au, av, sign, first, stride, n1, out, flags):
     flags[0] |= seen
 
 
-def scan_source(cost, us, vs, au, av, sign: float):
+def scan_source(cost, us, vs, au, av, sign: float, own):
     """:func:`scan_rows` over every row of the cost source ``cost`` on the free cores (a
-    user's function on the calling thread): ``(worst, excess, flags)``."""
+    user's function on the calling thread): ``(worst, excess, flags, picked)``, ``picked[i]``
+    the cost of ``(i, own[i])`` where ``own[i] >= 0`` (``own``: each row's assigned column, or
+    -1)."""
     from costfns.functions import FunctionSource
 
     n1, n2 = cost.shape
@@ -72,9 +77,12 @@ def scan_source(cost, us, vs, au, av, sign: float):
     out = np.zeros((threads, 2))
     out[:, 1] = -1.0
     flags = np.zeros((threads, 1), np.int64)
+    picked = np.zeros(n1)
+    own = np.ascontiguousarray(own, np.int64)
 
     def args_of(t):
-        return (src, np.empty(n2, np.dtype(cost.dtype)), us, vs, au, av, float(sign),
-                t, threads, n1, out[t], flags[t])
+        return (src, np.empty(n2, np.dtype(cost.dtype)), us, vs, au, av, float(sign), own,
+                picked, t, threads, n1, out[t], flags[t])
     run_workers(scan_rows, args_of, threads, new_sync())
-    return float(out[:, 0].max()), float(out[:, 1].max()), int(np.bitwise_or.reduce(flags[:, 0]))
+    return (float(out[:, 0].max()), float(out[:, 1].max()),
+            int(np.bitwise_or.reduce(flags[:, 0])), picked)
