@@ -569,6 +569,20 @@ def test_a_warm_start_of_a_cost_source():
     assert warm.stats["rows_evaluated"] < prev.stats["rows_evaluated"]
 
 
+@pytest.mark.parametrize("seed", [5, 20, 22, 52])
+def test_a_warm_start_of_a_rectangular_integer_source_through_a_row_cache(seed):
+    """A rectangular source solves its real rows alone from prices v = 0, whose unassigned
+    columns stay at the top price (the certificate). A hint's prices need not: the solve took
+    them as they were and ended above the optimum (10 x 16, 4 of 60 seeds) with duals that
+    failed verify. The exact pass with the virtual rows now settles it, in both orientations."""
+    m = np.random.default_rng(seed).integers(0, 100, (10, 16))
+    for cost in (m, m.T.copy()):
+        prev = epslap.solve(cost)
+        warm = epslap.solve(costfns.Dense(cost), init=prev, memory=16 * 8)
+        assert warm.stats["method"] == "rectangular" and warm.stats["warm_start"] == "used"
+        assert_optimal(cost, warm)
+
+
 def test_warm_start_hints_are_checked():
     c = np.random.default_rng(0).random((30, 40))
     with pytest.raises(ValueError, match="expected 40 column duals"):

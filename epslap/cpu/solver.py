@@ -343,6 +343,13 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                 # free columns tie at the top price.
                 v[:] = kept[1]
                 polish_rows += passes.polish(prog, square=True)
+        elif (integral and rectangular and result[0] == STATUS_OK
+              and not free_columns_on_top(v, row_to_col)):
+            # a warm start's prices (a cold start's are all 0 and stay on top) left a column
+            # unassigned below the top price: no certificate, and the assignment may cost more
+            # than the optimum. The exact pass with the virtual rows settles it, as above.
+            v -= v.max()
+            polish_rows += passes.polish(prog, square=True)
     solve_again, dual_repair_rows = False, 0
     if not integral and not certified:
         more, dual_repair_rows, solve_again = _settle_float_duals(
