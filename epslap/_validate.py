@@ -106,10 +106,16 @@ def check_device_matrix(cost) -> None:
 
 
 def float_kind(dtype: np.dtype) -> np.dtype | None:
-    if dtype == np.float64 or dtype == np.float32:
-        return dtype
-    if dtype == np.float16:
-        return np.dtype(np.float32)  # exact widening
+    """The native float dtype the solvers compute a float ``dtype`` in (float16 widens to
+    float32, exactly; either byte order: a big-endian file's matrix is read as scipy reads it),
+    or None for one they do not take (extended precision)."""
+    if dtype.kind != "f":
+        return None
+    size = dtype.itemsize
+    if size == 8:
+        return np.dtype(np.float64)
+    if size in (2, 4):
+        return np.dtype(np.float32)
     return None
 
 
@@ -118,6 +124,8 @@ def as_matrix(cost) -> np.ndarray:
     if is_device_array(cost):
         raise TypeError("a GPU array was given to the CPU backend: pass backend='gpu' or "
                         "copy it to the host first (cupy.asnumpy)")
+    if cost is None:  # scipy's error for it (np.asarray makes it a 0-D object array)
+        raise ValueError("expected a matrix (2-D array), got a 0-D array")
     arr = np.asarray(cost)
     if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and float_kind(arr.dtype) is None):
         raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "

@@ -332,3 +332,24 @@ def test_input_errors_come_before_any_compile(tmp_path):
                          capture_output=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4", ">f2"])
+def test_big_endian_float_matrices_are_read_as_scipy_reads_them(dtype):
+    """A float matrix in the other byte order (a file written elsewhere) is solved, as scipy
+    solves it; it was refused as "not numeric"."""
+    c = np.random.default_rng(6).random((7, 11)).astype(dtype)
+    native = c.astype(c.dtype.newbyteorder("="))
+    for m in (c, c.T):
+        assert np.array_equal(epslap.linear_sum_assignment(m)[1], scipy_lsa(m)[1])
+        assert_optimal(np.asarray(m, native.dtype), epslap.solve(m))
+    assert epslap.solve(c, cost_limit=0.3).cost == epslap.solve(native, cost_limit=0.3).cost
+    assert epslap.solve_batch([c, c.T]).cost.tolist() == \
+        epslap.solve_batch([native, native.T]).cost.tolist()
+
+
+def test_none_is_refused_with_scipys_error_type():
+    with pytest.raises(ValueError, match="expected a matrix"):
+        scipy_lsa(None)
+    with pytest.raises(ValueError, match="expected a matrix"):
+        epslap.linear_sum_assignment(None)
