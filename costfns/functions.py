@@ -233,11 +233,19 @@ def _check_jit_returns_int(fn, dt) -> None:
                          "pass dtype=np.float64")
 
 
+#: the dtypes a memory-mapped matrix is read in without a copy (the solvers' row dtypes)
+_IN_PLACE = tuple(np.dtype(t) for t in (np.float64, np.float32, np.int64, np.int32))
+
+
 class OnDisk(CostSource):
     """A ``.npy`` matrix read through a memory map: only the rows the solver asks for are read."""
 
     def __init__(self, path):
         try:
+            with open(path, "rb") as f:
+                magic = f.read(6)
+            if magic != b"\x93NUMPY":  # a .npz, a text or pickle file: np.load would take
+                raise ValueError("not a NumPy .npy file")  # them and say something else
             self.matrix = np.load(path, mmap_mode="r")
         except (OSError, ValueError) as exc:
             raise ValueError(f"OnDisk: cannot read {path!r} as a .npy file: {exc}") from exc
@@ -245,6 +253,11 @@ class OnDisk(CostSource):
             raise ValueError(f"OnDisk: expected a 2-D matrix, got {self.matrix.ndim} dimensions")
         if not self.matrix.flags.c_contiguous:
             raise ValueError("OnDisk: the .npy file must be in C order (rows contiguous)")
+        dt = self.matrix.dtype
+        if not (dt.isnative and dt in _IN_PLACE):
+            raise ValueError(f"OnDisk: the file's rows are read in place, as float64, float32, "
+                             f"int64 or int32 in this machine's byte order; got {dt.str} "
+                             f"(save the matrix as one of those, or load it and pass it)")
         self.path = path
         self.shape = self.matrix.shape
         self.dtype = self.matrix.dtype

@@ -26,13 +26,16 @@ __device__ __forceinline__ cost_t cost_fn(const CostArgs& a, long long i, long l
 
 
 class Dense(CostSource):
-    """A cost matrix held in memory (any dtype the solver accepts)."""
+    """A cost matrix held in memory (any dtype the solver accepts). Its rows are read as
+    float64, float32, int64 or int32 in this machine's byte order: a matrix of another such
+    dtype is copied once into the narrowest of them that holds it exactly (bool, int8, int16,
+    uint8 and uint16 into int32; uint32 and uint64 into int64; float16 into float32)."""
 
     def __init__(self, matrix):
         m = np.asarray(matrix)
         if m.ndim != 2:
             raise ValueError(f"Dense: expected a 2-D matrix, got {m.ndim} dimensions")
-        self.matrix = np.ascontiguousarray(m)
+        self.matrix = np.ascontiguousarray(m, dtype=_row_dtype(m))
         self.shape = self.matrix.shape
         self.dtype = self.matrix.dtype
 
@@ -49,6 +52,23 @@ class Dense(CostSource):
 
     def dense(self):
         return self.matrix
+
+
+def _row_dtype(m: np.ndarray) -> np.dtype:
+    """The solvers' row dtype that holds every entry of ``m`` exactly (see :class:`Dense`)."""
+    dt = m.dtype
+    if dt.kind == "f" and dt.itemsize in (2, 4, 8):
+        return np.dtype(np.float64 if dt.itemsize == 8 else np.float32)
+    if dt.kind == "b" or (dt.kind in "iu" and dt.itemsize < 4) or (dt.kind == "i"
+                                                                  and dt.itemsize == 4):
+        return np.dtype(np.int32)
+    if dt.kind in "iu":
+        if dt.kind == "u" and dt.itemsize == 8 and m.size and int(m.max()) >= 2**63:
+            raise ValueError(f"Dense: uint64 entries beyond int64 (max {int(m.max())}) are "
+                             "beyond the solvers' integer range")
+        return np.dtype(np.int64)
+    raise ValueError(f"Dense: the cost must be a numeric matrix (bool, integer or float), "
+                     f"got dtype {dt}")
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -115,6 +135,15 @@ class SqEuclidean(CostSource):
                              f"d, got shapes {x.shape} and {y.shape}")
         if not (np.isfinite(x).all() and np.isfinite(y).all()):
             raise ValueError(f"{type(self).__name__}: points must be finite (found NaN or inf)")
+        if x.size and y.size:  # each coordinate's largest difference between the two sets
+            with np.errstate(over="ignore", invalid="ignore"):
+                reach = np.maximum(np.abs(x.max(axis=0) - y.min(axis=0)),
+                                   np.abs(y.max(axis=0) - x.min(axis=0)))
+                bound = float((reach * reach).sum())
+            if not np.isfinite(bound):  # a cost would be inf: read as a forbidden pair
+                raise ValueError(f"{type(self).__name__}: the squared distances between these "
+                                 f"points overflow float64 (coordinates differ by up to "
+                                 f"{float(reach.max()):.3g}): scale the points down")
         self.X = np.ascontiguousarray(x)
         self.Y = np.ascontiguousarray(y)
         self.shape = (x.shape[0], y.shape[0])

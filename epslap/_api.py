@@ -292,6 +292,12 @@ def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):
                          "checkpoint's prices")
     every = ckpt.parse_interval(checkpoint_every)
     path = os.fspath(checkpoint) if checkpoint is not None else None
+    if path is not None:  # refused now, not at the first write after the estimate
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ValueError(f"checkpoint {path!r}: folder {folder} does not exist")
+        if os.path.isdir(path):
+            raise ValueError(f"checkpoint {path!r} is a folder: give a file name in it")
     if resume is None:
         return ckpt.Checkpointing(path=path, every_s=every)
     resume = os.fspath(resume)

@@ -216,6 +216,8 @@ def _check_output(path: str | None, flag: str, name: str) -> None:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise Failure(f"{name}: {flag} {path}: folder {folder} does not exist")
+        if os.path.isdir(path):
+            raise Failure(f"{name}: {flag} {path}: is a folder (give a file name in it)")
 
 
 def _emd(args) -> int:
@@ -303,8 +305,8 @@ def _check_solve_options(args) -> None:
         given = [f for f, v in (("--n", args.n), ("--seed", args.seed),
                                 ("--dense", args.dense or None)) if v is not None]
         if given:
-            raise UsageError(f"epslap solve: {', '.join(given)} apply to --problem, not to a "
-                             ".npy matrix")
+            raise UsageError(f"epslap solve: {', '.join(given)} appl{'ies' if len(given) == 1 else 'y'}"
+                             " to --problem, not to a .npy matrix")
     in_memory = args.matrix is not None or args.dense
     bounded = [f for f, v in (("--memory", args.memory), ("--cache", args.cache)) if v]
     flags, s = " and ".join(bounded), "" if len(bounded) > 1 else "s"
@@ -332,13 +334,24 @@ def _check_solve_options(args) -> None:
 def _load_cost(args):
     import costfns
     if args.matrix is not None:
+        if os.path.isdir(args.matrix):
+            raise Failure(f"epslap solve: {args.matrix!r} is a folder, not a .npy file")
         if not os.path.isfile(args.matrix):
             raise Failure(f"epslap solve: no such file: {args.matrix!r}")
         try:
-            return np.load(args.matrix, mmap_mode="r"), args.matrix
+            loaded = np.load(args.matrix, mmap_mode="r")
         except (OSError, ValueError) as exc:
             from .errors import unreadable
             raise Failure(f"epslap solve: cannot read {args.matrix!r}: {unreadable(exc)}")
+        if isinstance(loaded, np.lib.npyio.NpzFile):  # a .npz archive, whatever its name
+            with loaded:
+                names = list(loaded.files)
+                if len(names) != 1:
+                    raise Failure(f"epslap solve: {args.matrix!r} is a .npz archive of "
+                                  f"{len(names)} arrays ({', '.join(names[:5])}): save the "
+                                  "cost matrix alone (.npy, or a .npz holding only it)")
+                return loaded[names[0]], args.matrix
+        return loaded, args.matrix
     n = 1000 if args.n is None else args.n
     seed = 0 if args.seed is None else args.seed
     cost = costfns.problem(args.problem, n, seed)

@@ -54,6 +54,9 @@ def _parts(cost):
         else:
             n2 = int(indices.max()) + 1 if indices.size else 0
         return indptr, indices, data, n1, n2
+    if len(cost.shape) != 2:  # a SciPy sparse array may be 1-D
+        raise ValueError(f"expected a matrix (2-D sparse array), got a {len(cost.shape)}-D "
+                         "sparse array")
     n1, n2 = (int(x) for x in cost.shape)
     if cost.format == "csr":
         csr = cost

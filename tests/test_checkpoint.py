@@ -583,6 +583,14 @@ def test_a_warm_start_of_a_rectangular_integer_source_through_a_row_cache(seed):
         assert_optimal(cost, warm)
 
 
+def test_a_checkpoint_into_a_missing_folder_is_refused_before_the_work(tmp_path):
+    c = np.random.default_rng(0).random((60, 60))
+    with pytest.raises(ValueError, match="folder .* does not exist"):
+        epslap.solve(c, checkpoint=tmp_path / "no" / "c.ckpt")
+    with pytest.raises(ValueError, match="is a folder"):
+        epslap.solve(c, checkpoint=tmp_path)
+
+
 def test_warm_start_hints_are_checked():
     c = np.random.default_rng(0).random((30, 40))
     with pytest.raises(ValueError, match="expected 40 column duals"):

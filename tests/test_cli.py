@@ -101,7 +101,8 @@ USAGE_ERRORS = [  # argv (NPY: a valid matrix file), a phrase of the message
     (["solve", "NPY", "--problem", "random"], "not both"),
     (["solve", "NPY", "--memory", "1GiB"], "nothing to bound on the CPU"),
     (["solve", "NPY", "--cache", "lfu"], "--cache bounds costs computed on demand"),
-    (["solve", "NPY", "--n", "10"], "--n apply to --problem"),
+    (["solve", "NPY", "--n", "10"], "--n applies to --problem"),
+    (["solve", "NPY", "--n", "10", "--seed", "1"], "--n, --seed apply to --problem"),
     (["solve", "--problem", "random", "--dense", "--memory", "1GiB"], "--dense materialises"),
     (["solve", "--problem", "random", "--backend", "gpu", "--threads", "2"],
      "--threads applies to --backend cpu"),
@@ -193,6 +194,30 @@ def test_failures_exit_1_with_one_line(tmp_path, capsys):
     assert code == 1 and "damaged or truncated" in line and "allow_pickle" not in line
     code, _, err = run(["emd", str(tmp_path / "missing.png"), str(bad)], capsys)
     assert code == 1 and "image file not found" in one_line(err)
+
+
+def test_archives_folders_and_checkpoints_into_missing_folders(tmp_path, capsys):
+    """A .npz archive (whatever its name) of one array is that matrix; of several, one line
+    naming them; a folder given as the matrix or as --json, and --checkpoint into a missing
+    folder, fail before any work, in one line."""
+    m = np.random.default_rng(2).random((6, 6))
+    one = tmp_path / "one.npy"
+    with open(one, "wb") as f:
+        np.savez(f, cost=m)
+    code, out, _ = run(["solve", str(one)], capsys)
+    assert code == 0 and repr(float(epslap.solve(m).cost)) in out
+    two = tmp_path / "two.npz"
+    np.savez(two, a=m, b=m)
+    code, _, err = run(["solve", str(two)], capsys)
+    assert code == 1 and "a .npz archive of 2 arrays (a, b)" in one_line(err)
+    code, _, err = run(["solve", str(tmp_path)], capsys)
+    assert code == 1 and "is a folder" in one_line(err)
+    code, out, err = run(["solve", "--problem", "random", "--n", "5", "--json", str(tmp_path)],
+                         capsys)
+    assert code == 1 and "is a folder" in one_line(err) and out == ""
+    code, out, err = run(["solve", "--problem", "random", "--n", "50", "--checkpoint",
+                          str(tmp_path / "no" / "c.ckpt")], capsys)
+    assert code == 2 and "folder" in one_line(err) and "does not exist" in one_line(err)
 
 
 def test_missing_gpu_exits_1_and_names_both_gpu_backends(capsys):

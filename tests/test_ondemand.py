@@ -124,6 +124,33 @@ def test_ondisk(tmp_path):
     assert_optimal(c, epslap.solve(src, memory=4 * 40 * 8))
     with pytest.raises(ValueError, match="cannot read"):
         costfns.OnDisk(tmp_path / "missing.npy")
+    with open(tmp_path / "archive.npy", "wb") as f:  # a .npz under a .npy name
+        np.savez(f, c=c)
+    with pytest.raises(ValueError, match="not a NumPy .npy file"):
+        costfns.OnDisk(tmp_path / "archive.npy")
+    (tmp_path / "text.npy").write_text("1 2\n3 4\n")
+    with pytest.raises(ValueError, match="not a NumPy .npy file"):
+        costfns.OnDisk(tmp_path / "text.npy")
+    np.save(tmp_path / "small.npy", c.astype(np.uint8))  # read in place: not a row dtype
+    with pytest.raises(ValueError, match="got \\|u1"):
+        costfns.OnDisk(tmp_path / "small.npy")
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int16, np.uint8, np.uint16, np.uint32,
+                                   np.uint64, np.float16, ">f8", ">i4", ">i8"])
+def test_dense_takes_every_dtype_the_solver_takes(dtype):
+    """``costfns.Dense`` holds any numeric matrix: one of another dtype is copied once into
+    the narrowest row dtype that holds it exactly (they were refused)."""
+    c = (np.random.default_rng(4).random((12, 15)) * 100).astype(dtype)
+    src = costfns.Dense(c)
+    assert src.dtype.isnative and src.dtype in (np.dtype(t) for t in (
+        np.float64, np.float32, np.int64, np.int32))
+    np.testing.assert_array_equal(src.dense(), c)
+    for maximize in (False, True):
+        assert epslap.solve(src, maximize=maximize, memory=4 * 15 * 8).cost == \
+            epslap.solve(c, maximize=maximize).cost
+    with pytest.raises(ValueError, match="numeric matrix"):
+        costfns.Dense(np.zeros((3, 3), complex))
 
 
 def test_bad_sources_and_budgets():

@@ -54,3 +54,16 @@ def test_emd2_agrees_with_pot():
     for metric in ("sqeuclidean", "euclidean"):
         ref = ot.emd2(w, w, ot.dist(xa, xb, metric=metric))
         assert epslap.emd2(xa, xb, metric) == pytest.approx(ref, rel=1e-9)
+
+
+@pytest.mark.parametrize("cls", ["SqEuclidean", "Euclidean"])
+def test_points_whose_squared_distances_overflow_are_refused(cls):
+    """Finite points whose squared distance is beyond float64 would make an inf cost, which
+    the solvers read as a forbidden pair ("infeasible"): refused when the source is made."""
+    import costfns
+    x, y = np.array([[0.0], [1.0]]), np.array([[0.0], [1e155]])
+    with pytest.raises(ValueError, match="overflow float64.*scale the points down"):
+        getattr(costfns, cls)(x, y)
+    with pytest.raises(ValueError, match="overflow float64"):
+        epslap.emd2(x, y)
+    getattr(costfns, cls)(x, y / 1e10)  # within range: made as before

@@ -343,3 +343,11 @@ def test_a_bid_s_view_of_a_row_against_numpy(integral):
         order = np.argsort(r, kind="stable")
         assert arg == indices[indptr[i] + order[0]] and best == r[order[0]]
         assert second == (r[order[1]] if r.size > 1 else big)
+
+
+def test_a_one_dimensional_sparse_array_is_refused_like_a_dense_one():
+    x = sp.coo_array(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="expected a matrix .2-D sparse array., got a 1-D"):
+        epslap.solve(x)
+    with pytest.raises(ValueError, match="got a 1-D"):
+        epslap.verify(x, [0], [0], [0.0], [0.0])
