@@ -33,7 +33,9 @@ def load_image(source, *, size: int | None = None) -> np.ndarray:
     """An image as an (h, w, 3) float64 array in [0, 1].
 
     ``source``: a path (PNG, JPEG, PPM/PGM, TIFF, … anything Pillow reads) or an array (h, w),
-    (h, w, 3) or (h, w, 4). Grayscale is replicated to three channels; an alpha channel is
+    (h, w, 3) or (h, w, 4). Integer samples scale by their type's full range (8-bit by 255,
+    16-bit by 65535), float samples are taken as they are; values outside [0, 1] are clipped.
+    Grayscale is replicated to three channels; an alpha channel is
     composited over white (a transparent pixel has no colour of its own). ``size`` downscales so
     that the image has about that many pixels (aspect ratio kept; never upscaled).
     """
@@ -60,10 +62,13 @@ def _pil_to_rgb(im) -> np.ndarray:
     if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
         im = im.convert("RGBA")
         return _array_to_rgb(np.asarray(im))
-    if im.mode in ("I;16", "I;16B", "I;16L", "I"):
+    if im.mode.startswith("I"):  # 16-bit (I;16…, or I holding 16-bit values) or 32-bit ints
         arr = np.asarray(im, dtype=np.float64)
-        hi = arr.max() if arr.size and arr.max() > 0 else 1.0
-        return _array_to_rgb(arr / hi)
+        full = 65535.0 if im.mode.startswith("I;16") or not (arr.size and arr.max() > 65535) \
+            else float(2**31 - 1)
+        return _array_to_rgb(arr / full)  # as an array of that dtype is read (not by its max)
+    if im.mode == "F":  # float samples: as a float array is read (not truncated to 8 bits)
+        return _array_to_rgb(np.asarray(im, dtype=np.float64))
     return _array_to_rgb(np.asarray(im.convert("RGB")))
 
 
@@ -127,8 +132,8 @@ def pixel_features(img: np.ndarray, *, position_weight: float = 1.0,
     """
     if colour not in ("rgb", "lab"):
         raise ValueError(f"colour must be 'rgb' or 'lab', got {colour!r}")
-    if position_weight < 0:
-        raise ValueError(f"position_weight must be >= 0, got {position_weight}")
+    if not position_weight >= 0 or not np.isfinite(position_weight):  # NaN fails >= too
+        raise ValueError(f"position_weight must be a finite number >= 0, got {position_weight}")
     h, w = img.shape[:2]
     col = _srgb_to_lab(img) if colour == "lab" else img
     ys, xs = np.mgrid[0:h, 0:w]

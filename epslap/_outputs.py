@@ -226,8 +226,9 @@ class _Npz(_Rewritten):
                 scalars = json.loads(z["records"].tobytes().decode())
                 arrays = {name: z[name] for name in z.files if name != "records"}
         except (OSError, ValueError, KeyError) as exc:
+            from .errors import unreadable
             raise ValueError(f"{self.path} is not a readable solve_many result file "
-                             f"({exc})") from None
+                             f"({unreadable(exc)})") from None
         if any(set(s) == set(_SCALARS) - {"settings"} for s in scalars):
             raise _older(self.path)
         if any(set(s) != set(_SCALARS) for s in scalars):

@@ -126,7 +126,10 @@ def as_matrix(cost) -> np.ndarray:
                         "copy it to the host first (cupy.asnumpy)")
     if cost is None:  # scipy's error for it (np.asarray makes it a 0-D object array)
         raise ValueError("expected a matrix (2-D array), got a 0-D array")
-    arr = np.asarray(cost)
+    try:
+        arr = np.asarray(cost)
+    except ValueError as exc:  # rows of different lengths
+        raise ValueError(f"expected a matrix (2-D array): {exc}") from None
     if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and float_kind(arr.dtype) is None):
         raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "
                         "according to the rule 'safe': the cost must be a numeric array "

@@ -134,18 +134,38 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
                                                                 for m in mats)
     cost = np.zeros(n, np.int64 if integral else np.float64)
     rows = np.zeros(n, np.int64)
-    for idx in groups.values():
+    failed = None  # (index, error) of the first bad problem found: the groups are solved
+    for idx in groups.values():  # apart, and a later group may hold an earlier bad problem
+        if failed is not None and idx[0] > failed[0]:
+            continue  # every member comes after the bad problem found
         idx = np.asarray(idx)
-        part = _solve_stack(np.stack([mats[k] for k in idx]), maximize, nthreads, idx,
-                            threads)
+        try:
+            part = _solve_stack(np.stack([mats[k] for k in idx]), maximize, nthreads, idx,
+                                threads)
+        except (ValueError, ArithmeticError) as exc:
+            k = getattr(exc, "problem", int(idx[0]))
+            if failed is None or k < failed[0]:
+                failed = (k, exc)
+            continue
         for t, k in enumerate(idx):
             row_ind[k], col_ind[k] = part.row_ind[t], part.col_ind[t]
             u[k], v[k] = part.u[t], part.v[t]
             cost[k] = part.cost[t]
             rows[k] = part.stats["rows_evaluated"][t]
+    if failed is not None:
+        raise failed[1]
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows,
              "time_total_s": time.perf_counter() - t_start}
     return BatchSolution(row_ind, col_ind, cost, u, v, stats)
+
+
+def _member_error(exc: Exception, k: int) -> Exception:
+    """``exc`` as the error of problem ``k`` of the caller's batch: its index in the message
+    and in ``problem`` (a list's groups of one shape are solved apart: the first bad problem
+    of the batch is the one reported)."""
+    out = type(exc)(f"problem {k}: {exc}")
+    out.problem = k
+    return out
 
 
 def linear_sum_assignment_batch(costs: Any, maximize: bool = False, *, backend: str = "cpu",
@@ -227,7 +247,7 @@ def _name_the_member(costs, maximize: bool, index=None) -> None:
             else:
                 check_float_range(m, m.shape)
         except ValueError as exc:
-            raise ValueError(f"problem {t if index is None else int(index[t])}: {exc}") from None
+            raise _member_error(exc, t if index is None else int(index[t])) from None
 
 
 def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
@@ -259,7 +279,7 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
                 sol = solve_cpu(c[k], maximize=False, epsilon=True, threads=threads,
                                 progress=False, t_start=time.perf_counter(), small_tried=True)
             except (ValueError, ArithmeticError) as exc:
-                raise type(exc)(f"problem {int(index[k])}: {exc}") from None
+                raise _member_error(exc, int(index[k])) from None
             x[k], v[k], u[k] = sol.col_ind, sol.v, sol.u  # canonical: n1 <= n2, minimised
             total[k] = sol.cost
             rows[k] = sol.stats["rows_evaluated"]
@@ -269,7 +289,7 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
                     check_float_range(c[k], c[k].shape)
                 raise_for_status(int(status[k]), "cpu")
             except (ValueError, ArithmeticError) as exc:
-                raise type(exc)(f"problem {int(index[k])}: {exc}") from None
+                raise _member_error(exc, int(index[k])) from None
     row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed,
                                                  rows=row_ind)
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}

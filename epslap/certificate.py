@@ -312,7 +312,7 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half, device=None) -> dic
         long_worst = max((sign * x for x in longer), default=0)
     else:  # every dual at most L/2: its line may stay unassigned at that price
         picked_sum += (n1 + n2 - 2 * r.size) * half
-        name = "u or v, against cost_limit / 2"
+        name = None  # (the reason names cost_limit)
         long_worst = max((sign * (x - half) for x in ui + vi), default=0)
     gap = sign * (picked_sum - dual)
     reasons = _reasons(worst > 0, worst, long_worst, name, slack != 0, gap, gap != 0)
@@ -445,7 +445,7 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
         longer, name = _long_side(n1, n2, u, v)
         long_worst = float(longer.max()) if longer.size else 0.0
     else:  # every dual at most L/2 (signed), within the tolerance of its own terms
-        name = "u or v, against cost_limit / 2"
+        name = None  # (the reason names cost_limit)
         both = np.concatenate([us, vs])
         hs = math.ldexp(h, e0)
         over = both - hs
@@ -467,13 +467,15 @@ def _unscaled(x: float, e: int) -> float:
         return math.copysign(math.inf, x)
 
 
-def _reasons(infeasible: bool, worst, long_worst, name: str, slack_off: bool, gap,
+def _reasons(infeasible: bool, worst, long_worst, name: str | None, slack_off: bool, gap,
              gap_off: bool) -> list:
     """Why the certificate fails, one phrase per failed condition (empty: it holds)."""
     out = []
     if infeasible:
         out.append(f"dual infeasible: u_i + v_j - c_ij reaches {worst}")
-    if long_worst > 0:
+    if long_worst > 0 and name is None:
+        out.append(f"a dual (u or v) is {long_worst} above cost_limit / 2")
+    elif long_worst > 0:
         out.append(f"a dual of the longer side ({name}) is {long_worst}, above 0")
     if slack_off:
         out.append("an assigned pair has c - u - v away from 0")

@@ -142,7 +142,13 @@ def solve_many(problems: Iterable | Mapping, *, client=None, backend: str = "cpu
 
 def _named(problems) -> dict:
     if isinstance(problems, Mapping):
-        named = {str(k): p for k, p in problems.items()}
+        named = {}
+        for k, p in problems.items():
+            if str(k) in named:  # results are named by str(key): one would replace the other
+                first = next(q for q in problems if str(q) == str(k))
+                raise ValueError(f"problems {first!r} and {k!r} have the same name {str(k)!r} "
+                                 "(results are named by str(key)); give distinct names")
+            named[str(k)] = p
     else:
         named = {}
         for k, p in enumerate(problems):
@@ -165,7 +171,11 @@ def _key(problem, k: int) -> str:
 
 
 def _matrix_digest(problem) -> str:
-    a = np.ascontiguousarray(problem)
+    try:
+        a = np.ascontiguousarray(problem)
+    except (ValueError, TypeError):  # not a matrix (ragged rows): named by its text, and
+        digest = hashlib.sha1(repr(problem).encode()).hexdigest()  # its solve says why
+        return f"matrix-{digest[:16]}"
     digest = hashlib.sha1(f"{a.shape}{a.dtype.str}".encode() + a.tobytes()).hexdigest()
     return f"matrix-{digest[:16]}"
 
@@ -228,8 +238,14 @@ def _pickle_digest(problem) -> str | None:
 
 
 def _payload(problem):
-    """What travels to the worker: paths and Sources as they are, lists as arrays."""
-    return np.asarray(problem) if isinstance(problem, list) else problem
+    """What travels to the worker: paths and Sources as they are, lists as arrays (a list that
+    is not a matrix as it is: its solve reports it, for that problem alone)."""
+    if isinstance(problem, list):
+        try:
+            return np.asarray(problem)
+        except (ValueError, TypeError):
+            return problem
+    return problem
 
 
 def _solve_one(problem, options: dict) -> dict:
@@ -238,7 +254,11 @@ def _solve_one(problem, options: dict) -> dict:
         path = os.fspath(problem)
         if not path.endswith(".npy"):
             raise ValueError(f"{path}: a problem given as a path must be a .npy file")
-        problem = np.load(path, mmap_mode="r", allow_pickle=False)
+        try:
+            problem = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as exc:
+            from .errors import unreadable
+            raise ValueError(f"{path}: {unreadable(exc)}") from None
     elif isinstance(problem, Deferred):
         problem = problem.build()
     sol = solve(problem, **options)

@@ -173,3 +173,17 @@ def test_batch_threads_are_capped_at_the_cores(monkeypatch):
         sol = epslap.solve_batch(c, threads=64)
     assert sol.stats["threads"] == 2
     assert epslap.solve_batch(c, threads=2).stats["threads"] == 2
+
+
+def test_a_list_names_its_first_bad_problem():
+    """A list's members of one shape are solved together: the error names the first bad
+    problem of the whole list, not that of the first group."""
+    ok = np.ones((2, 2))
+    bad3 = np.full((3, 3), np.inf)
+    bad2 = np.full((2, 2), np.inf)
+    with pytest.raises(epslap.InfeasibleError, match="problem 1:"):
+        epslap.solve_batch([ok, bad3, bad2])
+    with pytest.raises(ValueError, match="problem 1:"):
+        epslap.solve_batch([ok, np.array([[np.nan, 1, 1]]), np.array([[np.nan, 1], [1, 1]])])
+    with pytest.raises(epslap.InfeasibleError, match="problem 2:"):
+        epslap.solve_batch([ok, np.ones((3, 3)), bad2, bad3])

@@ -330,3 +330,10 @@ def test_huge_limits_where_no_longer_matching_exists(limit, maximize):
         cert = epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize,
                              cost_limit=limit)
         assert cert["optimal"], cert
+
+
+def test_verify_names_the_limit_a_dual_exceeds():
+    for c in ([[1, 5], [6, 2]], [[1.0, 5.0], [6.0, 2.0]]):
+        rep = epslap.verify(c, [0, 1], [0, 1], [0, 0], [1, 2], cost_limit=3)
+        assert not rep["optimal"]
+        assert "a dual (u or v) is 0.5 above cost_limit / 2" in rep["reason"], rep["reason"]

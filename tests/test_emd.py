@@ -234,3 +234,22 @@ def test_cli_emd_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cannot read" in err and len(err.splitlines()) == 1
     assert main(["emd", a]) == 2
+
+
+def test_image_files_read_as_their_arrays_at_every_depth(tmp_path):
+    """A 16-bit file scales by 65535 as a uint16 array does (it was scaled by its own largest
+    value: a dark picture became bright), and a float TIFF keeps its samples (they were
+    truncated to 8 bits: nearly black); NaN or infinite position weights are refused by name."""
+    g8 = (np.arange(256).reshape(16, 16) // 2).astype(np.uint8)
+    Image.fromarray(g8).save(tmp_path / "dark8.png")
+    Image.fromarray(g8.astype(np.uint16) * 257).save(tmp_path / "dark16.png")
+    np.testing.assert_allclose(costfns.load_image(tmp_path / "dark16.png"),
+                               costfns.load_image(g8), atol=1e-12)
+    assert epslap.emd(tmp_path / "dark8.png", tmp_path / "dark16.png").distance == 0.0
+    ramp = np.linspace(0, 1, 256, dtype=np.float32).reshape(16, 16)
+    Image.fromarray(ramp).save(tmp_path / "ramp.tif")
+    np.testing.assert_allclose(costfns.load_image(tmp_path / "ramp.tif"),
+                               costfns.load_image(ramp), atol=1e-7)
+    for bad in (np.nan, np.inf, -1.0):
+        with pytest.raises(ValueError, match="position_weight must be a finite number >= 0"):
+            epslap.emd(g8, g8, position_weight=bad)

@@ -410,3 +410,22 @@ def test_importing_epslap_does_not_import_dask():
 def test_the_former_name_of_deferred_still_works():
     assert epslap.Source is epslap.Deferred and epslap.many.Source is epslap.Deferred
     assert repr(epslap.Deferred(costfns.problem, "geometric", 5, seed=1)).startswith("Deferred(")
+
+
+def test_names_that_collide_and_members_that_are_not_matrices(tmp_path):
+    """Two keys of one ``str`` would name one result (the first was dropped): refused. A list
+    that is not a matrix, or a file that is not a .npy, fails as that problem alone, with a
+    message that says what it is."""
+    a = np.array([[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match="have the same name '1'"):
+        solve_many({1: a, "1": 10 * a})
+    res = solve_many({"good": a, "bad": [[1, 2], [3]]})
+    assert [r.status for r in res] == ["ok", "error"]
+    assert res[0].cost == 5 and "expected a matrix (2-D array)" in res[1].error
+    res = solve_many([a, [[1, 2], [3]]])
+    assert [r.status for r in res] == ["ok", "error"]
+    junk = tmp_path / "junk.npy"
+    junk.write_bytes(b"garbage")
+    res = solve_many([str(junk)])
+    assert res[0].status == "error" and "not a NumPy .npy" in res[0].error
+    assert "allow_pickle" not in res[0].error
