@@ -446,8 +446,9 @@ def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, max
     :class:`~epslap.Solution` (its duals ``v``, or ``u`` where the problem is solved over its
     rows), a pair ``(u, v)``, or the column duals ``v`` alone. Any finite hint is a valid start:
     the passes stay exact whatever it is; only its length and values are checked here.
-    Integer prices are rounded and kept within the range rule's cost limit of the top (no
-    int64 overflow: ``_validate.int_cost_limit``)."""
+    Prices are kept within the range rule's cost limit of the top (integer ones rounded: no
+    int64 overflow, ``_validate.int_cost_limit``; float ones within ``float_cost_limit``, so
+    that a spread beyond the float range does not overflow to -inf)."""
     if isinstance(init, Solution):
         u, v = init.u, init.v
     elif isinstance(init, tuple):
@@ -479,9 +480,16 @@ def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, max
         raise ValueError("init: duals must be finite (NaN or inf found)")
     if maximize:
         hint = -hint
-    if hint.size:
-        hint = hint - hint.max()
+    # moved to a maximum of 0 and kept within the costs' range rule (any finite prices are a
+    # start; a price further down than any cost reaches acts alike): a spread beyond the float
+    # range overflowed to -inf here, which the solve read as "infeasible"
     if integral:
-        limit = int_cost_limit((n_rows, n_cols))
-        return np.maximum(np.rint(hint), -float(limit)).astype(np.int64)
+        limit = float(int_cost_limit((n_rows, n_cols)))
+    else:
+        limit = float_cost_limit((n_rows, n_cols))
+    if hint.size:
+        with np.errstate(over="ignore"):
+            hint = np.maximum(hint - hint.max(), -limit)
+    if integral:
+        return np.rint(hint).astype(np.int64)
     return hint

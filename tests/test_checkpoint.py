@@ -591,6 +591,19 @@ def test_a_checkpoint_into_a_missing_folder_is_refused_before_the_work(tmp_path)
         epslap.solve(c, checkpoint=tmp_path)
 
 
+def test_a_hint_whose_spread_is_beyond_the_float_range_is_a_start_like_any_other():
+    """Finite prices 1e308 and -1e308: moving them to a maximum of 0 overflowed to -inf, and the
+    solve said "infeasible"; now they are kept within the range rule of the costs."""
+    m = np.array([[1.0, 2.0], [3.0, 1.0]])
+    tall = np.random.default_rng(1).random((40, 2))  # solved over its columns: u is the hint
+    for cost, hint in ((m, (np.zeros(2), [1e308, -1e308])), (costfns.Dense(m), [1e308, -1e308]),
+                       (m.astype(np.int64), [1e308, -1e308]),
+                       (tall, (np.resize([1e308, -1e308], 40), np.zeros(2)))):
+        for maximize in (False, True):
+            got = epslap.solve(cost, init=hint, maximize=maximize)
+            assert got.cost == epslap.solve(cost, maximize=maximize).cost
+
+
 def test_warm_start_hints_are_checked():
     c = np.random.default_rng(0).random((30, 40))
     with pytest.raises(ValueError, match="expected 40 column duals"):
