@@ -134,7 +134,9 @@ def test_float_duals_that_miss_the_certificate_are_polished_on_the_device(monkey
     sol = epslap.solve(c, backend="gpu")
     assert calls["n"] == 2 and not sol.stats["gpu_single_block_rerun"]
     assert sol.stats["polish_rows"] >= 1500
-    assert sol.stats["rows_evaluated"] > plain.stats["rows_evaluated"]
+    # (the plain solve may have needed the polish too: its duals are judged as reported, at a
+    # maximum of 0, where the passes' prices can miss the rule by a unit in the last place)
+    assert sol.stats["rows_evaluated"] >= plain.stats["rows_evaluated"]
     assert sol.cost == plain.cost
     assert_optimal(c, sol)
 

@@ -438,7 +438,20 @@ extern "C" __global__ void check_duals(COST_PARAMS, const long long* row_col, co
         const cost_t cij = cost_fn(a, i, j);
         if (!(cij < COST_INF)) continue;
         const cost_t u = cost_fn(a, i, k) - v[k];
+#if COST_INTEGRAL
         const cost_t viol = (u + v[j]) - cij;
+#else
+        // (u + v_j) - c_ij exactly as epslap.verify computes it (epslap/_exact.py: TwoSum
+        // carries each sum's rounding; adds only, nothing to contract into a fused
+        // multiply-add), so that this check and verify's agree to the last unit
+        const double s = u + v[j];
+        const double bb = s - u;
+        const double e1 = (u - (s - bb)) + (v[j] - bb);
+        const double d = s - cij;
+        const double dd = d - s;
+        const double e2 = (s - (d - dd)) + (-cij - dd);
+        const double viol = d + (e1 + e2);
+#endif
         const double tol = rtol * ((fabs((double)cij) + fabs((double)u)) + fabs((double)v[j]));
         w = fmax(w, (double)viol);
         x = fmax(x, (double)viol - tol);

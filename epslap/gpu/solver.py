@@ -139,9 +139,19 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
     out[2]["failed_attempt_violation"] = first["certificate_max_violation"]
     out[2]["failed_attempt_rows_evaluated"] = first["rows_evaluated"]
     if not certified(cuda_cost, n1, n2, integral, out, device, host, launch):
-        raise RuntimeError("backend='gpu': the result failed its optimality certificate; "
-                           "please report this problem (use backend='cpu' meanwhile)")
+        raise UncertifiedResult(out)
     return out
+
+
+class UncertifiedResult(RuntimeError):
+    """A device result whose duals missed the certificate after every re-solve (float prices
+    rounded where costs of many magnitudes meet, or long runs of ties); ``out`` holds it, whose
+    prices ``epslap.gpu.api`` hands to the CPU solver as a warm start."""
+
+    def __init__(self, out):
+        super().__init__("backend='gpu': the result failed its optimality certificate; please "
+                         "report this problem (use backend='cpu' meanwhile)")
+        self.out = out
 
 
 def _check_split(devices, device, cuda_cost, cache, host, launch) -> None:
