@@ -171,7 +171,9 @@ def _member_error(exc: Exception, k: int) -> Exception:
 def linear_sum_assignment_batch(costs: Any, maximize: bool = False, *, backend: str = "cpu",
                                 device: int = 0, cost_limit: float | None = None):
     """:func:`solve_batch`'s ``(row_ind, col_ind)``: arrays (B, k) for a 3-D input, lists of
-    arrays for a sequence (scipy's convention per problem: ``row_ind[k]`` sorted)."""
+    arrays for a sequence (scipy's convention per problem: ``row_ind[k]`` sorted).
+    ``backend``, ``device`` and ``cost_limit`` are :func:`solve_batch`'s (its threads: the
+    default, every core this process may use)."""
     sol = solve_batch(costs, maximize=bool(maximize), backend=backend, device=device,
                       cost_limit=cost_limit)
     return sol.row_ind, sol.col_ind

@@ -66,8 +66,10 @@ def emd(img_a, img_b, *, size: int | None = None, metric: str = "euclidean",
     result is a balanced EMD. ``metric``: ``"euclidean"`` (default, W1) or
     ``"sqeuclidean"`` (W2²). ``unmatched="drop"`` instead keeps each image's own resolution
     (about ``size`` pixels each) and leaves the larger image's surplus pixels unmatched: a
-    partial matching, not an EMD of equal masses. ``memory``: row-cache budget of the solve;
-    ``threads``: its CPU threads (default: automatic).
+    partial matching, not an EMD of equal masses. ``position_weight`` (λ >= 0) weighs the
+    pixels' positions against their colours and ``colour`` (``"rgb"`` or ``"lab"``) is the
+    colour space (:func:`costfns.pixel_features`). ``backend``, ``memory`` (the row-cache
+    budget) and ``threads`` (CPU threads, default automatic) are those of :func:`epslap.solve`.
     """
     from costfns.images import ImageEMD
 
@@ -123,7 +125,10 @@ def emd_matrix(images: Sequence, *, out: str | None = None, progress: bool = Tru
     """Symmetric (k, k) matrix of pairwise EMDs of ``images`` (paths), k(k−1)/2 solves.
 
     The entries are :func:`emd` distances for ``metric`` (W1, or W2² for ``"sqeuclidean"``:
-    :func:`true_distances` turns them into W2). With ``out`` (a CSV path) every finished pair
+    ``epslap.emd.true_distances`` turns them into W2, ``from epslap.emd import
+    true_distances``); ``size``, ``unmatched``, ``position_weight``, ``colour``, ``backend``,
+    ``memory`` and ``threads`` are :func:`emd`'s, the same for every pair, and ``progress``
+    shows a bar of the pairs. With ``out`` (a CSV path) every finished pair
     is appended as ``a,b,settings,distance,seconds,error`` at once, and pairs already in the
     file with the same settings are not solved again: an interrupted run continues where it
     stopped. ``client`` (a ``dask.distributed.Client``) solves the pairs as Dask tasks on its
