@@ -236,35 +236,10 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
                         raise_out_of_range(src, [route.range_check], (n1, n2), maximize)
         sol = finish((n1, n2), route.transposed, integral, row_to_col, v, assigned, stats,
                      maximize, t_start)
-        if uncertified is not None:
-            return _finish_on_cpu(cupy, cost, sol, maximize, uncertified, t_start)
+        if uncertified is not None:  # the caller finishes it on the CPU from its prices
+            uncertified.solution = sol
+            raise uncertified
     return sol
-
-
-def _finish_on_cpu(cupy, cost, sol, maximize: bool, uncertified, t_start: float):
-    """The CPU solver from the device result's prices (a warm start: its exact pass and its
-    float duals' polish and repair, ``cpu.solver``), where that result missed its
-    certificate after every re-solve on the device; ``stats["cpu_fallbacks"]`` is 1. A cost
-    the CPU cannot read (a user's CUDA kernel) raises the device's error."""
-    import time
-    import warnings
-
-    from costfns import CostSource
-    from .._api import solve
-    from ..errors import user_stacklevel
-    if isinstance(cost, cupy.ndarray):
-        cost = cupy.asnumpy(cost)
-    elif isinstance(cost, CostSource) and type(cost).state is CostSource.state:
-        raise uncertified  # costs only the device computes (costfns.RowKernel)
-    warnings.warn("epslap: backend='gpu': the float duals of the device's result missed "
-                  "epslap.verify's per-entry rule after its re-solves; the CPU solver finished "
-                  "from its prices (stats['cpu_fallbacks'])", RuntimeWarning,
-                  stacklevel=user_stacklevel())
-    t0 = time.perf_counter()
-    out = solve(cost, maximize=maximize, backend="cpu", init=(sol.u, sol.v), candidates=False)
-    stats = dict(sol.stats, cpu_fallbacks=1, time_cpu_fallback_s=time.perf_counter() - t0,
-                 cpu_stats=out.stats, time_total_s=time.perf_counter() - t_start)
-    return type(out)(out.row_ind, out.col_ind, out.cost, out.u, out.v, stats)
 
 
 def _budget(cupy, shape, memory: int | None, device: int, launch: LaunchConfig) -> _Budget:
