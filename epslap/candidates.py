@@ -711,7 +711,13 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
     if seen & FLAG_NEG_INF:
         raise ValueError(f"cost contains {'+inf (maximize=True)' if maximize else '-inf'}")
     if prob.integral:
-        check_int_range(-int(biggest), int(biggest), prob.shape)
+        lo, hi = -int(biggest), int(biggest)
+        matrix = getattr(prob, "src", None) if getattr(prob, "source", 0) is None else None
+        if biggest >= 2.0**53 and isinstance(matrix, np.ndarray) and matrix.size:
+            # the pass's float maximum rounds an int64 beyond 2**53 (a cost at the range
+            # rule's limit read as one above it): the matrix's own range decides
+            lo, hi = int(matrix.min()), int(matrix.max())
+        check_int_range(lo, hi, prob.shape)
     else:
         check_float_range(biggest, prob.shape)
 

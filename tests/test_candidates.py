@@ -750,3 +750,17 @@ def test_a_violation_at_rounding_level_on_a_held_pair_does_not_repeat_the_rounds
     r, k = scipy.optimize.linear_sum_assignment(c)
     assert sol.cost == pytest.approx(c[r, k].sum(), rel=1e-12)
     assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+
+
+def test_integer_costs_at_the_range_rules_limit_are_taken_by_the_candidates_method():
+    """The candidate pass's largest |c| is a float: an int64 at the limit of the range rule read
+    as one above it, and the method refused what the dense one solves (with a range the matrix
+    does not hold). The matrix's own range decides now; one above the limit is still refused."""
+    from epslap._validate import int_cost_limit
+    m = np.zeros((6, 59), np.int64)
+    m[0, 0] = int_cost_limit(m.shape)
+    for k in (True, 8):
+        assert epslap.solve(m, candidates=k).cost == 0
+    m[0, 0] += 1
+    with pytest.raises(ValueError, match="could overflow int64"):
+        epslap.solve(m, candidates=True)
