@@ -63,6 +63,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
     memory : int or str, optional
         Budget for cost rows of a cost source (bytes or e.g. ``"1GiB"``); default 2 GiB. When the
         whole matrix fits it is computed once as a table, else rows go through a row cache.
+        A row is one of the problem as it is solved, along the longer side (a source with more
+        rows than columns is solved transposed: its rows then hold n_rows costs).
         It bounds the rows held (table or cache slots) and, with ``backend="gpu"``, the device
         memory. The process adds its own: the Python, NumPy and Numba runtime with the
         compiled kernels, and the solver's O(n) state (measured by ``benchmarks/memory.py``;
@@ -124,7 +126,7 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         ``unmatched_rows`` and ``unmatched_cols``. For a matrix (NumPy, or CuPy on
         ``backend="gpu"``); ``None`` or ``inf`` (``-inf`` when maximising): every line of the
         shorter side is matched. Solved exactly as a rectangular problem with one slack
-        column per row (``epslap/limit.py``).
+        column per row (``epslap/limit.py``); not with ``init``, checkpoints or ``resume``.
     init : Solution, (u, v) or array, optional
         A warm start (``backend="cpu"`` or ``"gpu"``): the duals of a similar problem solved
         before — the previous
