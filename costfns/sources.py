@@ -54,6 +54,32 @@ class Dense(CostSource):
         return self.matrix
 
 
+#: pairs times dimensions beyond which :func:`_squares_overflow` answers from its bound alone
+_OVERFLOW_SCAN_MAX = 50_000_000
+
+
+def _squares_overflow(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether a pair's summed squared differences overflow float64 (its cost would be inf,
+    which the solvers read as a forbidden pair). Each coordinate's largest difference between
+    the sets bounds it: its square alone overflowing means some pair does, the sum of the
+    squares staying finite means none does; in between the pairs are summed (in chunks, up to
+    ``_OVERFLOW_SCAN_MAX`` pair coordinates; beyond that the bound decides)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        reach = np.maximum(np.abs(x.max(axis=0) - y.min(axis=0)),
+                           np.abs(y.max(axis=0) - x.min(axis=0)))
+        squares = reach * reach
+        if np.isfinite(squares.sum()):
+            return False
+        if not np.isfinite(squares).all() or x.size * y.shape[0] > _OVERFLOW_SCAN_MAX:
+            return True
+        step = max(1, _OVERFLOW_SCAN_MAX // max(1, y.size) // 8)
+        for lo in range(0, x.shape[0], step):
+            t = x[lo:lo + step, None, :] - y[None, :, :]
+            if not np.isfinite((t * t).sum(axis=2)).all():
+                return True
+    return False
+
+
 def _row_dtype(m: np.ndarray) -> np.dtype:
     """The solvers' row dtype that holds every entry of ``m`` exactly (see :class:`Dense`)."""
     dt = m.dtype
@@ -135,15 +161,9 @@ class SqEuclidean(CostSource):
                              f"d, got shapes {x.shape} and {y.shape}")
         if not (np.isfinite(x).all() and np.isfinite(y).all()):
             raise ValueError(f"{type(self).__name__}: points must be finite (found NaN or inf)")
-        if x.size and y.size:  # each coordinate's largest difference between the two sets
-            with np.errstate(over="ignore", invalid="ignore"):
-                reach = np.maximum(np.abs(x.max(axis=0) - y.min(axis=0)),
-                                   np.abs(y.max(axis=0) - x.min(axis=0)))
-                bound = float((reach * reach).sum())
-            if not np.isfinite(bound):  # a cost would be inf: read as a forbidden pair
-                raise ValueError(f"{type(self).__name__}: the squared distances between these "
-                                 f"points overflow float64 (coordinates differ by up to "
-                                 f"{float(reach.max()):.3g}): scale the points down")
+        if x.size and y.size and _squares_overflow(x, y):  # an inf cost: a forbidden pair
+            raise ValueError(f"{type(self).__name__}: the squared distances between these "
+                             f"points overflow float64: scale the points down")
         self.X = np.ascontiguousarray(x)
         self.Y = np.ascontiguousarray(y)
         self.shape = (x.shape[0], y.shape[0])

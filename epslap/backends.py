@@ -97,49 +97,13 @@ def solve_on_gpu(problem: Problem, options: Options):
         sol = batch.solve_one(problem.cost, maximize=problem.maximize, device=device,
                               t_start=t_start)
     else:
-        from .gpu.solver import UncertifiedResult
-        try:
-            sol = solve_gpu(problem.cost, maximize=problem.maximize, epsilon=options.epsilon,
-                            device=device, t_start=t_start, memory=options.memory,
-                            cache=options.cache, launch=options.launch, init=options.init,
-                            checkpoint=options.carry)
-        except UncertifiedResult as exc:
-            sol = _finish_on_cpu(problem, exc, t_start)
+        sol = solve_gpu(problem.cost, maximize=problem.maximize, epsilon=options.epsilon,
+                        device=device, t_start=t_start, memory=options.memory,
+                        cache=options.cache, launch=options.launch, init=options.init,
+                        checkpoint=options.carry)
     if declined is not None:
         sol.stats["candidates"] = declined
     return sol
-
-
-def _finish_on_cpu(problem: Problem, uncertified, t_start: float) -> Solution:
-    """The CPU solver from the device result's duals (a warm start: its exact pass and its
-    float duals' polish and repair, ``cpu.solver``), where that result missed its certificate
-    after every re-solve on the device; ``stats["cpu_fallbacks"]`` is 1. A cost the CPU
-    cannot read (``costfns.RowKernel``: costs only a CUDA kernel computes) raises the
-    device's error."""
-    import warnings
-
-    from costfns import CostSource
-    from .errors import user_stacklevel
-    cost, first = problem.cost, uncertified.solution
-    if hasattr(cost, "__cuda_array_interface__"):
-        cost = cost.get()  # a CuPy matrix
-    elif isinstance(cost, CostSource) and type(cost).state is CostSource.state:
-        raise uncertified
-    warnings.warn("epslap: backend='gpu': the float duals of the device's result missed "
-                  "epslap.verify's per-entry rule after its re-solves; the CPU solver finished "
-                  "from its duals (stats['cpu_fallbacks'])", RuntimeWarning,
-                  stacklevel=user_stacklevel())
-    t0 = time.perf_counter()
-    init = (first.u, first.v)
-    if problem.form == "source":
-        out = solve_source(cost, maximize=problem.maximize, epsilon=True, memory=None,
-                           cache="auto", progress=False, t_start=t0, init=init)
-    else:
-        out = solve_cpu(cost, maximize=problem.maximize, epsilon=True, threads=None,
-                        progress=False, t_start=t0, init=init)
-    stats = dict(first.stats, cpu_fallbacks=1, time_cpu_fallback_s=time.perf_counter() - t0,
-                 cpu_stats=out.stats, time_total_s=time.perf_counter() - t_start)
-    return Solution(out.row_ind, out.col_ind, out.cost, out.u, out.v, stats)
 
 
 def _device_passes(cost, maximize: bool, options: Options):

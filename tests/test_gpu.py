@@ -801,24 +801,23 @@ def test_point_sets_on_a_line_get_duals_that_verify(seed):
 
 @pytest.mark.parametrize("form", ["matrix", "source"])
 def test_an_uncertified_device_result_is_finished_on_the_cpu_from_its_duals(form):
-    """(CPU) ``backends._finish_on_cpu``, the GPU backend's last step where the device's duals
-    missed the certificate after every re-solve: the CPU solver from those duals, certified,
+    """(CPU) ``gpu.cpu_finish``, the GPU ε solve's last step where the device's duals missed the
+    certificate after every re-solve: the CPU solver from those duals, certified,
     ``cpu_fallbacks`` 1 and a warning; a cost only a CUDA kernel computes raises instead."""
-    import epslap.backends as backends
-    from epslap._validate import Problem
+    from epslap.gpu.cpu_finish import finish_on_cpu
     from epslap.gpu.solver import UncertifiedResult
     m = np.random.default_rng(4).random((40, 60))
     cost = m if form == "matrix" else costfns.Dense(m)
     rough = epslap.solve(m * (1 + 1e-3 * np.random.default_rng(5).random(m.shape)))
+    first = epslap.Solution(rough.row_ind, rough.col_ind, rough.cost, rough.u, rough.v,
+                            {"backend": "gpu"})
     exc = UncertifiedResult(None)
-    exc.solution = epslap.Solution(rough.row_ind, rough.col_ind, rough.cost, rough.u, rough.v,
-                                   {"backend": "gpu"})
     with pytest.warns(RuntimeWarning, match="the CPU solver finished"):
-        sol = backends._finish_on_cpu(Problem(cost, form, False), exc, 0.0)
+        sol = finish_on_cpu(cost, first, False, exc, 0.0)
     assert_optimal(m, sol)
     assert sol.stats["cpu_fallbacks"] == 1 and sol.stats["backend"] == "gpu"
 
     class KernelOnly(costfns.CostSource):
         shape, dtype = m.shape, np.dtype(np.float64)
     with pytest.raises(UncertifiedResult):
-        backends._finish_on_cpu(Problem(KernelOnly(), "source", False), exc, 0.0)
+        finish_on_cpu(KernelOnly(), first, False, exc, 0.0)

@@ -67,3 +67,9 @@ def test_points_whose_squared_distances_overflow_are_refused(cls):
     with pytest.raises(ValueError, match="overflow float64"):
         epslap.emd2(x, y)
     getattr(costfns, cls)(x, y / 1e10)  # within range: made as before
+    # each coordinate's largest difference squared is finite and their sum is not, but no
+    # single pair's is: taken (the pairs are summed where the bound cannot decide)
+    wide = getattr(costfns, cls)(np.zeros((2, 2)), np.array([[1e154, 0.0], [0.0, 1e154]]))
+    assert np.isfinite(wide.dense()).all()
+    with pytest.raises(ValueError, match="overflow float64"):  # ... and where one pair's is
+        getattr(costfns, cls)(np.zeros((1, 2)), np.array([[1e154, 1e154]]))

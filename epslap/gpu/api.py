@@ -236,9 +236,9 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
                         raise_out_of_range(src, [route.range_check], (n1, n2), maximize)
         sol = finish((n1, n2), route.transposed, integral, row_to_col, v, assigned, stats,
                      maximize, t_start)
-        if uncertified is not None:  # the caller finishes it on the CPU from its prices
-            uncertified.solution = sol
-            raise uncertified
+        if uncertified is not None:  # finished on the CPU from its duals
+            from .cpu_finish import finish_on_cpu
+            return finish_on_cpu(cost, sol, maximize, uncertified, t_start)
     return sol
 
 

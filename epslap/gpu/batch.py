@@ -219,10 +219,19 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
     integral = bool(mats) and all(m.dtype.kind in "biu" for m in mats)
     cost = np.zeros(n, np.int64 if integral else np.float64)
     rows = np.zeros(n, np.int64)
-    for (_, _, on_device), idx in groups.items():
+    failed = None  # (index, error) of the first bad problem found: the groups are solved
+    for (_, _, on_device), idx in groups.items():  # apart (as on the CPU, epslap.batch)
+        if failed is not None and idx[0] > failed[0]:
+            continue
         xp = cupy if on_device else np
-        part = _solve_stack(cupy, xp.stack([mats[k] for k in idx]), maximize, np.asarray(idx),
-                            stats)
+        try:
+            part = _solve_stack(cupy, xp.stack([mats[k] for k in idx]), maximize,
+                                np.asarray(idx), stats)
+        except (ValueError, ArithmeticError) as exc:
+            k = getattr(exc, "problem", int(idx[0]))
+            if failed is None or k < failed[0]:
+                failed = (k, exc)
+            continue
         if not on_device:
             part = tuple(cupy.asnumpy(a) for a in part)
         r, kk, total, uu, vv, rr = part
@@ -231,6 +240,8 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
             row_ind[k], col_ind[k], u[k], v[k] = r[t], kk[t], uu[t], vv[t]
             cost[k] = total[t]
             rows[k] = rr[t]
+    if failed is not None:
+        raise failed[1]
     stats["rows_evaluated"] = rows
     return row_ind, col_ind, cost, u, v, stats
 
@@ -288,11 +299,11 @@ def _device_stack(cupy, stack, maximize: bool):
         if maximize:
             lo, hi = -hi, -lo
         check_int_range(lo, hi, stack.shape[1:])
-        if stack.dtype.name not in ("int32", "int64"):
+        if stack.dtype.name not in ("int32", "int64") or not stack.dtype.isnative:
             small = stack.dtype.itemsize < 4 or stack.dtype.kind == "b"
             stack = stack.astype(np.int32 if small else np.int64)
-    elif stack.dtype.name not in ("float32", "float64"):
-        stack = stack.astype(float_kind(stack.dtype))
+    elif stack.dtype.name not in ("float32", "float64") or not stack.dtype.isnative:
+        stack = stack.astype(float_kind(stack.dtype))  # native (CuPy copies bytes as they are)
     if not isinstance(stack, cupy.ndarray):
         try:
             stack = cupy.asarray(np.ascontiguousarray(stack))
@@ -410,8 +421,16 @@ def _in_member(check, index, k: int):
         except (ValueError, ArithmeticError, RuntimeError) as exc:
             if index is None:
                 raise
-            raise type(exc)(f"problem {int(index[k])}: {exc}") from None
+            raise _member_error(exc, int(index[k])) from None
     return named
+
+
+def _member_error(exc: Exception, k: int) -> Exception:
+    """``exc`` as the error of problem ``k`` of the caller's batch, its index in the message
+    and in ``problem`` (a list's groups are solved apart: the first bad problem is reported)."""
+    out = type(exc)(f"problem {k}: {exc}")
+    out.problem = k
+    return out
 
 
 def _canonical_member(cupy, m, k: int, maximize: bool, integral: bool) -> np.ndarray:
@@ -444,7 +463,7 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
     except (ValueError, ArithmeticError) as exc:
         if index is None:
             raise
-        raise type(exc)(f"problem {int(index[k])}: {exc}") from None
+        raise _member_error(exc, int(index[k])) from None
     x[k] = cupy.asarray(sol.col_ind)
     u[k] = cupy.asarray(sol.u)
     v[k] = cupy.asarray(sol.v)

@@ -34,11 +34,10 @@ def certified(cuda_cost, n1: int, n2: int, integral: bool, out, device: int, hos
     come from there (``host``: one more read of every row). Sets
     ``stats["certificate_max_violation"]``."""
     row_to_col, v, stats, assigned = out
-    if host is not None:
-        u = assigned - v[row_to_col]
-        shift = v.max()
+    if host is not None:  # the duals the solve reports: v at a maximum of 0, u from it
+        vs = v - v.max() if v.size else v
         rep = verify(StateRows(host.state, (n1, n2), host.row_dtype), np.arange(n1), row_to_col,
-                     u + shift, v - shift)
+                     assigned - vs[row_to_col], vs)
         stats["certificate_max_violation"] = rep["max_violation"]
         return bool(rep["optimal"])
     launch = launch or LaunchConfig()

@@ -145,15 +145,13 @@ def solve_device(cuda_cost, n1: int, n2: int, *, integral: bool, epsilon: bool =
 
 class UncertifiedResult(RuntimeError):
     """A device result whose duals missed the certificate after every re-solve (float prices
-    rounded where costs of many magnitudes meet, or long runs of ties); ``out`` holds it, and
-    ``solution`` (set by ``epslap.gpu.api``) the same in the caller's terms, whose duals
-    ``epslap.backends`` hands to the CPU solver as a warm start."""
+    rounded where costs of many magnitudes meet, or long runs of ties); ``out`` holds it, whose
+    duals ``epslap.gpu.api`` hands to the CPU solver as a warm start (``cpu_finish``)."""
 
     def __init__(self, out):
         super().__init__("backend='gpu': the result failed its optimality certificate; please "
                          "report this problem (use backend='cpu' meanwhile)")
         self.out = out
-        self.solution = None
 
 
 def _check_split(devices, device, cuda_cost, cache, host, launch) -> None:
