@@ -202,12 +202,39 @@ def _save(self, key, data):
             self._save_index(overloads)
 
 
+_numba_enable_caching = None
+_WARNED_NO_CACHE: list = []
+
+
+def _enable_caching_where_possible(self) -> None:
+    """Numba's ``enable_caching``, or no disk cache for this function where Numba finds no
+    writable place for one (no ``__pycache__`` beside the source, no ``NUMBA_CACHE_DIR``, no
+    user cache folder): the package imports and solves, compiling in every process, with one
+    warning that says how to give it a cache, instead of a traceback at import."""
+    try:
+        _numba_enable_caching(self)
+    except RuntimeError as exc:
+        if "no locator available" not in str(exc):
+            raise
+        self._cache = caching.NullCache()
+        if not _WARNED_NO_CACHE:
+            _WARNED_NO_CACHE.append(True)
+            import warnings
+            warnings.warn("epslap: Numba finds no writable folder for its cache of compiled "
+                          "kernels here, so every process compiles them again; set "
+                          "NUMBA_CACHE_DIR to a writable folder", RuntimeWarning, stacklevel=2)
+
+
 def harden() -> None:
     """Put the locked save, the tolerant index load and the keys on imports in place of
     Numba's (once per process; ``costfns.rows`` does it on import, before anything is
     compiled)."""
+    global _numba_enable_caching
     if not getattr(_Index, "_epslap_hardened", False):
         _Index._epslap_hardened = True
         caching.Cache.__init__ = _cache_init
+        from numba.core.dispatcher import Dispatcher
+        _numba_enable_caching = Dispatcher.enable_caching
+        Dispatcher.enable_caching = _enable_caching_where_possible
         _Index._load_index = _load_index_or_nothing
         _Index.save = _save

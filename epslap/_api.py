@@ -228,10 +228,15 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
                        checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                        candidates=candidates)
     problem = problem_of(cost, form, maximize)  # (the options' errors come first)
-    if options.limit is not None:  # a matrix with one slack column per row, on the backend
-        return solve_with_limit(problem, options.limit, lambda extended: solve_on(
-            extended, options._replace(limit=None)))
-    return solve_on(problem, options)
+    try:
+        if options.limit is not None:  # a matrix with one slack column per row, on the backend
+            return solve_with_limit(problem, options.limit, lambda extended: solve_on(
+                extended, options._replace(limit=None)))
+        return solve_on(problem, options)
+    except KeyboardInterrupt:
+        from .cpu.compile_ahead import stop_all
+        stop_all()  # a child compiling a later step for it: the solve will not reach it
+        raise
 
 
 def _options(form: str, *, backend, maximize, epsilon, memory, cache, threads, progress, device,

@@ -220,3 +220,18 @@ def test_a_declined_sample_looks_at_the_sparse_table_once(monkeypatch):
         sol = epslap.solve(c)
         assert "candidates" in sol.stats  # declined by the sample
     assert len(looks) <= 1
+
+
+def test_a_ctrl_c_stops_the_children(monkeypatch):
+    """A KeyboardInterrupt in a solve stops the children compiling its later steps (one went on
+    compiling at full speed after a Ctrl-C in a notebook; the solve will not reach them)."""
+    import epslap._api as api
+    stopped = []
+    monkeypatch.setattr(compile_ahead, "stop_all", lambda: stopped.append(True))
+
+    def interrupted(problem, options):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(api, "solve_on", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        epslap.solve(np.random.default_rng(0).random((50, 50)), candidates=False)
+    assert stopped == [True]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import pickle
 
+import pytest
+
 import costfns  # noqa: F401  (installs the hardening)
 from numba.core import caching
 
@@ -129,3 +131,37 @@ def test_a_kernel_is_keyed_on_the_modules_its_module_imports(tmp_path, monkeypat
     monkeypatch.setitem(_numba_cache._READ, "epslap._exact", (source_hash, imports))
     monkeypatch.setattr(_numba_cache, "_DIGESTS", {})
     assert kernel_of_the_small_path()._cache._cache_file._load_index()
+
+
+def test_no_writable_cache_folder_means_no_disk_cache_not_a_failed_import(monkeypatch):
+    """Where Numba finds no writable place for a function's cache (no ``__pycache__`` beside
+    the source, ``NUMBA_CACHE_DIR`` and the user's cache folder unwritable) its
+    ``enable_caching`` raised at the decorator, and ``import epslap`` failed with a traceback:
+    the function now compiles without a disk cache, with one warning naming NUMBA_CACHE_DIR."""
+    import warnings
+
+    from numba.core import caching
+
+    import costfns._numba_cache as nc
+
+    def no_locator(self):
+        raise RuntimeError("cannot cache function 'f': no locator available for file 'x.py'")
+    monkeypatch.setattr(nc, "_numba_enable_caching", no_locator)
+    monkeypatch.setattr(nc, "_WARNED_NO_CACHE", [])
+
+    class Dispatcher:
+        _cache = None
+    first, second = Dispatcher(), Dispatcher()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        nc._enable_caching_where_possible(first)
+        nc._enable_caching_where_possible(second)
+    assert isinstance(first._cache, caching.NullCache)
+    assert isinstance(second._cache, caching.NullCache)
+    assert len(seen) == 1 and "NUMBA_CACHE_DIR" in str(seen[0].message)
+
+    def other(self):
+        raise RuntimeError("something else")
+    monkeypatch.setattr(nc, "_numba_enable_caching", other)
+    with pytest.raises(RuntimeError, match="something else"):
+        nc._enable_caching_where_possible(Dispatcher())
