@@ -23,6 +23,7 @@ from ._sync import usable_cores
 from ._validate import check_float_range, check_int_range, check_options, float_kind
 from .cpu import jv, small
 from .cpu.api import solve_cpu
+from .errors import member_error, solved_groups
 from .limit import check_cost_limit, solve_batch_with_limit
 from .solution import Solution, orient_duals
 
@@ -134,38 +135,18 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
                                                                 for m in mats)
     cost = np.zeros(n, np.int64 if integral else np.float64)
     rows = np.zeros(n, np.int64)
-    failed = None  # (index, error) of the first bad problem found: the groups are solved
-    for idx in groups.values():  # apart, and a later group may hold an earlier bad problem
-        if failed is not None and idx[0] > failed[0]:
-            continue  # every member comes after the bad problem found
-        idx = np.asarray(idx)
-        try:
-            part = _solve_stack(np.stack([mats[k] for k in idx]), maximize, nthreads, idx,
-                                threads)
-        except (ValueError, ArithmeticError) as exc:
-            k = getattr(exc, "problem", int(idx[0]))
-            if failed is None or k < failed[0]:
-                failed = (k, exc)
-            continue
+    def solve_group(_, idx):
+        return _solve_stack(np.stack([mats[k] for k in idx]), maximize, nthreads,
+                            np.asarray(idx), threads)
+    for _, idx, part in solved_groups(groups, solve_group):
         for t, k in enumerate(idx):
             row_ind[k], col_ind[k] = part.row_ind[t], part.col_ind[t]
             u[k], v[k] = part.u[t], part.v[t]
             cost[k] = part.cost[t]
             rows[k] = part.stats["rows_evaluated"][t]
-    if failed is not None:
-        raise failed[1]
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows,
              "time_total_s": time.perf_counter() - t_start}
     return BatchSolution(row_ind, col_ind, cost, u, v, stats)
-
-
-def _member_error(exc: Exception, k: int) -> Exception:
-    """``exc`` as the error of problem ``k`` of the caller's batch: its index in the message
-    and in ``problem`` (a list's groups of one shape are solved apart: the first bad problem
-    of the batch is the one reported)."""
-    out = type(exc)(f"problem {k}: {exc}")
-    out.problem = k
-    return out
 
 
 def linear_sum_assignment_batch(costs: Any, maximize: bool = False, *, backend: str = "cpu",
@@ -249,7 +230,7 @@ def _name_the_member(costs, maximize: bool, index=None) -> None:
             else:
                 check_float_range(m, m.shape)
         except ValueError as exc:
-            raise _member_error(exc, t if index is None else int(index[t])) from None
+            raise member_error(exc, t if index is None else int(index[t])) from None
 
 
 def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
@@ -281,7 +262,7 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
                 sol = solve_cpu(c[k], maximize=False, epsilon=True, threads=threads,
                                 progress=False, t_start=time.perf_counter(), small_tried=True)
             except (ValueError, ArithmeticError) as exc:
-                raise _member_error(exc, int(index[k])) from None
+                raise member_error(exc, int(index[k])) from None
             x[k], v[k], u[k] = sol.col_ind, sol.v, sol.u  # canonical: n1 <= n2, minimised
             total[k] = sol.cost
             rows[k] = sol.stats["rows_evaluated"]
@@ -291,7 +272,7 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
                     check_float_range(c[k], c[k].shape)
                 raise_for_status(int(status[k]), "cpu")
             except (ValueError, ArithmeticError) as exc:
-                raise _member_error(exc, int(index[k])) from None
+                raise member_error(exc, int(index[k])) from None
     row_ind, col_ind, u, v, total = orient_duals(x, u, v, total, maximize, transposed,
                                                  rows=row_ind)
     stats = {"backend": "cpu", "threads": nthreads, "rows_evaluated": rows}

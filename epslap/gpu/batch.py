@@ -28,6 +28,7 @@ import numpy as np
 from .._status import STATUS_OK, STATUS_OUT_OF_RANGE, raise_for_status
 from .._validate import check_float_range, check_int_range, float_kind
 from ..certificate import CHECK_RTOL
+from ..errors import member_error, solved_groups
 from ..solution import Solution, orient_duals
 from .modules import EPS_OPTIONS, ORIENT, build_module
 from . import ragged
@@ -219,19 +220,11 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
     integral = bool(mats) and all(m.dtype.kind in "biu" for m in mats)
     cost = np.zeros(n, np.int64 if integral else np.float64)
     rows = np.zeros(n, np.int64)
-    failed = None  # (index, error) of the first bad problem found: the groups are solved
-    for (_, _, on_device), idx in groups.items():  # apart (as on the CPU, epslap.batch)
-        if failed is not None and idx[0] > failed[0]:
-            continue
-        xp = cupy if on_device else np
-        try:
-            part = _solve_stack(cupy, xp.stack([mats[k] for k in idx]), maximize,
-                                np.asarray(idx), stats)
-        except (ValueError, ArithmeticError) as exc:
-            k = getattr(exc, "problem", int(idx[0]))
-            if failed is None or k < failed[0]:
-                failed = (k, exc)
-            continue
+    def solve_group(key, idx):
+        xp = cupy if key[2] else np  # (shape, dtype, on the device)
+        return _solve_stack(cupy, xp.stack([mats[k] for k in idx]), maximize, np.asarray(idx),
+                            stats)
+    for (_, _, on_device), idx, part in solved_groups(groups, solve_group):
         if not on_device:
             part = tuple(cupy.asnumpy(a) for a in part)
         r, kk, total, uu, vv, rr = part
@@ -240,8 +233,6 @@ def _solve_list(cupy, costs, maximize: bool, stats: dict) -> tuple:
             row_ind[k], col_ind[k], u[k], v[k] = r[t], kk[t], uu[t], vv[t]
             cost[k] = total[t]
             rows[k] = rr[t]
-    if failed is not None:
-        raise failed[1]
     stats["rows_evaluated"] = rows
     return row_ind, col_ind, cost, u, v, stats
 
@@ -421,16 +412,8 @@ def _in_member(check, index, k: int):
         except (ValueError, ArithmeticError, RuntimeError) as exc:
             if index is None:
                 raise
-            raise _member_error(exc, int(index[k])) from None
+            raise member_error(exc, int(index[k])) from None
     return named
-
-
-def _member_error(exc: Exception, k: int) -> Exception:
-    """``exc`` as the error of problem ``k`` of the caller's batch, its index in the message
-    and in ``problem`` (a list's groups are solved apart: the first bad problem is reported)."""
-    out = type(exc)(f"problem {k}: {exc}")
-    out.problem = k
-    return out
 
 
 def _canonical_member(cupy, m, k: int, maximize: bool, integral: bool) -> np.ndarray:
@@ -463,7 +446,7 @@ def _solve_single(cupy, m, k, maximize, index, x, u, v, total, rows) -> None:
     except (ValueError, ArithmeticError) as exc:
         if index is None:
             raise
-        raise _member_error(exc, int(index[k])) from None
+        raise member_error(exc, int(index[k])) from None
     x[k] = cupy.asarray(sol.col_ind)
     u[k] = cupy.asarray(sol.u)
     v[k] = cupy.asarray(sol.v)
