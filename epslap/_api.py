@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import checkpoint as ckpt
-from ._validate import Options, check_options, form_of, problem_of
+from ._validate import Options, check_options, form_of, output_path_problem, problem_of
 from .backends import solve_on
 from .candidates import check_candidates
 from .cpu import small as _small
@@ -299,12 +299,9 @@ def _continuation(backend, limit, init, checkpoint, checkpoint_every, resume):
                          "checkpoint's prices")
     every = ckpt.parse_interval(checkpoint_every)
     path = os.fspath(checkpoint) if checkpoint is not None else None
-    if path is not None:  # refused now, not at the first write after the estimate
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise ValueError(f"checkpoint {path!r}: folder {folder} does not exist")
-        if os.path.isdir(path):
-            raise ValueError(f"checkpoint {path!r} is a folder: give a file name in it")
+    why = None if path is None else output_path_problem(path)
+    if why is not None:  # refused now, not at the first write after the estimate
+        raise ValueError(f"checkpoint {path!r}: {why}")
     if resume is None:
         return ckpt.Checkpointing(path=path, every_s=every)
     resume = os.fspath(resume)

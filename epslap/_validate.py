@@ -6,6 +6,7 @@ Error messages for dense input are scipy's, so ``linear_sum_assignment`` is a dr
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -103,6 +104,17 @@ def check_device_matrix(cost) -> None:
     if cost.dtype.kind not in "biuf":
         raise TypeError(f"Cannot cast array data from {cost.dtype!r} to dtype('float64') "
                         "according to the rule 'safe'")
+
+
+def output_path_problem(path) -> str | None:
+    """Why a file cannot be written at ``path`` (its folder is missing, or it is a folder),
+    said before any work; None where it can. The CLI's outputs and ``checkpoint=`` ask it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"folder {folder} does not exist"
+    if os.path.isdir(path):
+        return "is a folder (give a file name in it)"
+    return None
 
 
 def float_kind(dtype: np.dtype) -> np.dtype | None:

@@ -213,11 +213,10 @@ def _check_size_words(argv: list[str], name: str) -> None:
 def _check_output(path: str | None, flag: str, name: str) -> None:
     """Fail before the work, not after it, when an output file's folder does not exist."""
     if path is not None:
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise Failure(f"{name}: {flag} {path}: folder {folder} does not exist")
-        if os.path.isdir(path):
-            raise Failure(f"{name}: {flag} {path}: is a folder (give a file name in it)")
+        from ._validate import output_path_problem
+        why = output_path_problem(path)
+        if why is not None:
+            raise Failure(f"{name}: {flag} {path}: {why}")
 
 
 def _emd(args) -> int:
