@@ -13,9 +13,10 @@ the longest), so the share of rows augmented ran to 97 % in the first tenth of a
 left is estimated as the rows left times the rows evaluated per augmentation over the last
 quarter of the rows augmented (``_WORK_WINDOW``), which rises as the searches lengthen, and,
 from the second pass on, at least as what the last pass still had to do at the same row count
-(passes of one solve have alike shapes); the bar is the work done over the work done plus that
-estimate, and its rate (rows evaluated per second) and time left follow it. They converge as
-the pass ends.
+(passes of one solve have alike shapes). The bar shows the work done over the work done plus
+that estimate, and never moves back: where the estimate grows faster than the work is done it
+waits. The time left is the estimate of the work left at the pass's rate (rows evaluated per
+second since it began), both shown; they converge as the pass ends.
 """
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-_PASS_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]"
+_PASS_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}{postfix}]"
+#: the pass bar's scale: its position is the share of the work done, in these units
+_SCALE = 10_000
 #: the share of a pass's augmented rows over which the work per row is measured
 _WORK_WINDOW = 0.25
 _PHASE_FORMAT = "{desc} [{elapsed}{postfix}]"
@@ -50,6 +53,8 @@ class SolveProgress:
         self.shown_pass = -1
         self.samples: list = []  # (rows augmented, rows evaluated) at this pass's ticks
         self.previous: list = []  # the last finished pass's samples (its shape of work)
+        self.shown = 0  # the pass bar's position (of _SCALE): it never moves back
+        self.pass_t0 = self.t0  # when the pass shown began
 
     def _open(self, desc: str, total=None, fmt: str = _PASS_FORMAT):
         self._close_bar()
@@ -98,7 +103,7 @@ class SolveProgress:
         p, k, evaluated = int(self.ctl[1]), int(self.ctl[2]), int(self.ctl[3])
         if p != self.shown_pass or self.bar is None:
             if self.bar is not None:  # the previous pass augmented every row
-                self.bar.n = self.bar.total
+                self.bar.n = _SCALE
             self.shown_pass = p
             if len(self.samples) > 1:
                 self.previous = self.samples
@@ -108,14 +113,19 @@ class SolveProgress:
             else:
                 eps = float(self.eps_log[p]) if p < len(self.eps_log) else 0.0
                 desc = f"pass {p + 1}, ε = {eps:.3g}" if eps > 0 else f"pass {p + 1}, exact"
-            self._open(desc, total=self.n)
+            self._open(desc, total=_SCALE)
+            self.shown, self.pass_t0 = 0, time.perf_counter()
         k = min(k, self.n)
         done, left = self._work(k, evaluated)
-        self.bar.total = max(done + left, 1)
-        self.bar.n = done
+        self.shown = max(self.shown, _SCALE * done // max(done + left, 1))
+        self.bar.n = self.shown
+        elapsed = time.perf_counter() - self.pass_t0
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = self._tqdm.format_interval(left / rate) if rate > 0 else "?"
         tail = f", {self.extra()}" if self.extra else ""
-        self.bar.set_postfix_str(f"{k:,}/{self.n:,} rows, rows evaluated {evaluated:,}{tail}",
-                                 refresh=False)
+        self.bar.set_postfix_str(
+            f"{eta} left at {self._tqdm.format_sizeof(rate)} rows/s, {k:,}/{self.n:,} rows, "
+            f"rows evaluated {evaluated:,}{tail}", refresh=False)
         self.bar.refresh()
 
     def _work(self, k: int, evaluated: int) -> tuple[int, int]:

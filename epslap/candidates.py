@@ -43,7 +43,7 @@ from .cpu.api import PRECHECK_MAX
 from .cpu.small import MAX_SQUARE, leaves_early
 from .cpu.cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
 from .cpu.compile_ahead import pending, stop_all
-from .cpu.host import compile_kernels, compile_later
+from .cpu.host import compile_kernels, compile_later, run_interruptibly
 from .errors import InfeasibleError
 from .locality import relabeled, restore_labels
 from .solution import finish
@@ -325,27 +325,32 @@ class HostPasses:
                                        else AUTO_MIN_COLS_FLOAT)
 
     def run(self, kernel, args, count=None):
-        """``kernel(src, buf, *head, first, stride, n1, *tail)`` on every thread, ``args =
-        (head, tail)``, each thread with its own row buffer (``first`` = its index)."""
-        run_workers(kernel, lambda tid: self._worker_args(args, tid, count), self.threads,
-                    new_sync())
+        """``kernel(src, buf, sync, *head, first, stride, n1, *tail)`` on every thread, ``args
+        = (head, tail)``, each thread with its own row buffer (``first`` = its index), all off
+        the calling thread: Ctrl-C stops the scan at its threads' next rows
+        (``cpu.host.run_interruptibly``) and raises KeyboardInterrupt then."""
+        sync = new_sync()
+        run_interruptibly(lambda: run_workers(
+            kernel, lambda tid: self._worker_args(args, tid, count, sync), self.threads, sync),
+            np.zeros(1, np.int64), sync=sync)
         if self.source is not None:
             raise_pending(self.source)
 
-    def _worker_args(self, args, tid: int, count=None) -> tuple:
+    def _worker_args(self, args, tid: int, count=None, sync=None) -> tuple:
         """Thread ``tid``'s arguments of a scan (:meth:`run`), with a row buffer of its own."""
         head, tail = args
         buf = np.empty(self.n2, self.buf_dtype)
-        return (self.src, buf, *head, tid, self.threads, self.n1 if count is None else count,
-                *tail)
+        return (self.src, buf, new_sync() if sync is None else sync, *head, tid, self.threads,
+                self.n1 if count is None else count, *tail)
 
-    def compile_passes(self) -> None:
-        """Compile both scans for this cost's row form with a running clock (``progress=True``:
-        a first use's compile is a phase of its own, not silence inside the first pass), with
-        arguments made as the passes make theirs."""
+    def compile_passes(self, progress=None) -> float:
+        """Compile (or load) both scans for this cost's row form, with arguments made as the
+        passes make theirs; the seconds spent. With ``progress`` a first use's compile is shown
+        as a phase with a running clock, not silence inside the first pass."""
         v, rows = np.zeros(1, self.work), np.zeros(1, np.int64)
         scans = [(candidate_rows, self._worker_args(self._candidate_args(v, 1, rows), 0, 1))]
-        compile_kernels(scans + self.certificate_kernels(), True, "the candidate passes")
+        return compile_kernels(scans + self.certificate_kernels(), progress,
+                               "the candidate passes")
 
     def certificate_kernels(self) -> list:
         """The certificate pass's kernel with arguments of its types (compiled beside the
@@ -408,12 +413,12 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     n1, n2, work = prob.n1, prob.n2, prob.work
     v = np.zeros(n2, work)
     k = min(k, n2)
-    t0 = time.perf_counter()
     # the sparse solve's kernels (the merge of added pairs too where a clock shows the
     # compile), which ``solve_by_candidates`` may have handed to a child already
     sparse_table = sparse_kernels(prob.integral, merging=progress)
-    if progress:  # a first use's compile as a phase with a clock, not silence in the passes
-        prob.compile_passes()
+    # a first use's compile (with progress: a phase with a clock, not silence in the passes)
+    compile_s = prob.compile_passes(progress)
+    t0 = time.perf_counter()
     if auto and spread is None:
         def sampled(rows):
             cols, _, counts, _ = prob.candidates(v, min(k, AUTO_SAMPLE_K), rows, maximize)
@@ -427,7 +432,9 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
     # (with progress, a clock for a first use's compile instead of silence inside the solve);
     # where a child compiles these kernels, the certificate's scan here meanwhile
     own = prob.certificate_kernels() if pending() else []
-    compile_kernels(own + sparse_table, progress, "the sparse solve")
+    t1 = time.perf_counter()
+    compile_s += compile_kernels(own + sparse_table, progress, "the sparse solve")
+    t0 += time.perf_counter() - t1  # (the solve's times leave the compile out)
     sparse = _candidate_csr(n1, n2, cand_cols, cand_vals, counts, diag, prob.integral)
     del cand_cols, cand_vals
     diag_ok = bool(np.isfinite(diag).all()) if not prob.integral else True
@@ -522,7 +529,7 @@ def solve_candidates(prob, *, maximize: bool, k: int, t_start: float, auto: bool
              "time_sparse_s": sum(s["time_solve_s"] for s in solve_stats),
              "time_estimate_s": time_candidates,
              "time_solve_s": time.perf_counter() - t0 - time_candidates,
-             "compile_s": 0.0, "threads": prob.threads}
+             "compile_s": compile_s, "threads": prob.threads}
     tree = getattr(prob, "tree", None)  # a tree's passes (``point_passes``): what a row read
     if tree is not None and tree.rows_searched:
         stats["tiles_read_per_row"] = tree.tiles_read / tree.rows_searched
@@ -576,9 +583,10 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
         counts = np.zeros(m, np.int64)
         vals, diag = np.zeros((m, k), work), np.zeros(m, work)
         stats, flags = np.zeros((nt, 1)), np.zeros(nt, np.int64)
+        sync = new_sync()
         run_workers(candidate_rows,
-                    lambda t: (src, np.empty(n2, work), np.zeros(n2, work), k, rows, t, nt, m,
-                               cols, vals, counts, diag, stats, flags), nt, new_sync())
+                    lambda t: (src, np.empty(n2, work), sync, np.zeros(n2, work), k, rows, t, nt,
+                               m, cols, vals, counts, diag, stats, flags), nt, sync)
         looks.append((sample, cols, counts))
         if len(looks) == 1 and ties:
             tied.append(_tied(vals, counts))

@@ -46,9 +46,9 @@ class PointPasses(HostPasses):
             self.biggest = float(np.sqrt(self.biggest))
         self.tree = ColumnTree(self.x, self.y, self.threads, root)  # its stats reach the result's
 
-    def compile_passes(self) -> None:
-        """``HostPasses.compile_passes``: the search's compile, shown with a running clock."""
-        self.tree.compile()
+    def compile_passes(self, progress=None) -> float:
+        """``HostPasses.compile_passes``: the search's compile."""
+        return self.tree.compile(progress)
 
     def certificate_kernels(self) -> list:
         """``HostPasses.certificate_kernels``: none (the certificate searches the same tree)."""

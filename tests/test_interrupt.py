@@ -93,3 +93,31 @@ def test_wait_on_the_worker_does_not_trust_a_join_that_was_interrupted(monkeypat
         return 42
     threading.Timer(0.2, release.set).start()
     assert cpu_host.run_interruptibly(fn, ctl) == 42
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
+                    reason="needs POSIX signals")
+def test_real_sigint_in_a_candidate_scan_stops_it_within_a_row():
+    """The candidates method's streaming scans poll the stop flag at every row: with a slow
+    Python row function (a whole scan about 6 s here) Ctrl-C raises within a few rows' time,
+    not after the scan, and leaves no scan thread running."""
+    n = 300
+    sent: list[float] = []
+
+    def row(i):
+        time.sleep(0.02)
+        if len(sent) == 0 and i >= 5:  # in the scan (after every compile): the signal now
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+        return np.cos(np.arange(n) * (i + 0.5)) + 1.0
+    src = costfns.from_function(row, (n, n), kind="row")
+    t_raised = None
+    try:
+        epslap.solve(src, candidates=16, threads=1)
+    except KeyboardInterrupt:
+        t_raised = time.perf_counter()
+    assert sent and t_raised is not None
+    assert t_raised - sent[0] < 1.0, t_raised - sent[0]  # the scan alone: about 6 s
+    time.sleep(0.05)
+    assert not [t for t in threading.enumerate()
+                if t.name.startswith("epslap-cpu") and t.is_alive()]

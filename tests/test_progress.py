@@ -32,7 +32,7 @@ def test_phases_rows_and_time_left():
     assert "estimate [" in text
     assert "exact:" in text and "rows evaluated" in text and "cache hits" in text
     assert "solved in" in text and f"{passes} passes, {rows:,} rows evaluated" in text
-    assert "<" in text and "/200 rows" in text  # elapsed<left, and the rows augmented
+    assert " left at " in text and "rows/s" in text and "/200 rows" in text  # time left, rate
 
 
 def test_compile_phase_names_its_reason_and_time():
@@ -100,6 +100,31 @@ def test_a_later_pass_reads_its_work_left_from_the_last_pass():
                 assert abs(prog.bar.n / prog.bar.total - 0.5) < 0.05
         base += work(1000)
     prog.close({"passes": 2, "rows_evaluated": base})
+
+
+def test_the_pass_bar_never_moves_back_and_its_time_left_follows_the_estimate():
+    """Cheap rows first, then rows a hundred times dearer: the estimate of the work left jumps
+    up and the share done falls; the bar waits instead of moving back, and the time left shown
+    is the estimate's (work left at the pass's rate), not the bar's."""
+    stream = io.StringIO()
+    ctl = np.zeros(8, np.int64)
+    prog = SolveProgress(1000, ctl, np.array([0.0]), stream=stream)
+    prog.passes()
+
+    def work(k):
+        return k if k <= 500 else 500 + (k - 500) * 100
+    positions, shares = [], []
+    for k in range(0, 1001, 25):
+        ctl[1:4] = (0, k, work(k))
+        prog.tick()
+        positions.append(prog.bar.n / prog.bar.total)
+        done, left = prog._work(k, work(k))
+        shares.append(done / max(done + left, 1))
+    assert positions == sorted(positions) and positions[-1] == 1.0
+    assert any(b < a - 0.05 for a, b in zip(shares, shares[1:]))  # the share itself fell
+    prog.close({"passes": 1, "rows_evaluated": work(1000)})
+    text = stream.getvalue()
+    assert " left at " in text and "rows/s" in text
 
 
 def test_pass_labels_from_the_kernel_counters():

@@ -14,6 +14,7 @@ from numba import njit
 
 from costfns.rows import get_row
 
+from .._sync import aborted
 from .arrays import bits_float, copy_into, float_bits
 from .estimate.keys import KEY_POS_INF
 from .passes import KEY_MAX
@@ -69,14 +70,15 @@ def _float_magnitudes(row, n2, big):
 
 
 @njit(cache=True, nogil=True)
-def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals, counts, diag,
-                   stats, flags):
+def candidate_rows(src, buf, sync, v, k, rows, first, stride, n1, cand_cols, cand_vals, counts,
+                   diag, stats, flags):
     """Rows ``rows[first], rows[first + stride], …`` (of ``rows[:n1]``), row ``i = rows[t]``
     written at ``t``: ``cand_cols[t, :counts[t]]`` the columns of the ``counts[t] <= k``
     smallest finite ``c_ij - v_j`` (ascending; ties by lower index), their costs in
     ``cand_vals``, ``diag[t] = c_ii`` (the pair of the identity matching, +inf or the forbidden
     marker if not finite), and per thread (``first`` is its index) ``stats[first] = (largest
-    finite |c|,)``, ``flags[first]`` the value flags met.
+    finite |c|,)``, ``flags[first]`` the value flags met. A stop request on ``sync``
+    (``_sync.request_abort``: Ctrl-C) ends the scan at its next row, its outputs incomplete.
 
     A row is read twice from its buffer: once for the value checks (branch-free, so that the
     compiler vectorises them; for integer costs NaN and inf do not exist and drop out), once
@@ -98,6 +100,8 @@ def candidate_rows(src, buf, v, k, rows, first, stride, n1, cand_cols, cand_vals
     has_hint, hint = False, work(0)
     top = _above_all(v)  # no bound
     for t in range(first, n1, stride):
+        if aborted(sync):
+            break
         i = rows[t]
         row = get_row(src, i, buf)
         if integral:  # min and max in the row's type: vectorised (no int-to-float per entry)
@@ -170,14 +174,15 @@ def _least_reduced(row, v, lo, hi, best):
 
 
 @njit(cache=True, nogil=True)
-def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, add_cols,
+def certify_rows(src, buf, sync, v, u, cap, rel, rows, row_to_col, first, stride, n1, add_cols,
                  add_vals, add_counts, row_min):
     """Rows ``rows[first], rows[first + stride], …`` (of ``rows[:n1]``), row ``i = rows[t]``
     written at ``t``: ``row_min[t] = min_j (c_ij - v_j)`` over the columns other than the row's
     own ``row_to_col[i]`` (its margin to the certificate is ``row_min - u_i``), and
     ``add_cols[t, :add_counts[t]]``
     the (at most ``cap``) columns where ``c_ij - v_j`` is most below ``u[i]`` (the pairs that
-    violate the certificate) with their costs. ``rel``: a float pair violates only beyond
+    violate the certificate) with their costs; a stop request on ``sync`` ends the scan at its
+    next row (as :func:`candidate_rows`). ``rel``: a float pair violates only beyond
     ``rel * (|c| + |u_i| + |v_j|)`` (a fraction of ``epslap.verify``'s tolerance: ties that
     rounding moves by an ulp are not violations); 0 for integers (exact).
 
@@ -190,6 +195,8 @@ def certify_rows(src, buf, v, u, cap, rel, rows, row_to_col, first, stride, n1, 
     top = _above_all(v)  # in the work type: the test below stays exact for integers
     rv = np.empty(cap, v.dtype)
     for t in range(first, n1, stride):
+        if aborted(sync):
+            break
         i = rows[t]
         row = get_row(src, i, buf)
         ui = u[i]

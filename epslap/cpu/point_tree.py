@@ -253,8 +253,10 @@ class ColumnTree:
         self.rows_searched += m
         return cols, vals, counts, row_min
 
-    def compile(self) -> None:
-        """The search's compile, shown with a running clock."""
+    def compile(self, progress=None) -> float:
+        """The search's compile (with ``progress``, shown with a running clock); the seconds
+        spent (``host.compile_kernels``)."""
         none = np.zeros(0, np.int64)
         args_of, _, _ = self._arguments(np.zeros(self.yp.shape[0]), none, 1, np.zeros(0), none)
-        compile_kernels([(least_reduced_rows, args_of(0))], True, "the point-set passes")
+        return compile_kernels([(least_reduced_rows, args_of(0))], progress,
+                               "the point-set passes")

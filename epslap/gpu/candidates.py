@@ -124,8 +124,9 @@ class DevicePasses:
                                      np.int64(m), np.int32(k), *box, row_min, *out))
             return out + (row_min,)
 
-    def compile_passes(self) -> None:
+    def compile_passes(self, progress=None) -> float:
         """``HostPasses.compile_passes``: the device's passes were built with the module."""
+        return 0.0
 
     def certificate_kernels(self) -> list:
         """``HostPasses.certificate_kernels``: none on the host (the pass runs on the device)."""
