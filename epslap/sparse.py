@@ -21,6 +21,7 @@ from . import sparse_input
 from ._validate import check_float_range, check_int_range
 from .certificate import CHECK_RTOL
 from .cpu import sparse as core
+from .cpu.host import run_interruptibly
 from .cpu.sparse import repair_duals
 from .errors import InfeasibleError
 from .solution import finish
@@ -153,9 +154,11 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     epsilons: list = []
     bids = 0
     gave_up = False
+    stop = np.zeros(1, np.int64)
+    run = _interruptible(prob, stop)
     if not warm and n1 == n2 and n1 > 1:
         bids = _auction_phases(prob, v, row_to_col, col_to_row, big, epsilons,
-                               auction or core.auction)
+                               auction or (lambda *a: run(core.auction, *a, stop)))
         if bids < 0:  # gave up: the exact pass from scratch decides
             gave_up = True
             v[:] = 0
@@ -171,7 +174,7 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
         v -= v.max()
     freed = core.prepare(*args) if warm or epsilons else 0
     greedy_rows = core.greedy(*args)
-    status = core.augment(*args, counts)
+    status = run(core.augment, *args, counts, stop)
     if status != core.SPARSE_OK:
         _infeasible(prob, status, "has no augmenting path")
     epsilons.append(0.0)
@@ -188,6 +191,21 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     return row_to_col, v, assigned, stats
 
 
+#: stored pairs from which the sparse solve's long kernels (an auction phase, the exact pass)
+#: run on a worker thread that Ctrl-C stops (below, a call is too short to be worth the thread)
+INTERRUPTIBLE_FROM = 1 << 20
+
+
+def _interruptible(prob: SparseProblem, stop: np.ndarray):
+    """``run(kernel, *args)``: the kernel's result; for a problem of INTERRUPTIBLE_FROM stored
+    pairs or more, on a worker thread (``cpu.host.run_interruptibly``): Ctrl-C sets ``stop[0]``
+    (the kernel's stop flag, the last of ``args``), the kernel ends at its next look at it, and
+    KeyboardInterrupt is raised then."""
+    if prob.data.size < INTERRUPTIBLE_FROM:
+        return lambda kernel, *args: kernel(*args)
+    return lambda kernel, *args: run_interruptibly(lambda: kernel(*args), stop)
+
+
 def kernel_table(integral: bool) -> list:
     """The sparse solve's kernels with arguments of its types (``cpu.host.compile_kernels``
     compiles them, with a running clock where asked, before a solve that would otherwise
@@ -198,8 +216,8 @@ def kernel_table(integral: bool) -> list:
     args = (np.zeros(2, np.int64), one, np.zeros(1, work), np.zeros(1, work), one, one.copy(),
             np.zeros(1, work), big)
     return [(core.prepare, args), (core.greedy, args),
-            (core.augment, args + (np.zeros(4, np.int64),)),
-            (core.auction, args[:6] + (work(1), work(1), np.int64(1), big))]
+            (core.augment, args + (np.zeros(4, np.int64), one.copy())),
+            (core.auction, args[:6] + (work(1), work(1), np.int64(1), big, one.copy()))]
 
 
 def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilons,

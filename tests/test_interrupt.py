@@ -121,3 +121,32 @@ def test_real_sigint_in_a_candidate_scan_stops_it_within_a_row():
     time.sleep(0.05)
     assert not [t for t in threading.enumerate()
                 if t.name.startswith("epslap-cpu") and t.is_alive()]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
+                    reason="needs POSIX signals")
+def test_real_sigint_in_a_sparse_exact_pass_stops_it_before_the_next_row():
+    """A rectangular sparse problem runs one exact pass over all its rows (no auction): with
+    over a million stored pairs it runs on a worker thread whose kernel looks at the stop flag
+    before each row's search, so Ctrl-C raises at once rather than after the pass."""
+    import scipy.sparse as sp
+    from epslap.sparse import INTERRUPTIBLE_FROM
+    n, m, k = 300_000, 320_000, 8
+    rng = np.random.default_rng(0)
+    cols = rng.integers(0, m, n * k)
+    cols[::k] = np.arange(n)  # a complete matching among the stored pairs
+    s = sp.csr_matrix((rng.random(n * k), (np.repeat(np.arange(n), k), cols)), shape=(n, m))
+    assert s.nnz >= INTERRUPTIBLE_FROM
+    epslap.solve(s)  # compiled
+    t0 = time.perf_counter()
+    epslap.solve(s)
+    full = time.perf_counter() - t0
+    timer = _sigint_after(0.3 * full)
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        epslap.solve(s)
+    late = time.perf_counter() - t0 - 0.3 * full
+    timer.join()
+    assert late < 0.4 * full, (late, full)  # the rest of the pass: about 0.7 of it
+    time.sleep(0.05)
+    assert not _solver_threads()

@@ -87,14 +87,16 @@ def mend(row_to_col, col_to_row):
 
 
 def parallel_auction(threads: int):
-    """``cpu.sparse.auction`` (same arguments and result) with each phase's free rows shared
-    among ``threads`` threads (module docstring); one thread, or fewer than PARALLEL_MIN free
-    rows, run the sequential auction itself."""
+    """``cpu.sparse.auction`` (same arguments and result, without its stop flag) with each
+    phase's free rows shared among ``threads`` threads (module docstring); one thread, or fewer
+    than PARALLEL_MIN free rows, run the sequential auction itself."""
+    never = np.zeros(1, np.int64)  # (the stop flag the sequential auction reads: never set)
+
     def phase(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bids, big):
         free = np.flatnonzero(row_to_col < 0)
         if threads < 2 or free.size < PARALLEL_MIN:
             return auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump,
-                           max_bids, big)
+                           max_bids, big, never)
         shares = np.array_split(free, threads)  # contiguous labels: each thread its own part
         out = np.zeros((threads, 1), np.int64)
         share_bids = np.int64(max_bids // threads)
@@ -108,6 +110,6 @@ def parallel_auction(threads: int):
         mend(row_to_col, col_to_row)
         done = int(out.sum())
         rest = auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump,
-                       np.int64(max(0, max_bids - done)), big)
+                       np.int64(max(0, max_bids - done)), big, never)
         return -1 if rest < 0 else done + rest
     return phase

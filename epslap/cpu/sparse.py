@@ -35,6 +35,8 @@ from .kinds import is_integral
 
 #: status of ``augment``: every row assigned
 SPARSE_OK = -1
+#: bids between two looks of the auction at its stop flag
+STOP_EVERY = 4096
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -161,11 +163,13 @@ def greedy(indptr, indices, data, v, row_to_col, col_to_row, assigned, big):
 
 
 @njit(cache=True, nogil=True)
-def augment(indptr, indices, data, v, row_to_col, col_to_row, assigned, big, counts):
+def augment(indptr, indices, data, v, row_to_col, col_to_row, assigned, big, counts, stop):
     """Assign every free row by shortest augmenting paths. ``big``: the distance "not
     reached" (inf, or the integer forbidden marker). ``counts`` receives (augmentations,
     columns settled, rows scanned, pairs scanned). Returns SPARSE_OK, or the first row that no augmenting
-    path leaves (no complete assignment over the stored pairs exists)."""
+    path leaves (no complete assignment over the stored pairs exists). ``stop[0]`` set (Ctrl-C,
+    ``cpu.host.run_interruptibly``) ends it before the next row's search (the state stays
+    consistent: the rows searched so far are assigned)."""
     n1 = row_to_col.size
     n2 = v.size
     d = np.full(n2, big, v.dtype)
@@ -178,6 +182,8 @@ def augment(indptr, indices, data, v, row_to_col, col_to_row, assigned, big, cou
     for f in range(n1):
         if row_to_col[f] >= 0:
             continue
+        if stop[0] != 0:
+            return SPARSE_OK
         nt = 0
         size = 0
         end = -1
@@ -262,14 +268,15 @@ def best_two(indptr, indices, data, v, i, big):
 
 
 @njit(cache=True, nogil=True)
-def auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bids, big):
+def auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bids, big, stop):
     """One ε-phase of the forward auction (Gauss–Seidel, a queue of free rows): each free row
     takes its cheapest column by ``c - v`` and lowers that column's price until its second
     cheapest ties, plus ``eps``; the column's previous owner becomes free. Ends with every row
     assigned within ``eps`` of its row minimum (ε-complementary slackness). ``jump``: the
     price step of a row with a single stored pair (no second column to tie with). Returns the
     bids made, or -1 after ``max_bids`` (the stored pairs may hold no complete assignment).
-    ``big`` as for :func:`prepare`."""
+    ``big`` as for :func:`prepare`; ``stop[0]`` set ends the phase within ``STOP_EVERY`` bids
+    (:func:`augment`; the caller raises KeyboardInterrupt then)."""
     n1 = row_to_col.size
     queue = np.empty(n1, np.int64)
     head = 0
@@ -303,6 +310,8 @@ def auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bid
         bids += 1
         if bids > max_bids:
             return -1
+        if bids % STOP_EVERY == 0 and stop[0] != 0:
+            return bids
     return bids
 
 
