@@ -24,6 +24,7 @@ from .cpu import sparse as core
 from .cpu.host import run_interruptibly
 from .cpu.sparse import repair_duals
 from .errors import InfeasibleError
+from .locality import relabeled_sparse, restore_labels, sparse_order
 from .solution import finish
 from .sparse_input import SparseProblem, stored_pairs
 
@@ -76,9 +77,12 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
     pairs), the auction on that GPU and the exact pass on the host."""
     if t_start is None:
         t_start = time.perf_counter()
-    prob = canonical_sparse(cost, maximize)
+    given = canonical_sparse(cost, maximize)
+    order = sparse_order(given)  # scattered labels: the graph's order (epslap.locality)
+    prob = given if order is None else relabeled_sparse(given, order)
     auction = None if auction_of is None else auction_of(prob.integral)
     row_to_col, v, assigned, stats = solve_canonical(prob, auction=auction)
+    stats["relabeled"] = order is not None
     if auction is not None:
         stats["backend"] = "gpu"
     shift = True
@@ -96,6 +100,8 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
         if lowered:
             stats["dual_repair_prices"] = int(lowered)
         shift = False  # repair_duals left v in the reported position
+    if order is not None:
+        row_to_col, v, assigned = restore_labels(order, False, row_to_col, v, assigned)
     return finish((prob.n1, prob.n2), prob.transposed, prob.integral, row_to_col, v, assigned,
                   stats, maximize, t_start, shift=shift)
 

@@ -351,3 +351,61 @@ def test_a_one_dimensional_sparse_array_is_refused_like_a_dense_one():
         epslap.solve(x)
     with pytest.raises(ValueError, match="got a 1-D"):
         epslap.verify(x, [0], [0], [0.0], [0.0])
+
+
+def test_relabeled_problems_give_the_optimum_in_the_labels_given(monkeypatch):
+    """Every problem relabeled (``epslap.locality.sparse_order`` forced): the optimum, duals
+    that certify it and the pairs in the caller's labels, rectangular both ways, maximised,
+    integer and float; an infeasible one still named."""
+    import epslap.locality as loc
+    monkeypatch.setattr(loc, "SPARSE_RELABEL_FROM", 0)
+    monkeypatch.setattr(loc, "SPARSE_SCATTERED", -1.0)
+    rng = np.random.default_rng(17)
+    relabeled = 0
+    for trial in range(120):
+        n1, n2 = (int(x) for x in rng.integers(1, 16, 2))
+        mask = rng.random((n1, n2)) < rng.uniform(0.2, 1.0)
+        vals = (rng.integers(-20, 20, (n1, n2)) if trial % 2 else rng.normal(size=(n1, n2)))
+        maximize = bool(trial % 3 == 0)
+        cost = _as_format(n1, n2, mask, vals, ["csr", "csc", "coo", "triple"][trial % 4])
+        rows, cols = np.nonzero(mask)
+        dense = _dense(n1, n2, rows, cols, vals[mask].astype(np.float64), maximize)
+        want = _reference(dense, maximize)
+        if want is None:
+            with pytest.raises(epslap.InfeasibleError):
+                epslap.solve(cost, maximize=maximize)
+            continue
+        sol = epslap.solve(cost, maximize=maximize)
+        relabeled += sol.stats["relabeled"]
+        assert dense[sol.row_ind, sol.col_ind].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
+        rep = epslap.verify(dense, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
+        assert rep["optimal"], rep["reason"]
+    assert relabeled > 50
+
+
+def test_a_scattered_neighbour_graph_is_relabeled_and_an_ordered_one_is_not():
+    """A k-nearest-neighbour graph of points in random order has each row's columns all over
+    the labels: it is solved in its graph's order (``stats["relabeled"]``); the same graph
+    with rows and columns in the points' spatial order is solved as given; the same optimum,
+    certified."""
+    from scipy.spatial import cKDTree
+
+    from epslap.locality import SPARSE_RELABEL_FROM, morton_order
+    n, k = 30_000, 10
+    rng = np.random.default_rng(4)
+    x, y = rng.random((n, 2)), rng.random((n, 2))
+
+    dist, idx = cKDTree(y).query(x, k=k)
+    rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
+    cols = np.concatenate([idx.ravel(), np.arange(n)])
+    vals = np.concatenate([(dist ** 2).ravel(), ((x - y) ** 2).sum(1)])
+    scattered = sp.coo_array((vals, (rows, cols)), shape=(n, n)).tocsr()  # (duplicates summed)
+    assert scattered.nnz >= SPARSE_RELABEL_FROM
+    box = (np.zeros(2), np.ones(2))
+    ordered = sp.csr_array(scattered[morton_order(x, *box)][:, morton_order(y, *box)])
+    a, b = epslap.solve(scattered), epslap.solve(ordered)
+    assert a.stats["relabeled"] and not b.stats["relabeled"]
+    assert a.cost == pytest.approx(b.cost, rel=1e-12)
+    for cost, sol in ((scattered, a), (ordered, b)):
+        assert epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+        assert np.asarray(cost[sol.row_ind, sol.col_ind]).sum() == pytest.approx(sol.cost)
