@@ -136,8 +136,12 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         ε-passes and runs the exact pass from these prices. Any finite hint gives the same
         optimum; a good one makes it much cheaper (docs/algorithm.md §11, the benchmark page).
         ``stats["warm_start"]`` says ``"used"``, or ``"rejected"`` where float duals from a
-        hint far off the costs' scale missed ``verify``'s rule and the problem was solved
-        again without it.
+        hint far off the costs' scale missed ``verify``'s rule, or ended spread far beyond the
+        assigned costs, and the problem was solved again without it. Float prices are kept
+        within (n_rows + n_cols) times four times the costs' largest finite magnitude of the
+        top (``checkpoint.canonical_hint``): a hint in other units, or whose blocks (that
+        ``+inf`` entries separate) sit far apart, would have the passes round every reduced
+        cost at a magnitude above the costs themselves.
     checkpoint : path, optional
         Write the solve's state to this file: after the estimate, every ``checkpoint_every``
         during the passes, and on Ctrl-C before the KeyboardInterrupt. Each write replaces the

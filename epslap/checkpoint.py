@@ -440,15 +440,69 @@ def check_contents(state: dict, path: str, n1: int, n2: int, integral: bool, mod
         c.cpu(mode)
 
 
+#: a float warm start's prices are kept within this many times (n_rows + n_cols) times the
+#: costs' largest finite magnitude below their top (``canonical_hint``'s ``scale``)
+HINT_SPREAD_PER_LINE = 4.0
+
+
+def hint_scale(cost) -> float | None:
+    """The ``scale`` of :func:`canonical_hint`: a matrix's (NumPy or CuPy) largest finite
+    |cost|; a cost source's over a few of its rows, spread over them (the whole matrix is not
+    read before the solve; an underestimate only narrows the prices kept, which costs work,
+    never exactness); None for a source without rows on the host (a ``RowKernel``)."""
+    from ._validate import largest_finite
+    if hasattr(cost, "dtype") and hasattr(cost, "ndim") and not hasattr(cost, "row"):
+        return largest_finite(cost)
+    n1 = cost.shape[0]
+    rows = np.unique(np.linspace(0, n1 - 1, min(HINT_SCALE_ROWS, n1)).astype(np.int64))
+    try:
+        return max((largest_finite(np.asarray(cost.row(int(i)), np.float64)) for i in rows),
+                   default=0.0)
+    except (NotImplementedError, AttributeError, TypeError):
+        return None
+
+
+def hint_misled(v, assigned, lines: int) -> bool:
+    """Whether a float warm-start solve ended with prices (canonical ``v``) spread beyond
+    ``HINT_MISLED_PER_LINE * lines`` times its largest assigned |cost| (``assigned``): prices a
+    solve from no hint does not reach, whose rounding can exceed the costs that decide the
+    assignment — where ``+inf`` entries or a big-M separate blocks, ``verify``'s rule judges
+    such duals at their own magnitude and cannot tell. The solve is then done again without
+    the hint (``stats["warm_start"] = "rejected"``): where the assigned costs are far below
+    the others that decide the prices it may be so without need, never wrongly."""
+    v, assigned = np.asarray(v), np.asarray(assigned)
+    if not v.size:
+        return False
+    big = float(np.max(np.abs(assigned))) if assigned.size else 0.0
+    return float(v.max()) - float(v.min()) > HINT_MISLED_PER_LINE * lines * big
+
+
+#: :func:`hint_misled`'s bound: four times the spread a hint is kept within (its prices move
+#: by the paths' lengths during the solve), times the largest assigned cost instead of the
+#: largest cost
+HINT_MISLED_PER_LINE = 4 * HINT_SPREAD_PER_LINE
+
+
+#: rows of a cost source read by :func:`hint_scale`
+HINT_SCALE_ROWS = 8
+
+
 def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, maximize: bool,
-                   integral: bool) -> np.ndarray:
+                   integral: bool, scale: float | None = None) -> np.ndarray:
     """The canonical column prices (work dtype, maximum 0) of a warm start ``init``: a previous
     :class:`~epslap.Solution` (its duals ``v``, or ``u`` where the problem is solved over its
     rows), a pair ``(u, v)``, or the column duals ``v`` alone. Any finite hint is a valid start:
     the passes stay exact whatever it is; only its length and values are checked here.
     Prices are kept within the range rule's cost limit of the top (integer ones rounded: no
     int64 overflow, ``_validate.int_cost_limit``; float ones within ``float_cost_limit``, so
-    that a spread beyond the float range does not overflow to -inf)."""
+    that a spread beyond the float range does not overflow to -inf). ``scale``: the costs'
+    largest finite magnitude, where known; float prices are then kept within
+    ``HINT_SPREAD_PER_LINE * (n_rows + n_cols) * scale`` of the top, the magnitude a solve from
+    no hint can reach: a hint of the same problem in other units (1e21 times the costs) or of
+    blocks that ``+inf`` entries separate, shifted far apart, would otherwise have the passes
+    compute every reduced cost at a magnitude whose rounding exceeds the costs themselves —
+    and end at a wrong assignment whose duals still meet ``verify``'s rule at that magnitude.
+    Integer prices are exact at any magnitude."""
     if isinstance(init, Solution):
         u, v = init.u, init.v
     elif isinstance(init, tuple):
@@ -487,6 +541,8 @@ def canonical_hint(init: Any, *, n_rows: int, n_cols: int, transposed: bool, max
         limit = float(int_cost_limit((n_rows, n_cols)))
     else:
         limit = float_cost_limit((n_rows, n_cols))
+        if scale is not None and np.isfinite(scale):
+            limit = min(limit, HINT_SPREAD_PER_LINE * (n_rows + n_cols) * float(scale))
     if hint.size:
         with np.errstate(over="ignore"):
             hint = np.maximum(hint - hint.max(), -limit)

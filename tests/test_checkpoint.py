@@ -639,3 +639,43 @@ def test_init_takes_a_solution_a_pair_or_the_column_duals_and_checks_both_sides(
         epslap.solve(tall, init=(prev_t.u, prev_t.v[:2]))
     with pytest.raises(ValueError, match=r"init: u has shape \(8, 1\), expected 8 row duals"):
         epslap.solve(tall, init=(prev_t.u[:, None], prev_t.v))
+
+
+def test_a_hint_far_above_the_costs_scale_gives_the_optimum_where_blocks_are_apart():
+    """Blocks that +inf entries (or a big-M) separate: a hint of the same problem in other
+    units (1e21 times the costs) or with the blocks' prices 1e19 apart had the passes compute
+    every reduced cost at a magnitude whose rounding exceeds the costs, and end above the
+    optimum with duals that met verify's rule at that magnitude. Float hints are now kept
+    within (n_rows + n_cols) times the costs' scale, and a solve whose prices still spread far
+    beyond its assigned costs is done again without the hint ("rejected")."""
+    from scipy.optimize import linear_sum_assignment as scipy_lsa
+    inf = np.inf
+    c = np.array([[9., 0., inf, inf], [inf, 7., 1., 6.], [7., 0., inf, 6.], [inf, 7., inf, 3.]])
+    prev = epslap.solve(c * 1e21)
+    for cost in (c, costfns.Dense(c)):
+        assert epslap.solve(cost, init=prev).cost == 11.0
+    assert epslap.solve(c, init=prev, epsilon=False).cost == 11.0
+    assert epslap.solve(-c, init=epslap.solve(-c * 1e21, maximize=True),
+                        maximize=True).cost == -11.0
+    small = np.array([[1., inf, 0.], [2., inf, 0.], [0., 3., 0.]])
+    assert epslap.solve(small, init=np.array([0., 1e19, -1e19])).cost == 4.0
+    big_m = np.array([[0., 2., 1e300], [2., 0., 1e300], [1e300, 1e300, 0.]])
+    sol = epslap.solve(big_m, init=np.array([1e19, -1e19, 0.]))
+    assert sol.cost == 0.0 and sol.stats["warm_start"] == "rejected"
+    rng = np.random.default_rng(8)
+    wrong = 0
+    for trial in range(150):
+        n = int(rng.integers(3, 12))
+        m = rng.integers(0, 10, (n, n)).astype(float)
+        m[rng.random((n, n)) < 0.3] = inf if trial % 2 else 1e300
+        try:
+            r, k = scipy_lsa(m)
+        except ValueError:
+            continue
+        want = m[r, k].sum()
+        if want >= 1e300:
+            continue  # a big-M pair in the optimum: its total is rounded at 1e300 anyway
+        prev = epslap.solve(m * 10.0 ** rng.integers(15, 22))
+        got = epslap.solve(m, init=prev)
+        wrong += got.cost != want
+    assert wrong == 0

@@ -15,7 +15,7 @@ from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, negated, ne
                         raise_out_of_range, raise_pending)
 from .._validate import canonical_dense, check_before_compile, parse_memory
 from ..cache import join_caches, make_cache, serve_rows
-from ..checkpoint import canonical_hint
+from ..checkpoint import canonical_hint, hint_misled, hint_scale
 from ..solution import Solution, empty_solve, finish
 from . import small
 from .passes import col_range
@@ -75,7 +75,8 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
         check_before_compile(m, False)  # the passes' first compile waits on no input error
     init_v = None if init is None else canonical_hint(
         init, n_rows=arr.shape[0], n_cols=arr.shape[1], transposed=canon.transposed,
-        maximize=maximize, integral=canon.integral)
+        maximize=maximize, integral=canon.integral,
+        scale=None if canon.integral else hint_scale(m))
     if n1 == 0:
         row_to_col, v, assigned, stats = empty_solve(n2, canon.integral, "cpu")
     else:
@@ -85,8 +86,19 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
                                           hand_over=threads is None)
         _SOLVED_DTYPES.add(m.dtype)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
+        if init_v is not None and not canon.integral and hint_misled(v, assigned, n1 + n2):
+            sol = solve_cpu(arr, maximize=maximize, epsilon=epsilon, threads=threads,
+                            progress=progress, t_start=t_start, checkpoint=_writing(checkpoint))
+            sol.stats["warm_start"] = "rejected"
+            return sol
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)
+
+
+def _writing(checkpoint):
+    """``checkpoint`` (``epslap.checkpoint.Checkpointing``) where it writes files, else None (a
+    warm start's alone: a solve again without the hint then takes its size's own path)."""
+    return checkpoint if checkpoint is not None and checkpoint.path is not None else None
 
 
 def _row_dtype(source) -> np.dtype:
@@ -140,6 +152,10 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         source = source.transpose()
         n1, n2 = n2, n1
     integral = dtype.kind == "i"
+    if init is not None and not integral:  # the hint's prices within the costs' scale
+        init_v = canonical_hint(init, n_rows=n2 if transposed else n1,
+                                n_cols=n1 if transposed else n2, transposed=transposed,
+                                maximize=maximize, integral=False, scale=hint_scale(source))
     raw = source.state()
     # a maximisation of a built-in class or a Python function negates inside its state (the
     # kernels compiled for it serve both); any other source gets the negation's wrapper around
@@ -195,6 +211,12 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         with rows_served(served):
             assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     check_rows()
+    if init_v is not None and not integral and hint_misled(v, assigned, n1 + n2):
+        sol = solve_source(source.transpose() if transposed else source, maximize=maximize,
+                           epsilon=epsilon, memory=memory, cache=cache, progress=progress,
+                           t_start=t_start, threads=threads, checkpoint=_writing(checkpoint))
+        sol.stats["warm_start"] = "rejected"
+        return sol
     # every thread's cache saw the same accesses: report the first one's
     stats.update(cache_policy=policy, cache_rows=int(first.slots.shape[0]),
                  cache_hits=int(first.policy.hits[0]), cache_misses=int(first.policy.hits[1]))

@@ -188,6 +188,7 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
     from .._sources import raise_out_of_range, raise_pending
     from ..solution import empty_solve, finish
     from .._validate import device_ids
+    device_arg = device
     devices = device_ids(device)
     device = devices[0]
     launch = launch or LaunchConfig()
@@ -212,10 +213,11 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
         n1, n2, integral = route.n1, route.n2, route.integral
         hint_v = None
         if init is not None:
-            from ..checkpoint import canonical_hint
+            from ..checkpoint import canonical_hint, hint_scale
             hint_v = canonical_hint(init, n_rows=shape[0], n_cols=shape[1],
                                     transposed=route.transposed, maximize=maximize,
-                                    integral=integral)
+                                    integral=integral,
+                                    scale=None if integral else hint_scale(cost))
         uncertified = None
         if n1 == 0:
             row_to_col, v, assigned, stats = empty_solve(n2, integral, "gpu")
@@ -234,6 +236,15 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
                     raise_pending(source)
                     if route.range_check is not None:  # the cache saw canonical rows
                         raise_out_of_range(src, [route.range_check], (n1, n2), maximize)
+        if hint_v is not None and not integral and uncertified is None:
+            from ..checkpoint import hint_misled
+            if hint_misled(v, assigned, n1 + n2):  # (checkpoint.hint_misled)
+                sol = solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device_arg,
+                                t_start=t_start, memory=memory, cache=cache, launch=launch,
+                                checkpoint=checkpoint if getattr(checkpoint, "path", None)
+                                else None)
+                sol.stats["warm_start"] = "rejected"
+                return sol
         sol = finish((n1, n2), route.transposed, integral, row_to_col, v, assigned, stats,
                      maximize, t_start)
         if uncertified is not None:  # finished on the CPU from its duals
