@@ -75,6 +75,12 @@ def int_row_limit(shape, dtype, maximize: bool) -> int:
     return limit
 
 
+def int32_negation_error(row: int) -> ValueError:
+    """The error of a maximised int32 cost source whose ``row`` holds -2**31."""
+    return ValueError(f"maximize=True: row {row} of this int32 cost source holds -2**31, "
+                      "whose negation int32 cannot hold; pass the costs as int64")
+
+
 def raise_out_of_range(source, caches, shape, maximize: bool = False) -> None:
     """An integer row beyond the range rule, seen by a row cache: the array path's error (and
     for a maximised int32 source holding -2**31, which int32 cannot negate, an error that
@@ -83,6 +89,5 @@ def raise_out_of_range(source, caches, shape, maximize: bool = False) -> None:
     if i >= 0:
         row = source.row(i)
         if maximize and row.dtype == np.int32 and row.min() == np.iinfo(np.int32).min:
-            raise ValueError(f"maximize=True: row {i} of this int32 cost source holds -2**31, "
-                             "whose negation int32 cannot hold; pass the costs as int64")
+            raise int32_negation_error(i)
         check_int_range(row.min(), row.max(), shape)

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from ._sources import negated, raise_pending
+from ._sources import int32_negation_error, negated, raise_pending
 from ._sync import new_sync, run_workers
 from ._validate import (Options, Problem, canonical_dense, check_before_compile, check_float_range,
                         check_int_range)
@@ -366,7 +366,7 @@ class HostPasses:
         return (v, k, rows), (np.zeros((m, k), np.int64), np.zeros((m, k), self.work),
                               np.zeros(m, np.int64),
                               np.zeros(m, self.work if self.integral else np.float64),
-                              np.zeros((self.threads, 1)), np.zeros(self.threads, np.int64))
+                              np.zeros((self.threads, 2)), np.zeros(self.threads, np.int64))
 
     def _certify_args(self, v, u, row_to_col, rows, cap: int, rel: float) -> tuple:
         """``(head, tail)`` of :func:`certify_rows` over ``rows``; the tail its outputs
@@ -382,7 +382,8 @@ class HostPasses:
         args = self._candidate_args(v, k, rows)
         self.run(candidate_rows, args, count=rows.size)
         cols, vals, counts, diag, stats, flags = args[1]
-        check_values(self, int(np.bitwise_or.reduce(flags)), float(stats.max()), maximize)
+        check_values(self, int(np.bitwise_or.reduce(flags)), scanned_range(stats, self.integral),
+                     maximize)
         return cols, vals, counts, diag
 
     def certify(self, v, u, row_to_col, rows, cap: int, rel: float):
@@ -582,7 +583,7 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
         cols = np.zeros((m, k), np.int64)
         counts = np.zeros(m, np.int64)
         vals, diag = np.zeros((m, k), work), np.zeros(m, work)
-        stats, flags = np.zeros((nt, 1)), np.zeros(nt, np.int64)
+        stats, flags = np.zeros((nt, 2)), np.zeros(nt, np.int64)
         sync = new_sync()
         run_workers(candidate_rows,
                     lambda t: (src, np.empty(n2, work), sync, np.zeros(n2, work), k, rows, t, nt,
@@ -708,10 +709,20 @@ def _rows_to_recheck(before, v, u, row_to_col, dirty, margin):
     return np.flatnonzero(changed).astype(np.int64)
 
 
-def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
+def scanned_range(stats: np.ndarray, integral: bool):
+    """What :func:`cpu.candidates.candidate_rows`'s threads saw (``stats``): the largest finite
+    |c| of float rows, the exact ``(least, largest)`` of integer ones."""
+    if integral:
+        ints = stats.view(np.int64)
+        return int(ints[:, 0].min()), int(ints[:, 1].max())
+    return float(stats[:, 0].max())
+
+
+def check_values(prob, seen: int, biggest, maximize: bool) -> None:
     """The dense input's value errors for what a candidate pass read (``seen``: its value
-    flags, ``biggest``: its largest finite |c|): a cost source's, and a matrix's on the
-    host (on the GPU a matrix was checked on its upload)."""
+    flags, ``biggest``: its largest finite |c|, or for integer costs read exactly their
+    ``(least, largest)``): a cost source's, and a matrix's on the host (on the GPU a matrix
+    was checked on its upload)."""
     if seen and getattr(prob, "source", 0) is None:  # a matrix: scipy's words
         raise ValueError("matrix contains invalid numeric entries")
     if seen & FLAG_NAN:
@@ -719,7 +730,19 @@ def check_values(prob, seen: int, biggest: float, maximize: bool) -> None:
     if seen & FLAG_NEG_INF:
         raise ValueError(f"cost contains {'+inf (maximize=True)' if maximize else '-inf'}")
     if prob.integral:
-        lo, hi = -int(biggest), int(biggest)
+        if isinstance(biggest, tuple):  # exact: the scan's least and largest
+            lo, hi = biggest
+            biggest = max(-lo, hi)
+        else:
+            lo, hi = -int(biggest), int(biggest)
+        source = getattr(prob, "source", None)
+        if (maximize and source is not None and np.dtype(source.dtype) == np.int32
+                and biggest >= 2**31):
+            # the passes read the rows negated in int32, where -(-2**31) wraps to itself (the
+            # only way to 2**31 in magnitude): the row cache's error (_sources)
+            low = np.iinfo(np.int32).min
+            raise int32_negation_error(next(
+                (i for i in range(source.shape[0]) if source.row(i).min() == low), 0))
         matrix = getattr(prob, "src", None) if getattr(prob, "source", 0) is None else None
         if biggest >= 2.0**53 and isinstance(matrix, np.ndarray) and matrix.size:
             # the pass's float maximum rounds an int64 beyond 2**53 (a cost at the range

@@ -62,6 +62,11 @@ def _parts(cost):
         csr = cost
     else:
         csr = cost.tocsr()
+        if csr.nnz != cost.nnz and cost.format == "dia":
+            raise ValueError("sparse cost in DIA format holds zeros on its stored diagonals, "
+                             "which DIA cannot tell from absent pairs (SciPy's conversions "
+                             "drop them); give it as CSR or COO, storing the zero costs you "
+                             "mean")
         if csr.nnz != cost.nnz:
             raise ValueError("sparse cost stores a pair more than once (SciPy would add the "
                              "costs up); store one cost per pair")

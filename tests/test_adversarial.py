@@ -440,5 +440,9 @@ def test_maximised_int32_source_refuses_what_int32_cannot_negate(how):
         lambda i: m[i], m.shape, dtype=np.int32, kind="row")
     with pytest.raises(ValueError, match="int32 cannot hold"):
         epslap.solve(src, maximize=True, memory=40 * 4 * 4)
+    # the candidates method's passes read the rows negated too (they solved the wrapped value)
+    with pytest.raises(ValueError, match="row 5 of this int32 cost source holds -2"):
+        epslap.solve(src, maximize=True, candidates=True)
     assert epslap.solve(m, maximize=True).cost == scipy_optimum(m, maximize=True)
     assert epslap.solve(src, memory=40 * 4 * 4).cost == scipy_optimum(m)
+    assert epslap.solve(src, candidates=True).cost == scipy_optimum(m)

@@ -764,3 +764,23 @@ def test_integer_costs_at_the_range_rules_limit_are_taken_by_the_candidates_meth
     m[0, 0] += 1
     with pytest.raises(ValueError, match="could overflow int64"):
         epslap.solve(m, candidates=True)
+
+
+@pytest.mark.parametrize("n", [3, 40])
+def test_an_integer_source_at_the_range_rule_s_limit_is_judged_exactly(n):
+    """The candidate pass keeps an integer source's least and largest cost exactly (a float
+    maximum rounded a cost one below the limit up to above it at n = 3, and one above it down
+    at n = 40): the candidates method accepts and refuses what the dense method does, and its
+    message gives the costs' own range."""
+    from epslap._validate import int_cost_limit
+    limit = int_cost_limit((n, n))
+    for value, accepted in ((limit - 1, True), (limit, True), (limit + 1, False)):
+        m = np.eye(n, dtype=np.int64)
+        m[0, 0] = value
+        for candidates in (False, True):
+            src = costfns.Dense(m)
+            if accepted:
+                assert epslap.solve(src, candidates=candidates, memory=n * 16).cost == 0
+            else:
+                with pytest.raises(ValueError, match=rf"integer costs in \[0, {value}\]"):
+                    epslap.solve(src, candidates=candidates, memory=n * 16)

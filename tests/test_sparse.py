@@ -409,3 +409,13 @@ def test_a_scattered_neighbour_graph_is_relabeled_and_an_ordered_one_is_not():
     for cost, sol in ((scattered, a), (ordered, b)):
         assert epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
         assert np.asarray(cost[sol.row_ind, sol.col_ind]).sum() == pytest.approx(sol.cost)
+
+
+def test_a_dia_matrix_with_zeros_on_its_diagonals_is_refused_in_its_own_words():
+    """DIA stores whole diagonals: a zero there may be a cost or padding, and SciPy's
+    conversions drop it (this read as a pair stored twice); without zeros DIA solves."""
+    zero = sp.dia_matrix((np.array([[1., 0., 3.], [0., 5., 6.]]), [0, 1]), shape=(3, 3))
+    with pytest.raises(ValueError, match="DIA format holds zeros"):
+        epslap.solve(zero)
+    full = sp.dia_matrix((np.array([[1., 2., 3.], [0., 5., 6.]]), [0, 1]), shape=(3, 3))
+    assert epslap.solve(full).cost == 6.0  # the diagonal: the only complete assignment

@@ -76,8 +76,10 @@ def candidate_rows(src, buf, sync, v, k, rows, first, stride, n1, cand_cols, can
     written at ``t``: ``cand_cols[t, :counts[t]]`` the columns of the ``counts[t] <= k``
     smallest finite ``c_ij - v_j`` (ascending; ties by lower index), their costs in
     ``cand_vals``, ``diag[t] = c_ii`` (the pair of the identity matching, +inf or the forbidden
-    marker if not finite), and per thread (``first`` is its index) ``stats[first] = (largest
-    finite |c|,)``, ``flags[first]`` the value flags met. A stop request on ``sync``
+    marker if not finite), and per thread (``first`` is its index) ``stats[first, 0]`` the
+    largest finite |c| of float rows, for integer rows ``stats[first, :2]`` the least and the
+    largest cost as int64 bits (exact beyond 2**53), ``flags[first]`` the value flags met. A
+    stop request on ``sync``
     (``_sync.request_abort``: Ctrl-C) ends the scan at its next row, its outputs incomplete.
 
     A row is read twice from its buffer: once for the value checks (branch-free, so that the
@@ -96,7 +98,8 @@ def candidate_rows(src, buf, sync, v, k, rows, first, stride, n1, cand_cols, can
     integral = work(0.5) == 0  # (a constant of the compiled version)
     rv = np.empty(k, v.dtype)
     big_bits = np.int64(0)  # the largest finite |c| of float rows, as bits
-    biggest = 0.0
+    least = np.int64(2**63 - 1)  # integer rows' least and largest cost
+    most = np.int64(-2**63)
     has_hint, hint = False, work(0)
     top = _above_all(v)  # no bound
     for t in range(first, n1, stride):
@@ -109,7 +112,8 @@ def candidate_rows(src, buf, sync, v, k, rows, first, stride, n1, cand_cols, can
             for j in range(n2):
                 lo = min(lo, row[j])
                 hi = max(hi, row[j])
-            biggest = max(biggest, abs(np.float64(lo)), abs(np.float64(hi)))
+            least = min(least, np.int64(lo))
+            most = max(most, np.int64(hi))
         else:
             big_bits, nan = _float_magnitudes(row, n2, big_bits)
             if nan:
@@ -142,9 +146,11 @@ def candidate_rows(src, buf, sync, v, k, rows, first, stride, n1, cand_cols, can
             cand_vals[t, q] = row[cols[q]]
         counts[t] = count
         diag[t] = row[i]
-    if not integral:
-        biggest = bits_float(big_bits)
-    stats[first, 0] = biggest
+    if integral:
+        stats[first, 0] = bits_float(least)
+        stats[first, 1] = bits_float(most)
+    else:
+        stats[first, 0] = bits_float(big_bits)
 
 
 @njit(cache=True, nogil=True, inline="always")
