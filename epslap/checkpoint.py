@@ -9,8 +9,10 @@ and ends with the same answer and the same count of rows evaluated.
 The file is a NumPy ``.npz`` (a zip: every member carries a CRC-32, so a damaged file is refused)
 with a JSON header, written to a temporary name and renamed over the previous checkpoint: a crash
 while writing leaves the previous one intact. The header carries a fingerprint of the problem:
-shape, dtype, the solve mode and a hash of some of its canonical rows (the first, the last and
-evenly spaced ones between), so that a checkpoint of another problem is refused. The contents
+shape, dtype, the solve mode and a hash of its canonical costs — the whole matrix for a matrix
+in memory on the CPU (``fingerprint_of`` "matrix"), else of some of its rows (the first, the
+last and evenly spaced ones between: a cost source, a file mapped into memory, the GPU) — so
+that a checkpoint of another problem is refused. The contents
 are checked before a resume uses them (:func:`check_contents`): a file altered and saved again
 passes its checksums, and the compiled passes trust every index in it.
 """
@@ -75,7 +77,7 @@ def fingerprint_rows(n1: int) -> np.ndarray:
 def fingerprint(rows: np.ndarray, n1: int, n2: int, mode: str) -> str:
     """A hash of the problem: its canonical shape, row dtype, solve mode and sampled rows."""
     h = hashlib.sha256(repr((n1, n2, rows.dtype.str, mode)).encode())
-    h.update(np.ascontiguousarray(rows).tobytes())
+    h.update(np.ascontiguousarray(rows).data)  # (no copy: a whole matrix may be hashed)
     return h.hexdigest()[:32]
 
 
@@ -155,8 +157,9 @@ def check_matches(state: dict, path: str, n1: int, n2: int, row_dtype, mode: str
                               f"this one is {mode!r} (the backend, epsilon= or the problem's "
                               "shape differ)")
     if h.get("fingerprint") != print_:
-        raise CheckpointError(f"checkpoint {path!r} is of another problem: the costs of its "
-                              "sampled rows differ")
+        which = "costs" if h.get("fingerprint_of") == "matrix" else "sampled rows' costs"
+        raise CheckpointError(f"checkpoint {path!r} is of another problem: its {which} "
+                              "differ")
     want = arrays if arrays is not None else {"v": n2, "perm": n1, "resume_row_col": n2}
     for name, length in want.items():
         if name not in state:

@@ -177,6 +177,27 @@ def test_a_checkpoint_of_another_problem_is_refused(saved):
         epslap.solve(c, epsilon=False, resume=path)
     with pytest.raises(CheckpointError, match="another problem"):  # the maximisation
         epslap.solve(c, maximize=True, resume=path)
+    # a matrix in memory is hashed whole: a row outside the sampled ones, one entry
+    for i, j in ((1, 0), (301, 17)):
+        other = c.copy()
+        other[i, j] += 1.0
+        with pytest.raises(CheckpointError, match="another problem: its costs differ"):
+            epslap.solve(other, resume=path)
+    assert epslap.solve(c, resume=path).cost == pytest.approx(epslap.solve(c).cost, rel=1e-12)
+
+
+def test_a_checkpoint_of_an_earlier_version_hashed_by_rows_still_resumes(saved, tmp_path):
+    """Checkpoints written before the whole matrix was hashed carry the sampled rows' hash (and
+    no ``fingerprint_of``): a resume judges them that way."""
+    from epslap.checkpoint import fingerprint, fingerprint_rows, load, write
+    c, path = saved
+    state = load(str(path))
+    header = {k: v for k, v in state["header"].items()
+              if k not in ("fingerprint_of", "format", "version", "written")}
+    header["fingerprint"] = fingerprint(c[fingerprint_rows(600)], 600, 600, header["mode"])
+    old = tmp_path / "old.ckpt"
+    write(str(old), header, {k: state[k] for k in state if k != "header"})
+    assert epslap.solve(c, resume=old).cost == pytest.approx(epslap.solve(c).cost, rel=1e-12)
 
 
 def test_damaged_truncated_foreign_and_newer_checkpoints_are_refused(saved, tmp_path):

@@ -40,10 +40,16 @@ class _Checkpoints:
         self.header: dict = {}  # the ε bounds and the start's largest price, once known
         if checkpoint is not None and (checkpoint.path is not None
                                        or checkpoint.loaded is not None):
-            self.fingerprint = ckpt.fingerprint(
-                read_rows(src, n2, row_dtype, ckpt.fingerprint_rows(n1), estimate_context),
-                n1, n2, mode)
             self.state = checkpoint.loaded
+            # a matrix in memory is hashed whole (a checkpoint of one that differs anywhere is
+            # refused); a cost source, or a file mapped into memory, by its sampled rows
+            whole = type(src) is np.ndarray
+            if self.state is not None:  # as the checkpoint was made (older ones: rows)
+                whole = whole and self.state["header"].get("fingerprint_of") == "matrix"
+            self.header["fingerprint_of"] = "matrix" if whole else "rows"
+            rows = src if whole else read_rows(src, n2, row_dtype, ckpt.fingerprint_rows(n1),
+                                               estimate_context)
+            self.fingerprint = ckpt.fingerprint(rows, n1, n2, mode)
             if self.state is not None:
                 ckpt.check_matches(self.state, checkpoint.resume_path, n1, n2, row_dtype, mode,
                                    self.fingerprint)
@@ -313,8 +319,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     start_absmax = float(np.abs(v).max()) if n2 else 0.0
     if state is not None:
         start_absmax = float(state["header"]["start_absmax"])
-    checkpoints.header = {"eps_upper": eps_upper, "eps_lower": eps_lower,
-                          "start_absmax": start_absmax}
+    checkpoints.header.update(eps_upper=eps_upper, eps_lower=eps_lower,
+                              start_absmax=start_absmax)
     rows_before = int(resume[ker.R_ROWS]) if resume[ker.R_ACTIVE] == 1.0 else 0
     passes = _Passes(src, srcs, n1, n2, row_dtype, integral, rectangular,
                      hand_over and thread_srcs is None, ctl, v, perm, row_to_col, resume,
