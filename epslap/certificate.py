@@ -90,7 +90,12 @@ def _duals(name: str, x, size: int) -> np.ndarray:
         raise ValueError(f"{name} must have shape ({size},), got {a.shape}")
     if a.size and a.dtype.kind not in "biuf":
         raise ValueError(f"{name} must be numeric, got dtype {a.dtype}")
-    return a
+    return a.astype(np.int64) if a.dtype.kind == "b" else a  # (bools as 0 and 1)
+
+
+def _magnitude(a: np.ndarray) -> int:
+    """The largest |entry| of an integer array, exactly (``np.abs`` of -2**63 is -2**63)."""
+    return max(-int(a.min()), int(a.max())) if a.size else 0
 
 
 def _as_exact_ints(a: np.ndarray):
@@ -152,6 +157,8 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         A malformed argument: not a matrix, indices that are not integers or out of range,
         duals of the wrong shape.
     """
+    if not isinstance(maximize, (bool, np.bool_)):
+        raise TypeError(f"maximize must be True or False, got {maximize!r}")
     streamed = False  # a cost source, whose rows are computed
     on_device = None  # the costs on a GPU (backend="gpu")
     if backend not in ("cpu", "gpu"):
@@ -279,7 +286,7 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half, device=None) -> dic
     sign = -1 if maximize else 1
     picked = np.zeros(r.size, dtype=object)
     worst = None
-    big = max((int(np.abs(x).max()) if x.size else 0) for x in (u, v)) >= _INT64_SAFE // 2
+    big = max(_magnitude(u), _magnitude(v)) >= _INT64_SAFE // 2
     pieces = _pieces(block_of, n1, n2, r, k, None)
     if device is not None:
         worst = device.scan_int(u, v, sign)
@@ -292,7 +299,7 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half, device=None) -> dic
         else:
             block = block.astype(np.int64, copy=False)
         uu, vv = u[rows], v[cols]
-        if big or (block.size and int(np.abs(block).max()) >= _INT64_SAFE // 2):
+        if big or _magnitude(block) >= _INT64_SAFE // 2:
             block, uu, vv = block.astype(object), uu.astype(object), vv.astype(object)
         picked[here] = chosen
         if block.size:
@@ -321,12 +328,16 @@ def _check_int(block_of, n1, n2, r, k, u, v, maximize, half, device=None) -> dic
             "finite": finite, "reasons": reasons}
 
 
+#: magnitudes from which :func:`_check_float` scales (below, every sum of three terms is finite)
+_NEAR_TOP = 2.0**900
+
+
 def _scale_exponent(*arrays) -> int:
     """A power of two that brings every finite magnitude below 2**900 (0: none needed), so that
     sums and tolerances of entries near the top of the float range do not overflow. Scaling by
     a power of two is exact and every test is homogeneous, so the verdict does not change."""
     top = max(largest_finite(np.asarray(a, dtype=np.float64)) for a in arrays)
-    if top < 2.0**900:
+    if top < _NEAR_TOP:
         return 0
     return -(math.frexp(top)[1] - 900)
 
@@ -389,7 +400,6 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
     shift = float(vs.max()) if n1 == n2 and h is None and vs.size else 0.0
     au, av = np.abs(us + shift), np.abs(vs - shift)  # canonical magnitudes (tolerances only)
     picked = np.zeros(r.size)
-    scales = [e0]
     worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
     excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij, scaled: > 0 fails
     scanned = None
@@ -410,17 +420,31 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
         if not block.size:
             continue
         e = min(e0, _scale_exponent(block))
-        scales.append(e)
         d = e - e0  # from the duals' scale to this block's
         cc = np.ldexp(block, e)
         with np.errstate(invalid="ignore"):
             red = exact_excess(np.ldexp(us[rows], d), np.ldexp(vs[cols], d), cc)
             tol = RTOL * ((np.abs(cc) + np.ldexp(au[rows], d)) + np.ldexp(av[cols], d))
             red = np.where(np.isfinite(block), red, -np.inf)
+        if d < 0:
+            # a cost near the top of the float range in this block: the scale that keeps its
+            # sums finite would push tiny costs elsewhere in the block below the normal range
+            # (their precision lost, their violations hidden); each entry whose terms all lie
+            # below SCALE_FROM is judged unscaled
+            near_top = _NEAR_TOP
+            small = ((np.abs(block) < near_top) & (au[rows] < near_top)
+                     & (av[cols] < near_top) & np.isfinite(block))
+            with np.errstate(invalid="ignore", over="ignore"):
+                red1 = exact_excess(us[rows], vs[cols], np.where(small, block, 0.0))
+                tol1 = RTOL * ((np.abs(block) + au[rows]) + av[cols])
+            if small.any():
+                worst = max(worst, float(red1[small].max()))
+                excess = max(excess, float((red1 - tol1)[small].max()))
+            red = np.where(small, -np.inf, red)
         worst = max(worst, _unscaled(float(red.max()), e))
         excess = max(excess, float((red - tol).max()))
     finite = bool(np.isfinite(picked).all())
-    e = min(scales)
+    e = min(e0, _scale_exponent(picked[np.isfinite(picked)]))  # the gap's terms' own scale
     d = e - e0
     if half is not None:  # the unassigned lines' price, a term of the primal like a pair's cost
         picked = np.append(picked, (n1 + n2 - 2 * r.size) * h)

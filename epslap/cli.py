@@ -328,6 +328,20 @@ def _check_solve_options(args) -> None:
         raise UsageError("epslap solve: --no-epsilon does not apply to --backend hungarian-gpu")
     if args.checkpoint_every != CHECKPOINT_EVERY and not ckpt:
         raise UsageError("epslap solve: --checkpoint-every applies with --checkpoint or --resume")
+    if ckpt:
+        from .checkpoint import parse_interval
+        try:
+            parse_interval(args.checkpoint_every)
+        except ValueError as exc:  # the flag's name, not the keyword's
+            raise UsageError("epslap solve: --checkpoint-every" + str(exc).partition(
+                "checkpoint_every")[2]) from None
+    if args.json is not None:
+        if not args.json.strip():
+            raise UsageError("epslap solve: --json needs a file name")
+        if args.matrix is not None and os.path.exists(args.json) and os.path.samefile(
+                args.json, args.matrix):
+            raise UsageError(f"epslap solve: --json {args.json} is the input matrix file (it "
+                             "would be overwritten)")
 
 
 def _load_cost(args):
@@ -339,7 +353,7 @@ def _load_cost(args):
             raise Failure(f"epslap solve: no such file: {args.matrix!r}")
         try:
             loaded = np.load(args.matrix, mmap_mode="r")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:  # (EOFError: an empty file)
             from .errors import unreadable
             raise Failure(f"epslap solve: cannot read {args.matrix!r}: {unreadable(exc)}")
         if isinstance(loaded, np.lib.npyio.NpzFile):  # a .npz archive, whatever its name

@@ -24,6 +24,8 @@ def unreadable(exc: Exception) -> str:
     """Why ``np.load`` refused a file, in one phrase: NumPy's advice to load pickled data
     (what it says of any file that is neither .npy nor .npz) becomes what the file is not."""
     text = str(exc)
+    if isinstance(exc, EOFError):
+        return "the file is empty or cut short"
     if "pickled" in text or "allow_pickle" in text:
         return "not a NumPy .npy or .npz file (files holding Python objects are not read)"
     return text

@@ -131,6 +131,12 @@ USAGE_ERRORS = [  # argv (NPY: a valid matrix file), a phrase of the message
      "write '5min' for minutes"),
     (["solve", "--problem", "random", "--checkpoint-every", "10s"],
      "--checkpoint-every applies with --checkpoint or --resume"),
+    (["solve", "--problem", "random", "--checkpoint", "c.ckpt", "--checkpoint-every", "soon"],
+     "epslap solve: --checkpoint-every: 'soon' is not a duration"),
+    (["solve", "--problem", "random", "--checkpoint", "c.ckpt", "--checkpoint-every", "0s"],
+     "epslap solve: --checkpoint-every must be a positive duration"),
+    (["solve", "NPY", "--json", ""], "--json needs a file name"),
+    (["solve", "NPY", "--json", "NPY"], "is the input matrix file (it would be overwritten)"),
 ]
 
 
@@ -173,6 +179,10 @@ def test_warnings_are_one_line_each(monkeypatch, capsys):
 def test_failures_exit_1_with_one_line(tmp_path, capsys):
     code, _, err = run(["solve", str(tmp_path / "missing.npy")], capsys)
     assert code == 1 and "no such file" in one_line(err)
+    empty = tmp_path / "empty.npy"
+    empty.write_bytes(b"")
+    code, _, err = run(["solve", str(empty)], capsys)
+    assert code == 1 and "cannot read" in one_line(err) and "empty or cut short" in err
     bad = tmp_path / "bad.npy"
     bad.write_text("not numpy")
     code, _, err = run(["solve", str(bad)], capsys)

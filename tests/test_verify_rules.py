@@ -149,3 +149,37 @@ def test_dual_repair_lowers_the_top_price_where_a_tiny_row_needs_it():
     for sol in (s, small):
         assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
         assert sol.cost == pytest.approx(_brute_force(c), rel=1e-14)
+
+
+def test_an_int64_cost_or_dual_of_minus_2_63_is_judged_exactly():
+    """``np.abs(-2**63)`` is -2**63: the exact check took int64 arithmetic for such a cost and
+    the wrapped reduced cost read as no violation (a wrong assignment certified)."""
+    c = np.array([[0, -2**63], [0, 0]], dtype=np.int64)
+    rep = epslap.verify(c, [0, 1], [0, 1], np.array([0, 0]), np.array([0, 0]))
+    assert not rep["optimal"] and rep["max_violation"] == 2**63
+    rep = epslap.verify(np.array([[1], [5], [7]]), [0], [0], np.array([0, -2**63, -5]),
+                        np.array([1]))
+    assert not rep["optimal"] and rep["max_violation"] == 0  # only the gap is off
+
+
+def test_tiny_costs_beside_one_near_the_float_maximum_keep_their_precision():
+    """A cost near 1.8e308 in a block made the whole block scaled down by a power of two, where
+    costs of 1e-285 lost their precision and a violation 1e11 times the tolerance passed; each
+    entry whose terms lie below 2**900 is now judged unscaled."""
+    for a, big, rel in ((1e-285, 1.7e308, 1e-3), (1e-300, 1e300, 1e-6)):
+        c = np.array([[a, a * (1 - rel), big], [a * (1 - rel), a, big], [big, big, 0.0]])
+        assert not epslap.verify(c, [0, 1, 2], [0, 1, 2], np.array([a, a, 0.0]),
+                                 np.zeros(3))["optimal"]
+        low = a * (1 - rel)
+        assert epslap.verify(c, [0, 1, 2], [1, 0, 2], np.array([low, low, 0.0]),
+                             np.zeros(3))["optimal"]
+
+
+def test_boolean_duals_are_read_as_zero_and_one_and_maximize_must_be_a_bool():
+    rep = epslap.verify(np.eye(2), [0, 1], [0, 1], np.array([True, False]),
+                        np.array([False, False]))
+    assert not rep["optimal"] and rep["gap"] == 1.0
+    assert epslap.verify(np.eye(2), [0, 1], [1, 0], np.array([False, False]),
+                         np.array([False, False]))["optimal"]
+    with pytest.raises(TypeError, match="maximize must be True or False"):
+        epslap.verify(np.eye(2), [0, 1], [1, 0], np.zeros(2), np.zeros(2), maximize="False")
