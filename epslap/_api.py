@@ -10,6 +10,7 @@ import numpy as np
 from . import checkpoint as ckpt
 from ._validate import Options, check_options, form_of, output_path_problem, problem_of
 from .backends import solve_on
+from .big_m import solve_apart
 from .candidates import check_candidates
 from .cpu import small as _small
 from .cpu.api import solve_cpu
@@ -236,7 +237,8 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         if options.limit is not None:  # a matrix with one slack column per row, on the backend
             return solve_with_limit(problem, options.limit, lambda extended: solve_on(
                 extended, options._replace(limit=None)))
-        return solve_on(problem, options)
+        # big costs far above the rest (a big-M) forbidden first (epslap/big_m.py)
+        return solve_apart(problem, lambda p: solve_on(p, options))
     except KeyboardInterrupt:
         from .cpu.compile_ahead import stop_all
         stop_all()  # a child compiling a later step for it: the solve will not reach it

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import time
+import tokenize
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,7 +123,8 @@ def load(path: str) -> dict:
             out = {name: z[name] for name in z.files}
         header = json.loads(out.pop("header").tobytes().decode())
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, UnicodeDecodeError,
-            json.JSONDecodeError) as exc:
+            json.JSONDecodeError, SyntaxError, tokenize.TokenError) as exc:
+        # (a damaged member's .npy header: NumPy parses it before the member's CRC is read)
         raise CheckpointError(f"checkpoint {path!r} is damaged or truncated "
                               f"({unreadable(exc)})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:

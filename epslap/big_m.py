@@ -1,0 +1,150 @@
+"""Float matrices whose largest costs stand far above all the others (a "big-M" for a
+forbidden pair): solved with those costs forbidden first.
+
+A cost of 1e20 beside costs near 1 is exact in float64 but its magnitude is not: a solve whose
+prices reach it (a search that has to cross such a pair, a column whose only finite cost is
+elsewhere) computes every reduced cost at that magnitude, where costs near 1 round away, and
+ends at a wrong assignment whose duals meet ``verify``'s per-entry rule at that magnitude.
+
+A solution whose prices spread far beyond the small costs' magnitude (:func:`misled`: an O(n)
+look, after the solve) is looked at again. Where the costs split into a small group in ``[a, b]`` and a big one from ``B`` with
+``B > BIG_M_FACTOR * (n + 1) * max(|a|, |b|)``, any assignment that avoids the big costs is
+cheaper than every one that uses one, so the problem with them forbidden (``+inf``) has the
+same optimum wherever it is feasible. Its duals are of the small costs' magnitude, and they
+certify the problem as given too when ``max u + max v`` stays below ``B`` (checked). Where it
+is infeasible (the optimum needs a big cost), the next split up is tried; where none serves,
+the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
+
+For NumPy float matrices (both backends). A cost source is solved as given (its costs are not
+held to forbid some): where its prices spread that far, a RuntimeWarning says the assignment
+may not be optimal. A CuPy matrix and a problem with ``cost_limit`` are solved as given.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .errors import InfeasibleError, user_stacklevel
+
+#: the big costs must exceed the small ones' magnitude times this and (n + 1)
+BIG_M_FACTOR = 4.0
+#: the cheap look: rows sampled for the small costs' magnitude
+SAMPLE_ROWS = 16
+#: the cheap look passes a matrix whose largest cost is within this many times (n + 1) times
+#: the sampled rows' smallest nonzero magnitudes (the largest of them): no split can exist
+LOOK_FROM = 2.0**16
+#: rows read at a time by the histogram of magnitudes
+_CHUNK_ENTRIES = 1 << 22
+
+
+def small_magnitude(cost) -> float:
+    """A scale every matrix without big costs keeps its prices near, read from SAMPLE_ROWS
+    rows (of a matrix or a cost source): the largest of their ``n2 / 64``-th smallest nonzero
+    |cost| (0.0 where none). Not the smallest: near-duplicate points make it tiny in every row;
+    the 64th part of a row still lies among the small costs where the big ones fill up to
+    63/64 of it."""
+    rows = np.unique(np.linspace(0, cost.shape[0] - 1,
+                                 min(SAMPLE_ROWS, cost.shape[0])).astype(np.int64))
+    if isinstance(cost, np.ndarray):
+        sample = np.abs(cost[rows].astype(np.float64))
+    else:
+        sample = np.abs(np.array([cost.row(int(i)) for i in rows], np.float64))
+    rank = max(1, sample.shape[1] // 64)
+    out = 0.0
+    for row in sample:
+        kept = row[(row > 0) & np.isfinite(row)]
+        if kept.size:
+            out = max(out, float(np.partition(kept, min(rank, kept.size) - 1)[
+                min(rank, kept.size) - 1]))
+    return out
+
+
+def misled(sol, cost) -> bool:
+    """Whether a solution's prices spread far beyond the small costs' magnitude
+    (LOOK_FROM * (n + 1) times :func:`small_magnitude`): what prices that reached a big cost
+    look like (and those of costs of a very wide range, which :func:`thresholds` tells apart)."""
+    return _spread(sol) > LOOK_FROM * (max(cost.shape) + 1) * small_magnitude(cost)
+
+
+def _spread(sol) -> float:
+    """The larger spread (max - min) of a solution's two duals."""
+    return max((float(x.max()) - float(x.min()) for x in (np.asarray(sol.u, np.float64),
+                                                           np.asarray(sol.v, np.float64))
+                if x.size), default=0.0)
+
+
+def thresholds(cost: np.ndarray, maximize: bool) -> list[float]:
+    """The splits of ``cost``'s finite values (minimised: negated where ``maximize``), lowest
+    first: each a threshold T such that every value above T exceeds BIG_M_FACTOR * (n + 1) *
+    max(|least value|, every value below T). One pass over the matrix."""
+    if cost.dtype.kind != "f" or cost.size < 2:
+        return []
+    sign = -1.0 if maximize else 1.0
+    lines = max(cost.shape) + 1
+    counts, lo = _exponent_counts(cost, sign)
+    filled = np.flatnonzero(counts) - _EXP_OFFSET  # values in [2**(e-1), 2**e)
+    out = []
+    for below, above in zip(filled[:-1], filled[1:]):
+        small = max(abs(lo), math.ldexp(1.0, int(below)))  # every value under the gap below it
+        if math.ldexp(1.0, int(above) - 1) > BIG_M_FACTOR * lines * small:
+            out.append(math.ldexp(1.0, int(below)))
+    return out
+
+
+#: frexp's exponents of float64 (-1073 … 1024) as indices from 0
+_EXP_OFFSET = 1075
+
+
+def _exponent_counts(cost: np.ndarray, sign: float) -> tuple:
+    """How many finite positive values (``sign * cost``) fall in each binary exponent, and the
+    least finite value, read a few rows at a time (no n x n temporary)."""
+    counts = np.zeros(_EXP_OFFSET + 1100, np.int64)
+    least = math.inf
+    step = max(1, _CHUNK_ENTRIES // max(cost.shape[1], 1))
+    for start in range(0, cost.shape[0], step):
+        block = sign * cost[start:start + step].astype(np.float64)
+        block = block[np.isfinite(block)]
+        if block.size:
+            least = min(least, float(block.min()))
+        block = block[block > 0]
+        counts += np.bincount(np.frexp(block)[1] + _EXP_OFFSET, minlength=counts.size)
+    return counts, (least if math.isfinite(least) else 0.0)
+
+
+def solve_apart(problem, solve):
+    """``solve(problem)`` (a validated ``_validate.Problem``); for a NumPy float matrix whose
+    solution's prices spread far beyond its small costs (:func:`misled`) and whose costs split
+    (:func:`thresholds`), solved again with the big costs forbidden (module docstring)."""
+    sol = solve(problem)
+    cost = problem.cost
+    if problem.form == "source" and np.dtype(cost.dtype).kind == "f" and min(cost.shape) \
+            and misled(sol, cost):
+        warnings.warn(
+            f"epslap: this solve's prices spread over {_spread(sol):.3g}, far beyond the costs "
+            f"of a sample of rows (about {small_magnitude(cost):.3g}): costs far above the "
+            "rest (a big-M standing for forbidden pairs?) round every reduced cost at their "
+            "magnitude, and the assignment may not be optimal. Give forbidden pairs as +inf, "
+            "or the costs as a NumPy matrix (solved with the big costs apart).",
+            RuntimeWarning, stacklevel=user_stacklevel())
+        return sol
+    if (problem.form != "matrix" or type(cost) is not np.ndarray or cost.dtype.kind != "f"
+            or not misled(sol, cost)):
+        return sol
+    given = sol
+    sign = -1.0 if problem.maximize else 1.0
+    for t in thresholds(cost, problem.maximize):
+        big = sign * cost > t
+        cut = np.where(big, sign * np.inf, cost)
+        try:
+            sol = solve(problem._replace(cost=cut))
+        except InfeasibleError:
+            continue  # the optimum needs a big cost: the next split up
+        least_big = float(np.min(sign * cost, where=big, initial=np.inf))
+        u, v = sign * np.asarray(sol.u, np.float64), sign * np.asarray(sol.v, np.float64)
+        if u.size and v.size and not float(u.max()) + float(v.max()) < least_big:
+            break  # duals that do not certify the big pairs (not seen): as given
+        sol.stats["big_m_apart"] = sign * t
+        return sol
+    return given

@@ -1,0 +1,81 @@
+"""Float matrices with a big-M (costs far above all the others): the optimum on every route
+(epslap/big_m.py), against scipy, and a certificate of the problem as given."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import costfns
+import epslap
+from epslap.big_m import thresholds
+
+
+def _check(c, maximize=False, **kw):
+    r, k = scipy_lsa(c, maximize=maximize)
+    want = c[r, k].sum()
+    sol = epslap.solve(c, maximize=maximize, **kw)
+    assert c[sol.row_ind, sol.col_ind].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
+    rep = epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
+    assert rep["optimal"], rep["reason"]
+    return sol
+
+
+def _forced_column(n, big, seed=0):
+    """One column big everywhere but one finite cost (that pair is forced): the ε passes'
+    prices reached the big cost, and every reduced cost was rounded at its magnitude."""
+    c = np.random.default_rng(seed).random((n, n))
+    c[:, 0] = big
+    c[1, 0] = 5.0
+    return c
+
+
+def _blocks(n, parts, big, seed=0):
+    """Blocks on the diagonal, big costs between them, rows and columns shuffled."""
+    rng = np.random.default_rng(seed)
+    c = rng.random((n, n))
+    b = np.arange(n) * parts // n
+    c[b[:, None] != b[None, :]] = big
+    return c[rng.permutation(n)][:, rng.permutation(n)]
+
+
+@pytest.mark.parametrize("big", [1e14, 1e20, 1e300])
+def test_a_forced_pair_in_a_big_column_on_every_route(tmp_path, big):
+    c = _forced_column(60, big)
+    for kw in (dict(threads=2), dict(checkpoint=tmp_path / "c.ckpt"), dict(candidates=False),
+               dict(init=np.zeros(60))):
+        _check(c, **kw)
+    assert _check(c, threads=2).stats["big_m_apart"] == 8.0  # the ε passes: solved apart (c < 8)
+    _check(-c, maximize=True, threads=2)
+    # a cost source through a row cache is solved as given: it says its answer is in doubt
+    with pytest.warns(RuntimeWarning, match="big-M standing for forbidden pairs"):
+        epslap.solve(costfns.Dense(c), memory=8 * 60 * 8)
+
+
+def test_big_m_blocks_by_candidates_and_the_default_route():
+    _check(_blocks(6, 2, 1e20, seed=0), candidates=True)
+    _check(_blocks(200, 5, 1e300, seed=1), candidates=True)
+    _check(_blocks(1100, 5, 1e300, seed=0))  # the default route: candidates, then the ε method
+    _check(_forced_column(1100, 1e20))
+
+
+def test_an_optimum_that_needs_a_big_cost_keeps_the_first_solution():
+    """Forbidding the big costs leaves no complete assignment: the solution as solved stands."""
+    c = np.random.default_rng(3).random((30, 30))
+    c[:, 0] = 1e20  # column 0 can only be taken at a big cost
+    sol = epslap.solve(c, threads=2)
+    assert "big_m_apart" not in sol.stats
+    r, k = scipy_lsa(c)
+    assert sol.cost == pytest.approx(c[r, k].sum(), rel=1e-12)
+
+
+def test_splits_are_found_only_above_a_gap_wider_than_n_times_the_small_costs():
+    c = np.random.default_rng(0).random((50, 50))
+    assert thresholds(c, False) == []
+    wide = np.exp(np.random.default_rng(1).normal(0, 3, (50, 50)))  # no gap: no split
+    assert thresholds(wide, False) == []
+    c[0, :] = 1e20
+    (t,) = thresholds(c, False)
+    assert 1.0 <= t < 1e20 and thresholds(-c, True) == [t]
+    c[1, :] = 1e300  # two gaps: the lower split first
+    assert len(thresholds(c, False)) == 2 and thresholds(c, False)[0] == t
