@@ -51,14 +51,11 @@ def small_magnitude(cost) -> float:
         sample = np.abs(cost[rows].astype(np.float64))
     else:
         sample = np.abs(np.array([cost.row(int(i)) for i in rows], np.float64))
+    sample[~((sample > 0) & (sample < np.inf))] = np.inf  # zeros, +inf, NaN: not counted
     rank = max(1, sample.shape[1] // 64)
-    out = 0.0
-    for row in sample:
-        kept = row[(row > 0) & np.isfinite(row)]
-        if kept.size:
-            out = max(out, float(np.partition(kept, min(rank, kept.size) - 1)[
-                min(rank, kept.size) - 1]))
-    return out
+    kth = np.partition(sample, rank - 1, axis=1)[:, rank - 1]
+    kth = kth[kth < np.inf]  # (a row of fewer such costs: not counted)
+    return float(kth.max()) if kth.size else 0.0
 
 
 def misled(sol, cost) -> bool:
@@ -119,6 +116,8 @@ def solve_apart(problem, solve):
     (:func:`thresholds`), solved again with the big costs forbidden (module docstring)."""
     sol = solve(problem)
     cost = problem.cost
+    if sol.stats.get("method") == "jv":
+        return sol  # the small path's prices stay off a big cost's magnitude (its fuzz: all)
     if problem.form == "source" and np.dtype(cost.dtype).kind == "f" and min(cost.shape) \
             and misled(sol, cost):
         warnings.warn(
