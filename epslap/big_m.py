@@ -116,10 +116,10 @@ def solve_apart(problem, solve):
     (:func:`thresholds`), solved again with the big costs forbidden (module docstring)."""
     sol = solve(problem)
     cost = problem.cost
-    if sol.stats.get("method") == "jv":
-        return sol  # the small path's prices stay off a big cost's magnitude (its fuzz: all)
-    if problem.form == "source" and np.dtype(cost.dtype).kind == "f" and min(cost.shape) \
-            and misled(sol, cost):
+    if (problem.form not in ("matrix", "source") or sol.stats.get("method") == "jv"
+            or not min(cost.shape)):
+        return sol  # (the small path's prices stay off a big cost's magnitude: its fuzz, all)
+    if problem.form == "source" and np.dtype(cost.dtype).kind == "f" and misled(sol, cost):
         warnings.warn(
             f"epslap: this solve's prices spread over {_spread(sol):.3g}, far beyond the costs "
             f"of a sample of rows (about {small_magnitude(cost):.3g}): costs far above the "
