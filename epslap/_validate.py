@@ -142,7 +142,10 @@ def as_matrix(cost) -> np.ndarray:
         arr = np.asarray(cost)
     except ValueError as exc:  # rows of different lengths
         raise ValueError(f"expected a matrix (2-D array): {exc}") from None
-    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and float_kind(arr.dtype) is None):
+    if arr.dtype.kind == "f" and float_kind(arr.dtype) is None:
+        raise TypeError(f"{arr.dtype} (extended precision) costs are not solved as such: "
+                        "convert them to float64 (or float32)")
+    if arr.dtype.kind not in "biuf":
         raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "
                         "according to the rule 'safe': the cost must be a numeric array "
                         "(bool, integer or float)")
@@ -274,7 +277,7 @@ def check_int_range(lo: int, hi: int, shape) -> None:
     array or computed, is held to this one rule)."""
     if max(abs(int(lo)), abs(int(hi))) > int_cost_limit(shape):
         raise ValueError(
-            f"integer costs in [{lo}, {hi}] could overflow int64 during the solve of an "
+            f"integer costs in [{lo}, {hi}] could overflow int64 during the solve of a "
             f"{shape[0]}x{shape[1]} problem (|cost| * (4n + 8) must stay below 2**62); "
             "shift or rescale the costs, or pass them as float64")
 

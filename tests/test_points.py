@@ -73,3 +73,15 @@ def test_points_whose_squared_distances_overflow_are_refused(cls):
     assert np.isfinite(wide.dense()).all()
     with pytest.raises(ValueError, match="overflow float64"):  # ... and where one pair's is
         getattr(costfns, cls)(np.zeros((1, 2)), np.array([[1e154, 1e154]]))
+
+
+def test_emd2_refuses_complex_coordinates_and_solve_names_extended_precision():
+    """Complex points were cast to float64 with NumPy's warning (their imaginary part dropped:
+    a distance of 0 between different clouds); a float128 matrix said "Cannot cast ... the cost
+    must be a numeric array (... float)", of a float."""
+    a = np.random.default_rng(0).random((5, 2))
+    with pytest.raises(TypeError, match="real coordinates"):
+        epslap.emd2(a.astype(complex) + 1j, a)
+    if np.dtype(np.longdouble).itemsize > 8:
+        with pytest.raises(TypeError, match="extended precision"):
+            epslap.solve(np.eye(3, dtype=np.longdouble))
