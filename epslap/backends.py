@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from ._validate import Options, Problem, device_ids
+from .big_m import solve_apart
 from .candidates import HostPasses, candidates_per_row, solve_by_candidates
 from .cpu.api import fits_table, solve_cpu, solve_source, table_of, table_stats
 from .point_pairs import applies
@@ -40,7 +41,8 @@ def solve_on_cpu(problem: Problem, options: Options) -> Solution:
         t0 = time.perf_counter()
         matrix = table_of(problem.cost)
         time_table = time.perf_counter() - t0
-        sol = solve_on_cpu(problem._replace(cost=matrix, form="matrix"), options)
+        sol = solve_apart(problem._replace(cost=matrix, form="matrix"),
+                          lambda p: solve_on_cpu(p, options))  # (big costs: as a matrix's)
         sol.stats.update(table_stats(problem.cost), time_table_s=time_table,
                          time_total_s=sol.stats["time_total_s"] + time_table)
         return sol

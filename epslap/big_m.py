@@ -15,9 +15,10 @@ certify the problem as given too when ``max u + max v`` stays below ``B`` (check
 is infeasible (the optimum needs a big cost), the next split up is tried; where none serves,
 the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
 
-For NumPy float matrices (both backends). A cost source is solved as given (its costs are not
-held to forbid some): where its prices spread that far, a RuntimeWarning says the assignment
-may not be optimal. A CuPy matrix and a problem with ``cost_limit`` are solved as given.
+For NumPy float matrices (both backends) and cost sources whose matrix fits ``memory`` (solved
+as that table). A cost source through row caches is solved as given (its costs are not held
+to forbid some): where its prices spread that far, a RuntimeWarning says the assignment may not
+be optimal. A CuPy matrix and a problem with ``cost_limit`` are solved as given.
 """
 from __future__ import annotations
 

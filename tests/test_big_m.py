@@ -47,9 +47,13 @@ def test_a_forced_pair_in_a_big_column_on_every_route(tmp_path, big):
         _check(c, **kw)
     assert _check(c, threads=2).stats["big_m_apart"] == 8.0  # the ε passes: solved apart (c < 8)
     _check(-c, maximize=True, threads=2)
-    # a cost source through a row cache is solved as given: it says its answer is in doubt
+    # a cost source through a row cache is solved as given: it says its answer is in doubt;
+    # one whose matrix fits the budget is that matrix, solved apart
     with pytest.warns(RuntimeWarning, match="big-M standing for forbidden pairs"):
         epslap.solve(costfns.Dense(c), memory=8 * 60 * 8)
+    _check_source = epslap.solve(costfns.Dense(c), threads=2)
+    assert _check_source.cost == pytest.approx(_check(c).cost, rel=1e-12)
+    assert _check_source.stats["big_m_apart"] == 8.0
 
 
 def test_big_m_blocks_by_candidates_and_the_default_route():
