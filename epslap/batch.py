@@ -20,8 +20,9 @@ import numpy as np
 
 from ._status import STATUS_OK, raise_for_status
 from ._sync import usable_cores
-from ._validate import check_float_range, check_int_range, check_options, float_kind
+from ._validate import Problem, check_float_range, check_int_range, check_options, float_kind
 from .cpu import jv, small
+from .big_m import solve_apart
 from .cpu.api import solve_cpu
 from .errors import member_error, solved_groups
 from .limit import check_cost_limit, solve_batch_with_limit
@@ -259,8 +260,9 @@ def _solve_stack(stack: np.ndarray, maximize: bool, nthreads: int, index,
     for k in np.flatnonzero(status != STATUS_OK).tolist():  # errors name the first bad
         if status[k] == jv.NEEDS_EPSILON:                   # problem; rare leftovers: ε path
             try:
-                sol = solve_cpu(c[k], maximize=False, epsilon=True, threads=threads,
-                                progress=False, t_start=time.perf_counter(), small_tried=True)
+                sol = solve_apart(Problem(c[k], "matrix", False), lambda p: solve_cpu(
+                    p.cost, maximize=False, epsilon=True, threads=threads, progress=False,
+                    t_start=time.perf_counter(), small_tried=True))  # (big costs: big_m.py)
             except (ValueError, ArithmeticError) as exc:
                 raise member_error(exc, int(index[k])) from None
             x[k], v[k], u[k] = sol.col_ind, sol.v, sol.u  # canonical: n1 <= n2, minimised
