@@ -208,3 +208,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     parts = [f"{count} × {reason}" for reason, count in sorted(reasons.items(),
                                                                key=lambda kv: -kv[1])]
     terminalreporter.write_line(f"skipped {len(skipped)}: " + "; ".join(parts))
+
+
+def blocks_far_apart(rng, trials: int, sizes: tuple):
+    """``(matrix, scipy's optimum, hint)`` of small integer-valued float matrices with 30 % of
+    their entries forbidden (+inf, or a 1e300 big-M in every other one), whose optimum holds no
+    big-M, each with a warm-start hint of the same problem 10**15 … 10**21 times larger: the
+    blocks' prices far apart (tests of ``checkpoint.canonical_hint``, CPU and GPU)."""
+    for trial in range(trials):
+        n = int(rng.integers(*sizes))
+        m = rng.integers(0, 10, (n, n)).astype(float)
+        m[rng.random((n, n)) < 0.3] = np.inf if trial % 2 else 1e300
+        try:
+            r, k = scipy_lsa(m)
+        except ValueError:
+            continue
+        want = m[r, k].sum()
+        if want >= 1e300:
+            continue  # a big-M pair in the optimum: its total is rounded at 1e300 anyway
+        with np.errstate(over="ignore"):  # (a big-M times 1e21: +inf, forbidden)
+            hint = epslap.solve(m * 10.0 ** rng.integers(15, 22))
+        yield m, want, hint

@@ -122,24 +122,9 @@ def test_gpu_hint_far_above_the_costs_scale_gives_the_optimum_where_blocks_are_a
     """As on the CPU (tests/test_checkpoint.py): a hint 1e21 times the costs' scale, of blocks
     that +inf entries or a big-M separate, kept within the costs' scale, or the solve done
     again without it."""
-    from scipy.optimize import linear_sum_assignment as scipy_lsa
-    rng = np.random.default_rng(9)
-    wrong = 0
-    for trial in range(40):
-        n = int(rng.integers(3, 40))
-        m = rng.integers(0, 10, (n, n)).astype(float)
-        m[rng.random((n, n)) < 0.3] = np.inf if trial % 2 else 1e300
-        try:
-            r, k = scipy_lsa(m)
-        except ValueError:
-            continue
-        want = m[r, k].sum()
-        if want >= 1e300:
-            continue
-        with np.errstate(over="ignore"):  # (a big-M times 1e21: +inf, forbidden)
-            prev = epslap.solve(m * 1e21)
-        got = epslap.solve(m, backend="gpu", init=prev)
-        wrong += got.cost != want
+    from conftest import blocks_far_apart
+    wrong = sum(epslap.solve(m, backend="gpu", init=hint).cost != want
+                for m, want, hint in blocks_far_apart(np.random.default_rng(9), 40, (3, 40)))
     assert wrong == 0
 
 

@@ -61,24 +61,35 @@ def _as_format(n1, n2, mask, vals, fmt):
 def test_sparse_matches_dense_with_inf(problem):
     n1, n2, mask, vals, fmt, maximize = problem
     cost = _as_format(n1, n2, mask, vals, fmt)
+    solved = _solved_as_dense(cost, n1, n2, mask, vals, maximize)
+    if solved is None:
+        return
+    sol, dense, want = solved
+    assert sol.row_ind.size == min(n1, n2)
+    assert sol.cost == pytest.approx(want, rel=1e-9, abs=1e-9)
+    rep = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
+    assert rep["optimal"], rep["reason"]
+    assert rep["exact"] == (vals.dtype.kind in "biu")
+    r2, c2 = epslap.linear_sum_assignment(cost, maximize=maximize)
+    assert dense[r2, c2].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def _solved_as_dense(cost, n1, n2, mask, vals, maximize):
+    """``(Solution, dense matrix with inf, scipy's optimum)`` of the sparse ``cost``, its
+    optimum and certificate checked on the dense matrix; None where it is infeasible (and
+    ``solve`` said so)."""
     rows, cols = np.nonzero(mask)
     dense = _dense(n1, n2, rows, cols, vals[mask].astype(np.float64), maximize)
     want = _reference(dense, maximize)
     if want is None:
         with pytest.raises(epslap.InfeasibleError):
             epslap.solve(cost, maximize=maximize)
-        return
+        return None
     sol = epslap.solve(cost, maximize=maximize)
-    assert sol.row_ind.size == min(n1, n2)
     assert dense[sol.row_ind, sol.col_ind].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
-    assert sol.cost == pytest.approx(want, rel=1e-9, abs=1e-9)
-    rep = epslap.verify(cost, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
-    assert rep["optimal"], rep["reason"]
-    assert rep["exact"] == (vals.dtype.kind in "biu")
     ref = epslap.verify(dense, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
     assert ref["optimal"], ref["reason"]
-    r2, c2 = epslap.linear_sum_assignment(cost, maximize=maximize)
-    assert dense[r2, c2].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
+    return sol, dense, want
 
 
 def test_explicit_zero_is_a_cost_and_absent_is_forbidden():
@@ -368,18 +379,9 @@ def test_relabeled_problems_give_the_optimum_in_the_labels_given(monkeypatch):
         vals = (rng.integers(-20, 20, (n1, n2)) if trial % 2 else rng.normal(size=(n1, n2)))
         maximize = bool(trial % 3 == 0)
         cost = _as_format(n1, n2, mask, vals, ["csr", "csc", "coo", "triple"][trial % 4])
-        rows, cols = np.nonzero(mask)
-        dense = _dense(n1, n2, rows, cols, vals[mask].astype(np.float64), maximize)
-        want = _reference(dense, maximize)
-        if want is None:
-            with pytest.raises(epslap.InfeasibleError):
-                epslap.solve(cost, maximize=maximize)
-            continue
-        sol = epslap.solve(cost, maximize=maximize)
-        relabeled += sol.stats["relabeled"]
-        assert dense[sol.row_ind, sol.col_ind].sum() == pytest.approx(want, rel=1e-9, abs=1e-9)
-        rep = epslap.verify(dense, sol.row_ind, sol.col_ind, sol.u, sol.v, maximize=maximize)
-        assert rep["optimal"], rep["reason"]
+        solved = _solved_as_dense(cost, n1, n2, mask, vals, maximize)
+        if solved is not None:
+            relabeled += solved[0].stats["relabeled"]
     assert relabeled > 50
 
 
