@@ -189,10 +189,15 @@ def _swapped_jit(fn) -> CPUDispatcher:
 
 
 def _arity(fn) -> int:
+    """The positional parameters ``fn`` must be given: those with a default (``lambda i, a=a:
+    a[i]``, a common way to bind data) are not counted."""
     try:
-        return len(inspect.signature(fn).parameters)
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return 2
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return len(required) if required else len(positional)
 
 
 def from_function(fn: Callable, shape: tuple[int, int], *, dtype=np.float64,

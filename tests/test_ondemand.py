@@ -339,3 +339,11 @@ def test_row_kernel_checks_its_shape():
         with pytest.raises(ValueError, match="shape must be"):
             costfns.RowKernel(lambda *args: None, shape)
     assert costfns.RowKernel(lambda *args: None, (3, 4)).shape == (3, 4)
+
+
+def test_a_python_row_function_binding_data_by_a_default_argument_returns_its_row():
+    """``lambda i, a=a: a[i]`` has two parameters, one with a default: it was called as the
+    fill form ``fn(i, out)`` and failed with "returned shape ()"."""
+    a = np.random.default_rng(4).random((30, 30))
+    src = costfns.from_function(lambda i, a=a: a[i], a.shape, kind="row")
+    assert epslap.solve(src, memory=30 * 8 * 4).cost == pytest.approx(epslap.solve(a).cost)
