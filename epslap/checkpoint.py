@@ -468,7 +468,9 @@ def hint_scale(cost) -> float | None:
 
 
 def hint_misled(v, assigned, lines: int) -> bool:
-    """Whether a float warm-start solve ended with prices (canonical ``v``) spread beyond
+    """Whether a float warm-start solve ended with the prices of its assigned columns
+    (canonical ``v[row_to_col]``: a rectangular problem's unassigned columns may keep a hint's
+    prices far down, where no reduced cost that decides the assignment is computed) spread beyond
     ``HINT_MISLED_PER_LINE * lines`` times its largest assigned |cost| (``assigned``): prices a
     solve from no hint does not reach, whose rounding can exceed the costs that decide the
     assignment — where ``+inf`` entries or a big-M separate blocks, ``verify``'s rule judges

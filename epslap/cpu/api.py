@@ -86,7 +86,8 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
                                           hand_over=threads is None)
         _SOLVED_DTYPES.add(m.dtype)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
-        if init_v is not None and not canon.integral and hint_misled(v, assigned, n1 + n2):
+        if init_v is not None and not canon.integral and hint_misled(v[row_to_col], assigned,
+                                                                     n1 + n2):
             sol = solve_cpu(arr, maximize=maximize, epsilon=epsilon, threads=threads,
                             progress=progress, t_start=t_start, checkpoint=_writing(checkpoint))
             sol.stats["warm_start"] = "rejected"
@@ -211,7 +212,7 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         with rows_served(served):
             assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     check_rows()
-    if init_v is not None and not integral and hint_misled(v, assigned, n1 + n2):
+    if init_v is not None and not integral and hint_misled(v[row_to_col], assigned, n1 + n2):
         sol = solve_source(source.transpose() if transposed else source, maximize=maximize,
                            epsilon=epsilon, memory=memory, cache=cache, progress=progress,
                            t_start=t_start, threads=threads, checkpoint=_writing(checkpoint))
