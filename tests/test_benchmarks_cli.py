@@ -48,11 +48,18 @@ def test_table_prints_markdown(result):
     res = _run("table", f"benchmarks/{result}")
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
-    head = next(i for i, line in enumerate(lines) if line.startswith("| "))
-    assert re.fullmatch(r"\|(---\|)+", lines[head + 1]), lines[head + 1]
-    body = [line for line in lines[head + 2:] if line.startswith("| ")]
-    cols = lines[head].count("|")
-    assert body and all(line.count("|") == cols for line in body)
+    heads = [i for i, line in enumerate(lines) if line.startswith("| ")
+             and (i == 0 or not lines[i - 1].startswith("|"))]  # each table's first line
+    assert heads
+    for head in heads:  # (a result may print several tables, each its own columns)
+        assert re.fullmatch(r"\|(---\|)+", lines[head + 1]), lines[head + 1]
+        body = []
+        for line in lines[head + 2:]:
+            if not line.startswith("| "):
+                break
+            body.append(line)
+        cols = lines[head].count("|")
+        assert body and all(line.count("|") == cols for line in body)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed")
