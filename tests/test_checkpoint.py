@@ -687,10 +687,10 @@ def test_a_hint_far_above_the_costs_scale_gives_the_optimum_where_blocks_are_apa
     assert wrong == 0
 
 
-def test_a_warm_start_of_a_matrix_with_many_spare_columns_takes_the_small_path():
-    """The small path's rectangular solve from scratch costs less than a hint's exact pass
-    there (2000 x 2400: 16 against 76-200 ms, the hint sometimes rejected after it): the hint
-    is checked, then not used; the optimum is the same."""
+def test_a_warm_start_of_a_matrix_with_many_spare_columns_takes_the_default_route():
+    """The small path's rectangular solve (or candidates) from scratch costs less than a hint's
+    exact pass there (2000 x 2400: 16 against 76-200 ms, the hint sometimes rejected after it):
+    the hint is checked, then not used; the optimum is the same."""
     rng = np.random.default_rng(26)
     c = rng.integers(0, 1000, (240, 200)).astype(float)
     after = c * (1 + 0.01 * rng.standard_normal(c.shape))

@@ -19,7 +19,6 @@ from ..checkpoint import canonical_hint, hint_misled, hint_scale
 from ..solution import Solution, empty_solve, finish
 from . import small
 from .passes import col_range
-from .._schedule import rectangular_from_zero
 from .cores import AUTO_MIN_COLS, AUTO_MIN_COLS_FLOAT, resolve_threads
 from .duals import assigned_costs
 from .host import rows_served
@@ -58,20 +57,6 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
     problem over (a second try would repeat its work)."""
     # the small path runs on the calling thread; threads > 1 asks for the parallel ε-passes,
     # except for a rectangular matrix with many spare columns, which the passes would pad
-    hint_only = (init is not None and checkpoint is not None and checkpoint.path is None
-                 and checkpoint.loaded is None)
-    if (hint_only and not small_tried and epsilon and arr.ndim == 2
-            and rectangular_from_zero(*sorted(arr.shape)) and small.takes(*arr.shape, threads)):
-        # a warm start of a matrix with many spare columns: the small path's rectangular solve
-        # from scratch costs less than the hint's exact pass (padded: 2000 x 2400, 16 against
-        # 76-200 ms), for the same optimum
-        canonical_hint(init, n_rows=arr.shape[0], n_cols=arr.shape[1],
-                       transposed=arr.shape[0] > arr.shape[1], maximize=maximize,
-                       integral=arr.dtype.kind in "biu")  # (the hint's errors all the same)
-        sol = small.small_solution(arr, maximize, t_start)
-        if sol is not None:
-            sol.stats["warm_start"] = "not needed"
-            return sol
     if not small_tried and epsilon and checkpoint is None and small.takes(*arr.shape, threads):
         sol = small.small_solution(arr, maximize, t_start)
         if sol is not None:
