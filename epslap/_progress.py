@@ -55,6 +55,7 @@ class SolveProgress:
         self.previous: list = []  # the last finished pass's samples (its shape of work)
         self.shown = 0  # the pass bar's position (of _SCALE): it never moves back
         self.pass_t0 = self.t0  # when the pass shown began
+        self.last_tick = self.t0  # the end of the last look at the kernel's counters
 
     def _open(self, desc: str, total=None, fmt: str = _PASS_FORMAT):
         self._close_bar()
@@ -88,11 +89,13 @@ class SolveProgress:
         """The passes start: from here the ticks read the kernel's counters."""
         self._close_bar()
         self.mode, self.shown_pass = "passes", -1
+        self.last_tick = time.perf_counter()
 
     def polish(self) -> None:
         """The polish pass starts (docs/algorithm.md §8): its counters restart at pass 0."""
         self._close_bar()
         self.mode, self.shown_pass = "polish", -1
+        self.last_tick = time.perf_counter()
 
     def tick(self) -> None:
         """Called from the host's polling loop while a phase runs."""
@@ -114,7 +117,10 @@ class SolveProgress:
                 eps = float(self.eps_log[p]) if p < len(self.eps_log) else 0.0
                 desc = f"pass {p + 1}, ε = {eps:.3g}" if eps > 0 else f"pass {p + 1}, exact"
             self._open(desc, total=_SCALE)
-            self.shown, self.pass_t0 = 0, time.perf_counter()
+            # the pass began after the last look at the previous one: its rows evaluated since
+            # then are this pass's (``_work``), and so is the time
+            self.shown, self.pass_t0 = 0, self.last_tick
+
         k = min(k, self.n)
         done, left = self._work(k, evaluated)
         self.shown = max(self.shown, _SCALE * done // max(done + left, 1))
@@ -127,6 +133,7 @@ class SolveProgress:
             f"{eta} left at {self._tqdm.format_sizeof(rate)} rows/s, {k:,}/{self.n:,} rows, "
             f"rows evaluated {evaluated:,}{tail}", refresh=False)
         self.bar.refresh()
+        self.last_tick = time.perf_counter()
 
     def _work(self, k: int, evaluated: int) -> tuple[int, int]:
         """The pass's work done (rows evaluated since it began) and the work left estimated
