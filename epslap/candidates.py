@@ -283,6 +283,11 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
     return result
 
 
+#: entries of a matrix's scan from which it runs interruptibly (:meth:`HostPasses.run`): about
+#: 30 ms of reading on one thread
+INTERRUPTIBLE_FROM = 1 << 26
+
+
 class HostPasses:
     """The two streaming passes on the CPU threads over the canonical problem (n1 <= n2,
     minimised): a matrix or a cost source as compiled row access (``src`` for ``get_row``,
@@ -326,13 +331,22 @@ class HostPasses:
 
     def run(self, kernel, args, count=None):
         """``kernel(src, buf, sync, *head, first, stride, n1, *tail)`` on every thread, ``args
-        = (head, tail)``, each thread with its own row buffer (``first`` = its index), all off
-        the calling thread: Ctrl-C stops the scan at its threads' next rows
-        (``cpu.host.run_interruptibly``) and raises KeyboardInterrupt then."""
+        = (head, tail)``, each thread with its own row buffer (``first`` = its index). A cost
+        source's scan (its rows computed, maybe by a slow function) and a matrix's of
+        INTERRUPTIBLE_FROM entries or more run all off the calling thread: Ctrl-C stops them at
+        their threads' next rows (``cpu.host.run_interruptibly``) and raises KeyboardInterrupt
+        then. A smaller matrix's scan runs on the calling thread too (the worker's start and
+        its wake-up cost more than the wait for its end)."""
         sync = new_sync()
-        run_interruptibly(lambda: run_workers(
-            kernel, lambda tid: self._worker_args(args, tid, count, sync), self.threads, sync),
-            np.zeros(1, np.int64), sync=sync)
+        rows = self.n1 if count is None else count
+
+        def scan():
+            run_workers(kernel, lambda tid: self._worker_args(args, tid, count, sync),
+                        self.threads, sync)
+        if self.source is None and rows * self.n2 < INTERRUPTIBLE_FROM:
+            scan()
+        else:
+            run_interruptibly(scan, np.zeros(1, np.int64), sync=sync)
         if self.source is not None:
             raise_pending(self.source)
 

@@ -286,6 +286,7 @@ def auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bid
             queue[size] = i
             size += 1
     bids = 0
+    look_at = STOP_EVERY  # the bids at which the stop flag is read next
     while size > 0:
         i = queue[head]
         head += 1
@@ -310,8 +311,10 @@ def auction(indptr, indices, data, v, row_to_col, col_to_row, eps, jump, max_bid
         bids += 1
         if bids > max_bids:
             return -1
-        if bids % STOP_EVERY == 0 and stop[0] != 0:
-            return bids
+        if bids >= look_at:
+            if stop[0] != 0:
+                return bids
+            look_at += STOP_EVERY
     return bids
 
 
