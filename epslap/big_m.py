@@ -40,14 +40,13 @@ LOOK_FROM = 2.0**16
 _CHUNK_ENTRIES = 1 << 22
 
 
-def small_magnitude(cost) -> float:
+def small_magnitude(cost, rows: int = SAMPLE_ROWS) -> float:
     """A scale every matrix without big costs keeps its prices near, read from SAMPLE_ROWS
     rows (of a matrix or a cost source): the largest of their ``n2 / 64``-th smallest nonzero
     |cost| (0.0 where none). Not the smallest: near-duplicate points make it tiny in every row;
     the 64th part of a row still lies among the small costs where the big ones fill up to
     63/64 of it."""
-    rows = np.unique(np.linspace(0, cost.shape[0] - 1,
-                                 min(SAMPLE_ROWS, cost.shape[0])).astype(np.int64))
+    rows = np.unique(np.linspace(0, cost.shape[0] - 1, min(rows, cost.shape[0])).astype(np.int64))
     if isinstance(cost, np.ndarray):
         sample = np.abs(cost[rows].astype(np.float64))
     else:
@@ -63,7 +62,9 @@ def misled(sol, cost) -> bool:
     """Whether a solution's prices spread far beyond the small costs' magnitude
     (LOOK_FROM * (n + 1) times :func:`small_magnitude`): what prices that reached a big cost
     look like (and those of costs of a very wide range, which :func:`thresholds` tells apart)."""
-    return _spread(sol) > LOOK_FROM * (max(cost.shape) + 1) * small_magnitude(cost)
+    bound = _spread(sol) / (LOOK_FROM * (max(cost.shape) + 1))
+    # one row's magnitude is at most the sample's: within it, no need to read the others
+    return bound > small_magnitude(cost, 1) and bound > small_magnitude(cost)
 
 
 def _spread(sol) -> float:
