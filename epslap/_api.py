@@ -138,10 +138,11 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         optimum; a good one makes it much cheaper than the dense method (docs/algorithm.md §11,
         the benchmark page), not always than the default route (where candidates, then
         certify, take a problem: geometric 16,000 cold in 0.55 s, warm 2.4 s).
-        On the CPU a matrix with many spare columns (at least a sixteenth more columns than
-        rows) is solved from scratch by the default route instead (the small path's
-        rectangular solve, or candidates), which costs less than a hint's exact pass
-        (``stats["warm_start"] = "not needed"``; the hint is checked all the same).
+        On the CPU a matrix or cost source with many spare columns (at least a sixteenth more
+        columns than rows) is solved from scratch by the default route instead (the small
+        path's rectangular solve, candidates, the rectangular dense method from v = 0), which
+        costs less than a hint's exact pass (``stats["warm_start"] = "not needed"``; the hint
+        is checked all the same; with a checkpoint file the hint is used).
         ``stats["warm_start"]`` says ``"used"``, or ``"rejected"`` where float duals from a
         hint far off the costs' scale missed ``verify``'s rule, or ended spread far beyond the
         assigned costs, and the problem was solved again without it. Float prices are kept

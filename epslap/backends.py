@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from ._schedule import rectangular_from_zero
 from ._validate import Options, Problem, device_ids
 from .big_m import solve_apart
@@ -48,10 +50,11 @@ def solve_on_cpu(problem: Problem, options: Options) -> Solution:
         sol.stats.update(table_stats(problem.cost), time_table_s=time_table,
                          time_total_s=sol.stats["time_total_s"] + time_table)
         return sol
-    if problem.form == "matrix" and _hint_not_needed(problem, options):
-        # a warm start of a matrix with many spare columns: the default route (the small
-        # path's rectangular solve, or candidates) from scratch costs less than the hint's
-        # exact pass, which pads the problem (2000 x 2400: 16 against 76-200 ms)
+    if problem.form in ("matrix", "source") and _hint_not_needed(problem, options):
+        # a warm start of a matrix (or cost source) with many spare columns: the default route
+        # (the small path's rectangular solve, candidates, the rectangular dense method from
+        # v = 0) from scratch costs less than the hint's exact pass, which pads the problem
+        # (2000 x 2400: 16 against 76-200 ms)
         sol = solve_on_cpu(problem, options._replace(init=None, carry=None))
         sol.stats["warm_start"] = "not needed"
         return sol
@@ -74,8 +77,9 @@ def solve_on_cpu(problem: Problem, options: Options) -> Solution:
 
 
 def _hint_not_needed(problem: Problem, options: Options) -> bool:
-    """A warm start alone (no checkpoint file, no resume) of a matrix with at least a
-    sixteenth more columns than rows, whose hint is checked here (its errors as ever)."""
+    """A warm start alone (no checkpoint file, no resume) of a matrix or cost source with at
+    least a sixteenth more columns than rows, whose hint is checked here (its errors as
+    ever)."""
     carry = options.carry
     if (options.init is None or carry is None or carry.path is not None
             or carry.loaded is not None or not options.epsilon):
@@ -84,7 +88,8 @@ def _hint_not_needed(problem: Problem, options: Options) -> bool:
     if not (min(n1, n2) and rectangular_from_zero(min(n1, n2), max(n1, n2))):
         return False
     canonical_hint(options.init, n_rows=n1, n_cols=n2, transposed=n1 > n2,
-                   maximize=problem.maximize, integral=problem.cost.dtype.kind in "biu")
+                   maximize=problem.maximize,
+                   integral=np.dtype(problem.cost.dtype).kind in "biu")
     return True
 
 

@@ -591,17 +591,22 @@ def test_a_warm_start_of_a_cost_source():
 
 
 @pytest.mark.parametrize("seed", [5, 20, 22, 52])
-def test_a_warm_start_of_a_rectangular_integer_source_through_a_row_cache(seed):
+def test_a_warm_start_of_a_rectangular_integer_source_through_a_row_cache(seed, tmp_path):
     """A rectangular source solves its real rows alone from prices v = 0, whose unassigned
     columns stay at the top price (the certificate). A hint's prices need not: the solve took
     them as they were and ended above the optimum (10 x 16, 4 of 60 seeds) with duals that
-    failed verify. The exact pass with the virtual rows now settles it, in both orientations."""
+    failed verify. The exact pass with the virtual rows now settles it, in both orientations.
+    (A hint alone is not needed there: the solve from v = 0 costs less; with a checkpoint
+    file the hint's exact pass runs.)"""
     m = np.random.default_rng(seed).integers(0, 100, (10, 16))
     for cost in (m, m.T.copy()):
         prev = epslap.solve(cost)
-        warm = epslap.solve(costfns.Dense(cost), init=prev, memory=16 * 8)
+        warm = epslap.solve(costfns.Dense(cost), init=prev, memory=16 * 8,
+                            checkpoint=tmp_path / "w.ckpt")
         assert warm.stats["method"] == "rectangular" and warm.stats["warm_start"] == "used"
         assert_optimal(cost, warm)
+        alone = epslap.solve(costfns.Dense(cost), init=prev, memory=16 * 8)
+        assert alone.stats["warm_start"] == "not needed" and alone.cost == warm.cost
 
 
 def test_a_checkpoint_into_a_missing_folder_is_refused_before_the_work(tmp_path):
