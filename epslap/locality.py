@@ -105,8 +105,10 @@ def sparse_order(prob):
     of at least SPARSE_RELABEL_FROM stored pairs whose rows' columns are scattered over the
     labels (SPARSE_SCATTERED, judged on SPARSE_SAMPLE rows spread over the labels; a median,
     so that a far pair or two per row, as a complete matching added to a neighbour graph, do
-    not count): reverse Cuthill–McKee over its bipartite graph (new row ``i`` is row
-    ``row_order[i]``); else None, also where SciPy is not installed."""
+    not count) and that has neighbourhoods (SPARSE_SHARED_MIN: a random graph has none, and
+    its order would cost its time for nothing): reverse Cuthill–McKee over its bipartite
+    graph (new row ``i`` is row ``row_order[i]``); else None, also where SciPy is not
+    installed."""
     n1, n2, indptr = prob.n1, prob.n2, prob.indptr
     if prob.data.size < SPARSE_RELABEL_FROM:
         return None
@@ -124,9 +126,35 @@ def sparse_order(prob):
         return None
     pairs = sp.csr_array((np.ones(prob.data.size, np.int8), prob.indices, indptr),
                          shape=(n1, n2))
-    graph = sp.bmat([[None, pairs], [pairs.T, None]], format="csr")
+    by_column = pairs.T.tocsr()  # each column's rows
+    if _shared_rows(prob, by_column) < SPARSE_SHARED_MIN:
+        return None  # no neighbourhoods (a random graph): no order puts them near
+    graph = sp.bmat([[None, pairs], [by_column, None]], format="csr")
     order = reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
     return order[order < n1], order[order >= n1] - n1
+
+
+#: a graph has neighbourhoods (an order can put them at nearby labels) where a row's two
+#: cheapest columns share, besides it, at least this many rows on average over SPARSE_SAMPLE
+#: rows: a neighbour graph of points, several (their points are near each other); a random
+#: graph, about k**2 / n
+SPARSE_SHARED_MIN = 1.0
+
+
+def _shared_rows(prob, by_column) -> float:
+    """The mean, over SPARSE_SAMPLE rows spread over the labels, of the rows other than itself
+    that a row's two cheapest columns both store (``by_column``: the pairs by column, CSR)."""
+    indptr, shared, seen = prob.indptr, 0, 0
+    for i in np.linspace(0, prob.n1 - 1, min(SPARSE_SAMPLE, prob.n1)).astype(np.int64):
+        lo, hi = indptr[i], indptr[i + 1]
+        if hi - lo < 2:
+            continue
+        first, second = np.argsort(prob.data[lo:hi], kind="stable")[:2] + lo
+        a, b = (by_column.indices[by_column.indptr[j]:by_column.indptr[j + 1]]
+                for j in (prob.indices[first], prob.indices[second]))
+        shared += np.intersect1d(a, b).size - 1
+        seen += 1
+    return shared / seen if seen else 0.0
 
 
 def relabeled_sparse(prob, order):
