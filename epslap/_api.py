@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import checkpoint as ckpt
-from ._validate import Options, check_options, form_of, output_path_problem, problem_of
+from ._validate import Options, Problem, check_options, form_of, output_path_problem, problem_of
 from .backends import solve_on
 from .big_m import solve_apart
 from .candidates import check_candidates
@@ -229,8 +229,10 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
             sol = _small.small_solution(cost, maximize, t_start)
             if sol is not None:
                 return sol
-            return solve_cpu(cost, maximize=maximize, epsilon=True, threads=None,
-                             progress=False, t_start=t_start, small_tried=True)
+            # the ε path, whose prices a big-M can mislead (epslap/big_m.py)
+            return solve_apart(Problem(cost, "matrix", maximize), lambda p: solve_cpu(
+                p.cost, maximize=maximize, epsilon=True, threads=None, progress=False,
+                t_start=t_start, small_tried=p.cost is cost))
     check_options(backend=backend, maximize=maximize, epsilon=epsilon, memory=memory,
                   cache=cache, threads=threads, progress=progress, device=device)
     form = form_of(cost, backend)
@@ -244,8 +246,9 @@ def solve(cost: Any, *, maximize: bool = False, epsilon: bool = True, backend: s
         if options.limit is not None:  # a matrix with one slack column per row, on the backend
             return solve_with_limit(problem, options.limit, lambda extended: solve_on(
                 extended, options._replace(limit=None)))
-        # big costs far above the rest (a big-M) forbidden first (epslap/big_m.py)
-        return solve_apart(problem, lambda p: solve_on(p, options))
+        # big costs far above the rest (a big-M) solved apart (epslap/big_m.py)
+        return solve_apart(problem, lambda p: solve_on(p, options), lambda p: solve_on(
+            p, options._replace(init=None, carry=None)))
     except KeyboardInterrupt:
         from .cpu.compile_ahead import stop_all
         stop_all()  # a child compiling a later step for it: the solve will not reach it

@@ -7,7 +7,9 @@ elsewhere) computes every reduced cost at that magnitude, where costs near 1 rou
 ends at a wrong assignment whose duals meet ``verify``'s per-entry rule at that magnitude.
 
 A solution whose prices spread far beyond the small costs' magnitude (:func:`misled`: an O(n)
-look, after the solve) is looked at again. Where the costs split into a small group in ``[a, b]`` and a big one from ``B`` with
+look, after the solve) is looked at again. A split may also lie below the least positive cost, where every small cost is at most 0 (a
+maximisation of positive profits with -1e20 for forbidden pairs). Where the costs split into a
+small group in ``[a, b]`` and a big one from ``B`` with
 ``B > BIG_M_FACTOR * (n + 1) * max(|a|, |b|)``, any assignment that avoids the big costs is
 cheaper than every one that uses one, so the problem with them forbidden (``+inf``) has the
 same optimum wherever it is feasible. Its duals are of the small costs' magnitude, and they
@@ -15,8 +17,9 @@ certify the problem as given too when ``max u + max v`` stays below ``B`` (check
 is infeasible (the optimum needs a big cost), the next split up is tried; where none serves,
 the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
 
-For NumPy float matrices (both backends) and cost sources whose matrix fits ``memory`` (solved
-as that table). A cost source through row caches is solved as given (its costs are not held
+For NumPy float matrices (both backends; on the CPU also a batch's members that leave the small
+path) and cost sources whose matrix fits ``memory`` (solved as that table); a GPU batch's
+members are not looked at. A cost source through row caches is solved as given (its costs are not held
 to forbid some): where its prices spread that far, a RuntimeWarning says the assignment may not
 be optimal. A CuPy matrix and a problem with ``cost_limit`` are solved as given.
 """
@@ -58,13 +61,26 @@ def small_magnitude(cost, rows: int = SAMPLE_ROWS) -> float:
     return float(kth.max()) if kth.size else 0.0
 
 
+def one_row_magnitude(cost) -> float:
+    """:func:`small_magnitude` of one row of a NumPy matrix or a cost source with host rows;
+    0.0 for anything else (a CuPy matrix, a source with a device form alone)."""
+    if not (isinstance(cost, np.ndarray) or hasattr(cost, "row")) or not min(cost.shape):
+        return 0.0
+    try:
+        return small_magnitude(cost, 1)
+    except NotImplementedError:
+        return 0.0
+
+
 def misled(sol, cost) -> bool:
     """Whether a solution's prices spread far beyond the small costs' magnitude
     (LOOK_FROM * (n + 1) times :func:`small_magnitude`): what prices that reached a big cost
     look like (and those of costs of a very wide range, which :func:`thresholds` tells apart)."""
     bound = _spread(sol) / (LOOK_FROM * (max(cost.shape) + 1))
-    # one row's magnitude is at most the sample's: within it, no need to read the others
-    return bound > small_magnitude(cost, 1) and bound > small_magnitude(cost)
+    try:  # one row's magnitude is at most the sample's: within it, no need to read the others
+        return bound > small_magnitude(cost, 1) and bound > small_magnitude(cost)
+    except NotImplementedError:  # a cost source with a device form alone: no rows to read
+        return False
 
 
 def _spread(sol) -> float:
@@ -85,6 +101,9 @@ def thresholds(cost: np.ndarray, maximize: bool) -> list[float]:
     counts, lo = _exponent_counts(cost, sign)
     filled = np.flatnonzero(counts) - _EXP_OFFSET  # values in [2**(e-1), 2**e)
     out = []
+    if filled.size and lo <= 0 and math.ldexp(1.0, int(filled[0]) - 1) > \
+            BIG_M_FACTOR * lines * abs(lo):
+        out.append(0.0)  # every small cost at most 0 (a maximisation's profits, say)
     for below, above in zip(filled[:-1], filled[1:]):
         small = max(abs(lo), math.ldexp(1.0, int(below)))  # every value under the gap below it
         if math.ldexp(1.0, int(above) - 1) > BIG_M_FACTOR * lines * small:
@@ -112,10 +131,13 @@ def _exponent_counts(cost: np.ndarray, sign: float) -> tuple:
     return counts, (least if math.isfinite(least) else 0.0)
 
 
-def solve_apart(problem, solve):
+def solve_apart(problem, solve, solve_cut=None):
     """``solve(problem)`` (a validated ``_validate.Problem``); for a NumPy float matrix whose
     solution's prices spread far beyond its small costs (:func:`misled`) and whose costs split
-    (:func:`thresholds`), solved again with the big costs forbidden (module docstring)."""
+    (:func:`thresholds`), solved again with the big costs forbidden (module docstring) by
+    ``solve_cut`` (default ``solve``: the caller's options less a warm start's and
+    checkpoints', which belong to the problem as given)."""
+    solve_cut = solve if solve_cut is None else solve_cut
     sol = solve(problem)
     cost = problem.cost
     if (problem.form not in ("matrix", "source") or sol.stats.get("method") == "jv"
@@ -139,13 +161,13 @@ def solve_apart(problem, solve):
         big = sign * cost > t
         cut = np.where(big, sign * np.inf, cost)
         try:
-            sol = solve(problem._replace(cost=cut))
+            sol = solve_cut(problem._replace(cost=cut))
         except InfeasibleError:
             continue  # the optimum needs a big cost: the next split up
         least_big = float(np.min(sign * cost, where=big, initial=np.inf))
         u, v = sign * np.asarray(sol.u, np.float64), sign * np.asarray(sol.v, np.float64)
         if u.size and v.size and not float(u.max()) + float(v.max()) < least_big:
             break  # duals that do not certify the big pairs (not seen): as given
-        sol.stats["big_m_apart"] = sign * t
+        sol.stats["big_m_apart"] = sign * t + 0.0  # (no -0.0)
         return sol
     return given

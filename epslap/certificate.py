@@ -426,11 +426,12 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
             red = exact_excess(np.ldexp(us[rows], d), np.ldexp(vs[cols], d), cc)
             tol = RTOL * ((np.abs(cc) + np.ldexp(au[rows], d)) + np.ldexp(av[cols], d))
             red = np.where(np.isfinite(block), red, -np.inf)
-        if d < 0:
+        if d < 0 and e0 == 0:
             # a cost near the top of the float range in this block: the scale that keeps its
             # sums finite would push tiny costs elsewhere in the block below the normal range
             # (their precision lost, their violations hidden); each entry whose terms all lie
-            # below SCALE_FROM is judged unscaled
+            # below _NEAR_TOP is judged unscaled (duals that needed a scale of their own keep
+            # the block's: their magnitudes are then scaled already)
             near_top = _NEAR_TOP
             small = ((np.abs(block) < near_top) & (au[rows] < near_top)
                      & (av[cols] < near_top) & np.isfinite(block))

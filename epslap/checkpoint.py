@@ -467,7 +467,7 @@ def hint_scale(cost) -> float | None:
         return None
 
 
-def hint_misled(v, assigned, lines: int) -> bool:
+def hint_misled(v, assigned, lines: int, floor: float = 0.0) -> bool:
     """Whether a float warm-start solve ended with the prices of its assigned columns
     (canonical ``v[row_to_col]``: a rectangular problem's unassigned columns may keep a hint's
     prices far down, where no reduced cost that decides the assignment is computed) spread beyond
@@ -476,11 +476,13 @@ def hint_misled(v, assigned, lines: int) -> bool:
     assignment — where ``+inf`` entries or a big-M separate blocks, ``verify``'s rule judges
     such duals at their own magnitude and cannot tell. The solve is then done again without
     the hint (``stats["warm_start"] = "rejected"``): where the assigned costs are far below
-    the others that decide the prices it may be so without need, never wrongly."""
+    the others that decide the prices it may be so without need, never wrongly. ``floor``: a
+    magnitude of the costs taken at least (``big_m.small_magnitude``: where the assigned costs
+    are all 0, exact matches, any spread would read as misled)."""
     v, assigned = np.asarray(v), np.asarray(assigned)
     if not v.size:
         return False
-    big = float(np.max(np.abs(assigned))) if assigned.size else 0.0
+    big = max(float(np.max(np.abs(assigned))) if assigned.size else 0.0, floor)
     return float(v.max()) - float(v.min()) > HINT_MISLED_PER_LINE * lines * big
 
 

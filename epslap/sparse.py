@@ -81,7 +81,13 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
     order = sparse_order(given)  # scattered labels: the graph's order (epslap.locality)
     prob = given if order is None else relabeled_sparse(given, order)
     auction = None if auction_of is None else auction_of(prob.integral)
-    row_to_col, v, assigned, stats = solve_canonical(prob, auction=auction)
+    try:
+        row_to_col, v, assigned, stats = solve_canonical(prob, auction=auction)
+    except InfeasibleError:
+        if order is None:
+            raise
+        solve_canonical(given, auction=auction)  # (its error names the lines as given)
+        raise
     stats["relabeled"] = order is not None
     if auction is not None:
         stats["backend"] = "gpu"

@@ -438,3 +438,18 @@ def test_a_random_sparse_graph_keeps_its_labels():
     sol = epslap.solve(s)
     assert not sol.stats["relabeled"]
     assert epslap.verify(s, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+
+
+def test_an_infeasible_relabeled_problem_names_its_row_as_given():
+    """A row that stores no pair in a neighbour graph solved in its graph's order was named by
+    its new label."""
+    from scipy.spatial import cKDTree
+    n, k = 30_000, 10
+    rng = np.random.default_rng(4)
+    x, y = rng.random((n, 2)), rng.random((n, 2))
+    _, idx = cKDTree(y).query(x, k=k)
+    rows, cols = np.repeat(np.arange(n), k), idx.ravel()
+    keep = rows != 5
+    s = sp.coo_array((np.ones(keep.sum()), (rows[keep], cols[keep])), shape=(n, n)).tocsr()
+    with pytest.raises(epslap.InfeasibleError, match="row 5 stores no pair"):
+        epslap.solve(s)

@@ -15,6 +15,7 @@ from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, negated, ne
                         raise_out_of_range, raise_pending)
 from .._validate import canonical_dense, check_before_compile, parse_memory
 from ..cache import join_caches, make_cache, serve_rows
+from ..big_m import one_row_magnitude
 from ..checkpoint import canonical_hint, hint_misled, hint_scale
 from ..solution import Solution, empty_solve, finish
 from . import small
@@ -86,8 +87,8 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
                                           hand_over=threads is None)
         _SOLVED_DTYPES.add(m.dtype)
         assigned = m[np.arange(n1), row_to_col].astype(v.dtype)
-        if init_v is not None and not canon.integral and hint_misled(v[row_to_col], assigned,
-                                                                     n1 + n2):
+        if init_v is not None and not canon.integral and hint_misled(
+                v[row_to_col], assigned, n1 + n2, one_row_magnitude(m)):
             sol = solve_cpu(arr, maximize=maximize, epsilon=epsilon, threads=threads,
                             progress=progress, t_start=t_start, checkpoint=_writing(checkpoint))
             sol.stats["warm_start"] = "rejected"
@@ -212,7 +213,8 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         with rows_served(served):
             assigned = assigned_costs(inner, n2, dtype, row_to_col, v.dtype)
     check_rows()
-    if init_v is not None and not integral and hint_misled(v[row_to_col], assigned, n1 + n2):
+    if init_v is not None and not integral and hint_misled(v[row_to_col], assigned, n1 + n2,
+                                                           one_row_magnitude(source)):
         sol = solve_source(source.transpose() if transposed else source, maximize=maximize,
                            epsilon=epsilon, memory=memory, cache=cache, progress=progress,
                            t_start=t_start, threads=threads, checkpoint=_writing(checkpoint))

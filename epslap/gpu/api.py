@@ -238,7 +238,8 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
                         raise_out_of_range(src, [route.range_check], (n1, n2), maximize)
         if hint_v is not None and not integral and uncertified is None:
             from ..checkpoint import hint_misled
-            if hint_misled(v[row_to_col], assigned, n1 + n2):  # (checkpoint.hint_misled)
+            from ..big_m import one_row_magnitude
+            if hint_misled(v[row_to_col], assigned, n1 + n2, one_row_magnitude(cost)):
                 sol = solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device_arg,
                                 t_start=t_start, memory=memory, cache=cache, launch=launch,
                                 checkpoint=checkpoint if getattr(checkpoint, "path", None)
