@@ -312,7 +312,7 @@ class HostPasses:
             self.src, self.buf_dtype = raw, np.dtype(source.dtype)
             self.source = source
             if threads is None and isinstance(source, FunctionSource):
-                threads = 1  # a user's function stays on the calling thread unless asked
+                threads = 1  # a user's function runs on one thread unless asked
         else:
             # the candidate pass reads every entry and reports NaN, -inf and the largest |c|
             # (``check_values``): no sweeps of the matrix beforehand

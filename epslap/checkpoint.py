@@ -10,9 +10,9 @@ The file is a NumPy ``.npz`` (a zip: every member carries a CRC-32, so a damaged
 with a JSON header, written to a temporary name and renamed over the previous checkpoint: a crash
 while writing leaves the previous one intact. The header carries a fingerprint of the problem:
 shape, dtype, the solve mode and a hash of its canonical costs — the whole matrix for a matrix
-in memory on the CPU (``fingerprint_of`` "matrix"), else of some of its rows (the first, the
-last and evenly spaced ones between: a cost source, a file mapped into memory, the GPU) — so
-that a checkpoint of another problem is refused. The contents
+on the CPU (``fingerprint_of`` "matrix"; one mapped from a .npy file is read once for it), else
+of some of its rows (the first, the last and evenly spaced ones between: a cost source, the
+GPU) — so that a checkpoint of another problem is refused. The contents
 are checked before a resume uses them (:func:`check_contents`): a file altered and saved again
 passes its checksums, and the compiled passes trust every index in it.
 """

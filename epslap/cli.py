@@ -338,8 +338,8 @@ def _check_solve_options(args) -> None:
     if args.json is not None:
         if not args.json.strip():
             raise UsageError("epslap solve: --json needs a file name")
-        if args.matrix is not None and os.path.exists(args.json) and os.path.samefile(
-                args.json, args.matrix):
+        if (args.matrix is not None and os.path.exists(args.json)
+                and os.path.exists(args.matrix) and os.path.samefile(args.json, args.matrix)):
             raise UsageError(f"epslap solve: --json {args.json} is the input matrix file (it "
                              "would be overwritten)")
 

@@ -41,8 +41,9 @@ class _Checkpoints:
         if checkpoint is not None and (checkpoint.path is not None
                                        or checkpoint.loaded is not None):
             self.state = checkpoint.loaded
-            # a matrix in memory is hashed whole (a checkpoint of one that differs anywhere is
-            # refused); a cost source, or a file mapped into memory, by its sampled rows
+            # a matrix is hashed whole (a checkpoint of one that differs anywhere is refused;
+            # a .npy file mapped into memory is read once for it); a cost source by its
+            # sampled rows
             whole = type(src) is np.ndarray
             if self.state is not None:  # as the checkpoint was made (older ones: rows)
                 whole = whole and self.state["header"].get("fingerprint_of") == "matrix"
