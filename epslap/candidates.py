@@ -285,7 +285,7 @@ def solve_by_candidates(problem: Problem, options: Options, passes_of):
 
 #: entries of a matrix's scan from which it runs interruptibly (:meth:`HostPasses.run`): about
 #: 30 ms of reading on one thread
-INTERRUPTIBLE_FROM = 1 << 26
+INTERRUPTIBLE_ENTRIES = 1 << 26
 
 
 class HostPasses:
@@ -333,7 +333,7 @@ class HostPasses:
         """``kernel(src, buf, sync, *head, first, stride, n1, *tail)`` on every thread, ``args
         = (head, tail)``, each thread with its own row buffer (``first`` = its index). A cost
         source's scan (its rows computed, maybe by a slow function) and a matrix's of
-        INTERRUPTIBLE_FROM entries or more run all off the calling thread: Ctrl-C stops them at
+        INTERRUPTIBLE_ENTRIES entries or more run all off the calling thread: Ctrl-C stops them at
         their threads' next rows (``cpu.host.run_interruptibly``) and raises KeyboardInterrupt
         then. A smaller matrix's scan runs on the calling thread too (the worker's start and
         its wake-up cost more than the wait for its end)."""
@@ -343,7 +343,7 @@ class HostPasses:
         def scan():
             run_workers(kernel, lambda tid: self._worker_args(args, tid, count, sync),
                         self.threads, sync)
-        if self.source is None and rows * self.n2 < INTERRUPTIBLE_FROM:
+        if self.source is None and rows * self.n2 < INTERRUPTIBLE_ENTRIES:
             scan()
         else:
             run_interruptibly(scan, np.zeros(1, np.int64), sync=sync)
