@@ -14,8 +14,9 @@ small group in ``[a, b]`` and a big one from ``B`` with
 cheaper than every one that uses one, so the problem with them forbidden (``+inf``) has the
 same optimum wherever it is feasible. Its duals are of the small costs' magnitude, and they
 certify the problem as given too when ``max u + max v`` stays below ``B`` (checked). Where it
-is infeasible (the optimum needs a big cost), the next split up is tried; where none serves,
-the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
+is infeasible (the optimum needs a big cost), the next split up is tried; where none serves, a
+line whose every finite cost is one and the same big value is subtracted (:func:`_lines_reduced`)
+and the rest solved as above, else the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
 
 For NumPy float matrices (both backends; on the CPU also a batch's members that leave the small
 path) and cost sources whose matrix fits ``memory`` (solved as that table); a GPU batch's
@@ -174,4 +175,39 @@ def solve_apart(problem, solve, solve_cut=None):
         if "time_total_s" in sol.stats:  # both solves and the look between them
             sol.stats["time_total_s"] = time.perf_counter() - t_start
         return sol
-    return given
+    return _lines_reduced(problem, given, solve_cut) or given
+
+
+def _lines_reduced(problem, given, solve):
+    """Where the optimum needs a big cost because a line holds nothing else: every finite cost
+    of a row (of a column, where every column is assigned: n2 <= n1) one and the same big
+    value. Every assignment takes that line once, so subtracting the value from it (exactly:
+    the line becomes zeros) changes every assignment's total alike, and the rest is solved at
+    the small costs' magnitude. The solution of the problem as given (its duals moved back by
+    the values), or None where no such line exists or the reduced problem is not solved."""
+    cost = problem.cost
+    sign = -1.0 if problem.maximize else 1.0
+    lines = max(cost.shape) + 1
+    small = small_magnitude(cost)
+    n1, n2 = cost.shape
+    shifts = []
+    for axis, applies in ((1, n1 <= n2), (0, n2 <= n1)):  # rows, then columns
+        vals = sign * cost
+        finite = np.isfinite(vals)
+        hi = np.max(vals, axis=axis, where=finite, initial=-np.inf)
+        lo = np.min(vals, axis=axis, where=finite, initial=np.inf)
+        equal_big = (hi == lo) & np.isfinite(hi) & (lo > LOOK_FROM * lines * small)
+        shifts.append(np.where(equal_big & applies, lo, 0.0))
+    rows, cols = shifts
+    if not (rows.any() or cols.any()):
+        return None
+    reduced = np.where(np.isfinite(cost), cost - sign * (rows[:, None] + cols[None, :]), cost)
+    try:
+        sol = solve_apart(problem._replace(cost=reduced), solve)
+    except InfeasibleError:
+        return None
+    import dataclasses
+    stats = dict(sol.stats, big_m_lines=int(np.count_nonzero(rows) + np.count_nonzero(cols)))
+    return dataclasses.replace(
+        sol, cost=type(given.cost)(cost[sol.row_ind, sol.col_ind].sum()),
+        u=np.asarray(sol.u) + sign * rows, v=np.asarray(sol.v) + sign * cols, stats=stats)
