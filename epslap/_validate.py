@@ -347,7 +347,8 @@ _BACKENDS = ("cpu", "gpu", "hungarian-gpu")
 _CACHES = ("auto", "lfu", "slru")
 
 
-def _flag(name: str, value) -> None:
+def check_flag(name: str, value) -> None:
+    """A boolean option: True or False (NumPy's too), else TypeError naming it."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
 
@@ -374,9 +375,9 @@ def check_options(*, backend, maximize, epsilon, memory, cache, threads, progres
         return
     if backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-    _flag("maximize", maximize)
-    _flag("epsilon", epsilon)
-    _flag("progress", progress)
+    check_flag("maximize", maximize)
+    check_flag("epsilon", epsilon)
+    check_flag("progress", progress)
     if not isinstance(cache, str) or cache not in _CACHES:  # an array would compare per item
         raise ValueError(f"cache must be one of 'auto', 'lfu', 'slru'; got {cache!r}")
     if memory is not None:
@@ -426,3 +427,9 @@ def parse_memory(memory) -> int:
     if value <= 0:
         raise ValueError(f"memory must be positive, got {memory!r}")
     return value
+
+
+def spread_rows(n: int, count: int) -> np.ndarray:
+    """``count`` row indices (fewer where ``n`` is smaller) spread evenly over ``0 … n - 1``,
+    the first and the last among them: the rows a look at a large problem samples."""
+    return np.unique(np.linspace(0, n - 1, min(n, count)).astype(np.int64))

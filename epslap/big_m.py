@@ -32,6 +32,7 @@ import warnings
 
 import numpy as np
 
+from ._validate import spread_rows
 from .errors import InfeasibleError, user_stacklevel
 
 #: the big costs must exceed the small ones' magnitude times this and (n + 1)
@@ -51,7 +52,7 @@ def small_magnitude(cost, rows: int = SAMPLE_ROWS) -> float:
     |cost| (0.0 where none). Not the smallest: near-duplicate points make it tiny in every row;
     the 64th part of a row still lies among the small costs where the big ones fill up to
     63/64 of it."""
-    rows = np.unique(np.linspace(0, cost.shape[0] - 1, min(rows, cost.shape[0])).astype(np.int64))
+    rows = spread_rows(cost.shape[0], rows)
     if isinstance(cost, np.ndarray):
         sample = np.abs(cost[rows].astype(np.float64))
     else:

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from ._exact import CHECK_RTOL, RTOL, exact_excess  # noqa: F401  (the rule's tolerances, for every module)
-from ._validate import largest_finite
+from ._validate import check_flag, largest_finite
 from .cpu.verify_rows import scan_source
 from .point_pairs import applies, verify_pairs
 from .limit import check_cost_limit
@@ -157,8 +157,7 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
         A malformed argument: not a matrix, indices that are not integers or out of range,
         duals of the wrong shape.
     """
-    if not isinstance(maximize, (bool, np.bool_)):
-        raise TypeError(f"maximize must be True or False, got {maximize!r}")
+    check_flag("maximize", maximize)
     streamed = False  # a cost source, whose rows are computed
     on_device = None  # the costs on a GPU (backend="gpu")
     if backend not in ("cpu", "gpu"):

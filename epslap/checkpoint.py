@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import FLOAT_BIG, float_cost_limit, int_cost_limit
+from ._validate import FLOAT_BIG, float_cost_limit, int_cost_limit, spread_rows
 from .cpu import passes as ker
 from .errors import CheckpointError, unreadable
 from .solution import Solution
@@ -72,7 +72,7 @@ def parse_interval(every: float | str) -> float:
 
 def fingerprint_rows(n1: int) -> np.ndarray:
     """The canonical rows hashed into a problem's fingerprint."""
-    return np.unique(np.linspace(0, n1 - 1, min(n1, FINGERPRINT_ROWS)).astype(np.int64))
+    return spread_rows(n1, FINGERPRINT_ROWS)
 
 
 def fingerprint(rows: np.ndarray, n1: int, n2: int, mode: str) -> str:
@@ -458,11 +458,9 @@ def hint_scale(cost) -> float | None:
     from ._validate import largest_finite
     if hasattr(cost, "dtype") and hasattr(cost, "ndim") and not hasattr(cost, "row"):
         return largest_finite(cost)
-    n1 = cost.shape[0]
-    rows = np.unique(np.linspace(0, n1 - 1, min(HINT_SCALE_ROWS, n1)).astype(np.int64))
     try:
-        return max((largest_finite(np.asarray(cost.row(int(i)), np.float64)) for i in rows),
-                   default=0.0)
+        return max((largest_finite(np.asarray(cost.row(int(i)), np.float64))
+                    for i in spread_rows(cost.shape[0], HINT_SCALE_ROWS)), default=0.0)
     except (NotImplementedError, AttributeError, TypeError):
         return None
 

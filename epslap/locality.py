@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._validate import spread_rows
+
 #: bits of the Morton code (one unsigned 64-bit word, shared by the dimensions)
 CODE_BITS = 63
 
@@ -112,8 +114,9 @@ def sparse_order(prob):
     n1, n2, indptr = prob.n1, prob.n2, prob.indptr
     if prob.data.size < SPARSE_RELABEL_FROM:
         return None
+    sample = spread_rows(n1, SPARSE_SAMPLE)
     spread = []
-    for i in np.linspace(0, n1 - 1, min(SPARSE_SAMPLE, n1)).astype(np.int64):
+    for i in sample:
         cols = prob.indices[indptr[i]:indptr[i + 1]]
         if cols.size > 1:
             spread.append(np.median(np.abs(cols - np.median(cols))))
@@ -127,7 +130,7 @@ def sparse_order(prob):
     pairs = sp.csr_array((np.ones(prob.data.size, np.int8), prob.indices, indptr),
                          shape=(n1, n2))
     by_column = pairs.T.tocsr()  # each column's rows
-    if _shared_rows(prob, by_column) < SPARSE_SHARED_MIN:
+    if _shared_rows(prob, by_column, sample) < SPARSE_SHARED_MIN:
         return None  # no neighbourhoods (a random graph): no order puts them near
     graph = sp.bmat([[None, pairs], [by_column, None]], format="csr")
     order = reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
@@ -141,11 +144,11 @@ def sparse_order(prob):
 SPARSE_SHARED_MIN = 1.0
 
 
-def _shared_rows(prob, by_column) -> float:
-    """The mean, over SPARSE_SAMPLE rows spread over the labels, of the rows other than itself
-    that a row's two cheapest columns both store (``by_column``: the pairs by column, CSR)."""
+def _shared_rows(prob, by_column, sample) -> float:
+    """The mean, over the rows ``sample``, of the rows other than itself that a row's two
+    cheapest columns both store (``by_column``: the pairs by column, CSR)."""
     indptr, shared, seen = prob.indptr, 0, 0
-    for i in np.linspace(0, prob.n1 - 1, min(SPARSE_SAMPLE, prob.n1)).astype(np.int64):
+    for i in sample:
         lo, hi = indptr[i], indptr[i + 1]
         if hi - lo < 2:
             continue
