@@ -757,11 +757,6 @@ def check_values(prob, seen: int, biggest, maximize: bool) -> None:
             low = np.iinfo(np.int32).min
             raise int32_negation_error(next(
                 (i for i in range(source.shape[0]) if source.row(i).min() == low), 0))
-        matrix = getattr(prob, "src", None) if getattr(prob, "source", 0) is None else None
-        if biggest >= 2.0**53 and isinstance(matrix, np.ndarray) and matrix.size:
-            # the pass's float maximum rounds an int64 beyond 2**53 (a cost at the range
-            # rule's limit read as one above it): the matrix's own range decides
-            lo, hi = int(matrix.min()), int(matrix.max())
         check_int_range(lo, hi, prob.shape)
     else:
         check_float_range(biggest, prob.shape)

@@ -97,6 +97,12 @@ class Checkpointing:
         return self.path is not None and time.monotonic() - self.last_write >= self.every_s
 
 
+def writing(checkpoint: Checkpointing | None) -> Checkpointing | None:
+    """``checkpoint`` where it writes files, else None (a warm start's alone: a solve again
+    without the hint then takes its size's own path)."""
+    return checkpoint if checkpoint is not None and checkpoint.path is not None else None
+
+
 def write(path: str, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Write a checkpoint atomically: a temporary file in the same directory, flushed to disk,
     then renamed over ``path``."""

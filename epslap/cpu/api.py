@@ -16,7 +16,7 @@ from .._sources import (DEFAULT_MEMORY, NegatedState, int_row_limit, negated, ne
 from .._validate import canonical_dense, check_before_compile, parse_memory
 from ..cache import join_caches, make_cache, serve_rows
 from ..big_m import one_row_magnitude
-from ..checkpoint import canonical_hint, hint_misled, hint_scale
+from ..checkpoint import canonical_hint, hint_misled, hint_scale, writing
 from ..solution import Solution, empty_solve, finish
 from . import small
 from .passes import col_range
@@ -90,17 +90,11 @@ def solve_cpu(arr: np.ndarray, *, maximize: bool, epsilon: bool, threads, progre
         if init_v is not None and not canon.integral and hint_misled(
                 v[row_to_col], assigned, n1 + n2, one_row_magnitude(m)):
             sol = solve_cpu(arr, maximize=maximize, epsilon=epsilon, threads=threads,
-                            progress=progress, t_start=t_start, checkpoint=_writing(checkpoint))
+                            progress=progress, t_start=t_start, checkpoint=writing(checkpoint))
             sol.stats["warm_start"] = "rejected"
             return sol
     return finish(m.shape, canon.transposed, canon.integral, row_to_col, v, assigned, stats,
                   maximize, t_start)
-
-
-def _writing(checkpoint):
-    """``checkpoint`` (``epslap.checkpoint.Checkpointing``) where it writes files, else None (a
-    warm start's alone: a solve again without the hint then takes its size's own path)."""
-    return checkpoint if checkpoint is not None and checkpoint.path is not None else None
 
 
 def _row_dtype(source) -> np.dtype:
@@ -217,7 +211,7 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
                                                            one_row_magnitude(source)):
         sol = solve_source(source.transpose() if transposed else source, maximize=maximize,
                            epsilon=epsilon, memory=memory, cache=cache, progress=progress,
-                           t_start=t_start, threads=threads, checkpoint=_writing(checkpoint))
+                           t_start=t_start, threads=threads, checkpoint=writing(checkpoint))
         sol.stats["warm_start"] = "rejected"
         return sol
     # every thread's cache saw the same accesses: report the first one's

@@ -237,13 +237,12 @@ def solve_gpu(cost, *, maximize: bool, epsilon: bool, device, t_start: float,
                     if route.range_check is not None:  # the cache saw canonical rows
                         raise_out_of_range(src, [route.range_check], (n1, n2), maximize)
         if hint_v is not None and not integral and uncertified is None:
-            from ..checkpoint import hint_misled
+            from ..checkpoint import hint_misled, writing
             from ..big_m import one_row_magnitude
             if hint_misled(v[row_to_col], assigned, n1 + n2, one_row_magnitude(cost)):
                 sol = solve_gpu(cost, maximize=maximize, epsilon=epsilon, device=device_arg,
                                 t_start=t_start, memory=memory, cache=cache, launch=launch,
-                                checkpoint=checkpoint if getattr(checkpoint, "path", None)
-                                else None)
+                                checkpoint=writing(checkpoint))
                 sol.stats["warm_start"] = "rejected"
                 return sol
         sol = finish((n1, n2), route.transposed, integral, row_to_col, v, assigned, stats,
