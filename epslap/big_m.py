@@ -18,11 +18,11 @@ is infeasible (the optimum needs a big cost), the next split up is tried; where 
 line whose every finite cost is one and the same big value is subtracted (:func:`_lines_reduced`)
 and the rest solved as above, else the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
 
-For NumPy float matrices (both backends; on the CPU also a batch's members that leave the small
-path) and cost sources whose matrix fits ``memory`` (solved as that table); a GPU batch's
-members are not looked at. A cost source through row caches is solved as given (its costs are not held
-to forbid some): where its prices spread that far, a RuntimeWarning says the assignment may not
-be optimal. A CuPy matrix and a problem with ``cost_limit`` are solved as given.
+For float matrices in memory, NumPy or CuPy (both backends; on the CPU also a batch's members
+that leave the small path) and cost sources whose matrix fits ``memory`` (solved as that
+table); a GPU batch's members and a problem with ``cost_limit`` are solved as given. A cost
+source through row caches is solved as given too (its costs are not held to forbid some):
+where its prices spread that far, a RuntimeWarning says the assignment may not be optimal.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 
-from ._validate import spread_rows
+from ._validate import is_device_array, spread_rows
 from .errors import InfeasibleError, user_stacklevel
 
 #: the big costs must exceed the small ones' magnitude times this and (n + 1)
@@ -55,6 +55,8 @@ def small_magnitude(cost, rows: int = SAMPLE_ROWS) -> float:
     rows = spread_rows(cost.shape[0], rows)
     if isinstance(cost, np.ndarray):
         sample = np.abs(cost[rows].astype(np.float64))
+    elif is_device_array(cost):  # a CuPy matrix: the sampled rows copied to the host
+        sample = np.abs(cost[_xp(cost).asarray(rows)].get().astype(np.float64))
     else:
         sample = np.abs(np.array([cost.row(int(i)) for i in rows], np.float64))
     sample[~((sample > 0) & (sample < np.inf))] = np.inf  # zeros, +inf, NaN: not counted
@@ -67,7 +69,8 @@ def small_magnitude(cost, rows: int = SAMPLE_ROWS) -> float:
 def one_row_magnitude(cost) -> float:
     """:func:`small_magnitude` of one row of a NumPy matrix or a cost source with host rows;
     0.0 for anything else (a CuPy matrix, a source with a device form alone)."""
-    if not (isinstance(cost, np.ndarray) or hasattr(cost, "row")) or not min(cost.shape):
+    if (not (isinstance(cost, np.ndarray) or hasattr(cost, "row")) or is_device_array(cost)
+            or not min(cost.shape)):
         return 0.0
     try:
         return small_magnitude(cost, 1)
@@ -88,8 +91,7 @@ def misled(sol, cost) -> bool:
 
 def _spread(sol) -> float:
     """The larger spread (max - min) of a solution's two duals."""
-    return max((float(x.max()) - float(x.min()) for x in (np.asarray(sol.u, np.float64),
-                                                           np.asarray(sol.v, np.float64))
+    return max((float(x.max()) - float(x.min()) for x in (_host(sol.u), _host(sol.v))
                 if x.size), default=0.0)
 
 
@@ -118,20 +120,33 @@ def thresholds(cost: np.ndarray, maximize: bool) -> list[float]:
 _EXP_OFFSET = 1075
 
 
-def _exponent_counts(cost: np.ndarray, sign: float) -> tuple:
+def _exponent_counts(cost, sign: float) -> tuple:
     """How many finite positive values (``sign * cost``) fall in each binary exponent, and the
-    least finite value, read a few rows at a time (no n x n temporary)."""
-    counts = np.zeros(_EXP_OFFSET + 1100, np.int64)
+    least finite value, read a few rows at a time (no n x n temporary; on the device for a CuPy
+    matrix)."""
+    xp = _xp(cost)
+    counts = xp.zeros(_EXP_OFFSET + 1100, xp.int64)
     least = math.inf
     step = max(1, _CHUNK_ENTRIES // max(cost.shape[1], 1))
     for start in range(0, cost.shape[0], step):
-        block = sign * cost[start:start + step].astype(np.float64)
-        block = block[np.isfinite(block)]
+        block = sign * cost[start:start + step].astype(xp.float64)
+        block = block[xp.isfinite(block)]
         if block.size:
             least = min(least, float(block.min()))
         block = block[block > 0]
-        counts += np.bincount(np.frexp(block)[1] + _EXP_OFFSET, minlength=counts.size)
+        if block.size:
+            counts += xp.bincount(xp.frexp(block)[1].astype(xp.int64) + _EXP_OFFSET,
+                                  minlength=counts.size)
+    counts = counts.get() if xp is not np else counts
     return counts, (least if math.isfinite(least) else 0.0)
+
+
+def _xp(cost):
+    """The array module of ``cost``: NumPy, or CuPy for a CuPy matrix."""
+    if isinstance(cost, np.ndarray):
+        return np
+    import cupy
+    return cupy
 
 
 def solve_apart(problem, solve, solve_cut=None):
@@ -144,7 +159,7 @@ def solve_apart(problem, solve, solve_cut=None):
     t_start = time.perf_counter()
     sol = solve(problem)
     cost = problem.cost
-    if (problem.form not in ("matrix", "source") or sol.stats.get("method") == "jv"
+    if (problem.form not in ("matrix", "device", "source") or sol.stats.get("method") == "jv"
             or not min(cost.shape)):
         return sol  # (the small path's prices stay off a big cost's magnitude: its fuzz, all)
     if problem.form == "source" and np.dtype(cost.dtype).kind == "f" and misled(sol, cost):
@@ -156,20 +171,21 @@ def solve_apart(problem, solve, solve_cut=None):
             "or the costs as a NumPy matrix (solved with the big costs apart).",
             RuntimeWarning, stacklevel=user_stacklevel())
         return sol
-    if (problem.form != "matrix" or type(cost) is not np.ndarray or cost.dtype.kind != "f"
-            or not misled(sol, cost)):
+    if (not (problem.form == "matrix" and type(cost) is np.ndarray or problem.form == "device")
+            or cost.dtype.kind != "f" or not misled(sol, cost)):
         return sol
     given = sol
     sign = -1.0 if problem.maximize else 1.0
+    xp = _xp(cost)
     for t in thresholds(cost, problem.maximize):
         big = sign * cost > t
-        cut = np.where(big, sign * np.inf, cost)
+        cut = xp.where(big, sign * np.inf, cost)
         try:
             sol = solve_cut(problem._replace(cost=cut))
         except InfeasibleError:
             continue  # the optimum needs a big cost: the next split up
-        least_big = float(np.min(sign * cost, where=big, initial=np.inf))
-        u, v = sign * np.asarray(sol.u, np.float64), sign * np.asarray(sol.v, np.float64)
+        least_big = float(xp.where(big, sign * cost, np.inf).min())
+        u, v = sign * _host(sol.u), sign * _host(sol.v)
         if u.size and v.size and not float(u.max()) + float(v.max()) < least_big:
             break  # duals that do not certify the big pairs (not seen): as given
         sol.stats["big_m_apart"] = sign * t + 0.0  # (no -0.0)
@@ -177,6 +193,11 @@ def solve_apart(problem, solve, solve_cut=None):
             sol.stats["time_total_s"] = time.perf_counter() - t_start
         return sol
     return _lines_reduced(problem, given, solve_cut) or given
+
+
+def _host(x) -> np.ndarray:
+    """A solution's duals as a NumPy float64 array (on the host for a CuPy array)."""
+    return np.asarray(x.get() if is_device_array(x) else x, np.float64)
 
 
 def _lines_reduced(problem, given, solve):
@@ -187,28 +208,31 @@ def _lines_reduced(problem, given, solve):
     the small costs' magnitude. The solution of the problem as given (its duals moved back by
     the values), or None where no such line exists or the reduced problem is not solved."""
     cost = problem.cost
+    xp = _xp(cost)
     sign = -1.0 if problem.maximize else 1.0
     lines = max(cost.shape) + 1
     small = small_magnitude(cost)
     n1, n2 = cost.shape
     shifts = []
+    vals = sign * cost
+    finite = xp.isfinite(vals)
     for axis, applies in ((1, n1 <= n2), (0, n2 <= n1)):  # rows, then columns
-        vals = sign * cost
-        finite = np.isfinite(vals)
-        hi = np.max(vals, axis=axis, where=finite, initial=-np.inf)
-        lo = np.min(vals, axis=axis, where=finite, initial=np.inf)
-        equal_big = (hi == lo) & np.isfinite(hi) & (lo > LOOK_FROM * lines * small)
-        shifts.append(np.where(equal_big & applies, lo, 0.0))
+        hi = xp.where(finite, vals, -np.inf).max(axis=axis)
+        lo = xp.where(finite, vals, np.inf).min(axis=axis)
+        equal_big = (hi == lo) & xp.isfinite(hi) & (lo > LOOK_FROM * lines * small)
+        shifts.append(xp.where(equal_big & applies, lo, 0.0))
     rows, cols = shifts
-    if not (rows.any() or cols.any()):
+    if not (bool(rows.any()) or bool(cols.any())):
         return None
-    reduced = np.where(np.isfinite(cost), cost - sign * (rows[:, None] + cols[None, :]), cost)
+    reduced = xp.where(finite, cost - sign * (rows[:, None] + cols[None, :]), cost)
     try:
         sol = solve_apart(problem._replace(cost=reduced), solve)
     except InfeasibleError:
         return None
     import dataclasses
+    rows, cols = (x.get() if xp is not np else x for x in (rows, cols))
     stats = dict(sol.stats, big_m_lines=int(np.count_nonzero(rows) + np.count_nonzero(cols)))
+    assigned = cost[xp.asarray(sol.row_ind), xp.asarray(sol.col_ind)].sum()
     return dataclasses.replace(
-        sol, cost=type(given.cost)(cost[sol.row_ind, sol.col_ind].sum()),
-        u=np.asarray(sol.u) + sign * rows, v=np.asarray(sol.v) + sign * cols, stats=stats)
+        sol, cost=type(given.cost)(assigned), u=_host(sol.u) + sign * rows,
+        v=_host(sol.v) + sign * cols, stats=stats)

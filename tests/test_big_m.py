@@ -8,6 +8,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import costfns
 import epslap
+from conftest import gpu
 from epslap.big_m import thresholds
 
 
@@ -150,3 +151,31 @@ def test_a_line_all_one_big_cost_is_subtracted_and_the_rest_solved_exactly():
         assert zeroed[sol.row_ind, sol.col_ind].sum() == pytest.approx(zeroed[r, k].sum(),
                                                                        rel=1e-12)
         assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+
+
+@gpu
+@pytest.mark.parametrize("on_device", [False, True], ids=["numpy", "cupy"])
+def test_big_m_on_the_gpu_from_host_and_device_matrices(on_device):
+    """The GPU's ε method is misled as the CPU's: a NumPy matrix and a CuPy one (the look, the
+    histogram of magnitudes and the cut on the device) are solved apart, the same optimum as
+    scipy's and a certificate of the matrix as given."""
+    import cupy
+
+    def put(c):
+        return cupy.asarray(c) if on_device else c
+
+    for c, maximize in ((_forced_column(1100, 1e20), False), (-_forced_column(1100, 1e300), True),
+                        (_blocks(1100, 5, 1e300, seed=2), False)):
+        r, k = scipy_lsa(c, maximize=maximize)
+        sol = epslap.solve(put(c), maximize=maximize, backend="gpu", candidates=False)
+        assert c[sol.row_ind, sol.col_ind].sum() == pytest.approx(c[r, k].sum(), rel=1e-9)
+        assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v,
+                             maximize=maximize)["optimal"]
+    c = np.random.default_rng(3).random((1100, 1100))
+    c[:, 7] = 1e50  # a column all one big cost: subtracted, the rest solved at its magnitude
+    zeroed = c.copy()
+    zeroed[:, 7] = 0.0
+    r, k = scipy_lsa(zeroed)
+    sol = epslap.solve(put(c), backend="gpu", candidates=False)
+    assert sol.stats["big_m_lines"] == 1
+    assert zeroed[sol.row_ind, sol.col_ind].sum() == pytest.approx(zeroed[r, k].sum(), rel=1e-12)
