@@ -176,15 +176,16 @@ def solve_apart(problem, solve, solve_cut=None):
         return sol
     given = sol
     sign = -1.0 if problem.maximize else 1.0
-    xp = _xp(cost)
     for t in thresholds(cost, problem.maximize):
-        big = sign * cost > t
-        cut = xp.where(big, sign * np.inf, cost)
+        big = cost > t if sign > 0 else cost < -t  # (no n x n temporary beside the mask)
+        cut = cost.copy()
+        cut[big] = sign * np.inf
         try:
             sol = solve_cut(problem._replace(cost=cut))
         except InfeasibleError:
             continue  # the optimum needs a big cost: the next split up
-        least_big = float(xp.where(big, sign * cost, np.inf).min())
+        del cut
+        least_big = _least(cost, big, sign)
         u, v = sign * _host(sol.u), sign * _host(sol.v)
         if u.size and v.size and not float(u.max()) + float(v.max()) < least_big:
             break  # duals that do not certify the big pairs (not seen): as given
@@ -193,6 +194,14 @@ def solve_apart(problem, solve, solve_cut=None):
             sol.stats["time_total_s"] = time.perf_counter() - t_start
         return sol
     return _lines_reduced(problem, given, solve_cut) or given
+
+
+def _least(cost, where, sign: float) -> float:
+    """The least of ``sign * cost`` over the mask ``where`` (inf where it is empty)."""
+    if isinstance(cost, np.ndarray):  # (NumPy reduces under a mask without a copy)
+        pick = np.min if sign > 0 else np.max
+        return sign * float(pick(cost, where=where, initial=sign * np.inf))
+    return float((sign * cost)[where].min()) if bool(where.any()) else np.inf
 
 
 def _host(x) -> np.ndarray:
