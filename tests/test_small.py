@@ -296,3 +296,49 @@ def test_costs_spread_over_many_magnitudes_get_certified_duals(k, maximize):
         assert epslap.verify(m, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize)["optimal"]
     xs, duals = np.empty(4, np.int64), np.empty(4)
     assert jv.solve_small(np.ascontiguousarray(c), maximize, xs, duals)[0] == 0
+
+
+#: rectangular matrices whose first duals miss the rule (a tiny cost beside -1e4): the polish
+#: freed every column at its old price and left the cheap column 1 unassigned at -1e4
+_POLISH_TRAPS = [
+    np.array([[-1e4, 0, 0, 0], [1, -1e4, 1, 0.1], [1e-9, -1e4, 0.1, 1]]),
+    np.array([[-1e4, 0, 0, 0], [1, 1, 1, -1e4], [1e-9, 1, 1, -1e4]]),
+]
+
+
+@pytest.mark.parametrize("form", ["kernel", "vector"])
+def test_a_rectangular_polish_never_leaves_a_cheap_column_free(form):
+    """A polish of a rectangular problem is kept only where every column it leaves free is at
+    the top price (the certificate's condition, as the GPU batch kernel checks it); else the ε
+    path solves it: -19999.9, where the small path returned -9999.8 "optimal" before."""
+    from epslap.cpu import jv_numpy
+    entry = jv.solve_small if form == "kernel" else jv_numpy.solve_small
+    for c in _POLISH_TRAPS:
+        for m in (c, c.T.copy()):
+            xs = np.empty(2 * min(m.shape), np.int64)
+            duals = np.empty(sum(m.shape))
+            status = entry(m, False, xs, duals)[0]
+            if status == 0:  # certified: then it must be the optimum
+                k = min(m.shape)
+                r, j = linear_sum_assignment(m)
+                assert m[xs[:k], xs[k:]].sum() == pytest.approx(m[r, j].sum(), rel=1e-12)
+    d = _POLISH_TRAPS[0]
+    for got in (epslap.solve(d).cost, d[epslap.linear_sum_assignment(d)].sum(),
+                epslap.solve_batch(d[None]).cost[0], epslap.solve(d.T).cost):
+        assert got == pytest.approx(-19999.9, rel=1e-12)
+    c = np.array([[-1e4, 0, 0, 0], [1, 1, 1, -1e4], [1e-9, 1, 1, -1e4], [0, 0, -1e4, 0]])
+    assert epslap.solve(c, cost_limit=0.1).cost == pytest.approx(-30000.0)  # via [c | limit]
+
+
+def test_rectangular_matrices_of_mixed_magnitudes_against_scipy():
+    """Costs in [0, 1], some -1e2 … -1e12 and some tiny ones, rectangular both ways."""
+    for seed in range(400):
+        rng = np.random.default_rng(seed)
+        n1, n2 = int(rng.integers(1, 12)), int(rng.integers(1, 12))
+        c = rng.random((n1, n2))
+        c[rng.random((n1, n2)) < rng.uniform(0.05, 0.4)] = -10.0 ** int(rng.integers(2, 13))
+        tiny = rng.random((n1, n2)) < 0.1
+        c[tiny] = 10.0 ** -rng.integers(3, 14, tiny.sum()).astype(float)
+        r, j = linear_sum_assignment(c)
+        sol = epslap.solve(c)
+        assert sol.cost == pytest.approx(c[r, j].sum(), rel=1e-12, abs=1e-12), seed

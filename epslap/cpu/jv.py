@@ -648,6 +648,26 @@ def _row_duals(c, vs, x, u):
     return ok
 
 
+@njit(cache=True, nogil=True)
+def free_at_top(v, x):
+    """Whether every column that no row holds has the top price 0 (``v`` shifted to a maximum
+    of 0): the certificate's condition on a rectangular problem's unassigned columns. A solve
+    from v = 0 keeps it (a free column's price never moves); a polish does not: it frees every
+    column at the unequal prices of the solve before, and a search that ends at a column whose
+    price is low pays that price back in the cost, not in its distance, so it can leave a cheap
+    column unassigned at a price below 0 (a wrong assignment whose rows meet the rule)."""
+    n2 = v.shape[0]
+    if x.shape[0] == n2:
+        return True
+    held = np.zeros(n2, np.bool_)
+    for i in range(x.shape[0]):
+        held[x[i]] = True
+    for j in range(n2):
+        if not held[j] and v[j] != 0:
+            return False
+    return True
+
+
 @_inlined
 def _canonical(c, maximize):
     """(matrix with n1 <= n2, minimised, transposed?): ``c`` itself or one copy."""
@@ -687,7 +707,7 @@ def _finish_duals(m, integral, v, x, u):
         if status != STATUS_OK:
             return status, rows
         _shift_to_max_zero(v)
-        if _row_duals(m, v, x, u):
+        if (again == 1 or free_at_top(v, x)) and _row_duals(m, v, x, u):
             return STATUS_OK, rows
     return NEEDS_EPSILON, rows
 

@@ -171,9 +171,14 @@ def _certified(m, integral: bool, duals_hold):
             reads += polish_rows
             if status == STATUS_OK:
                 v -= v.max()
-                if not duals_hold(m, v, x):
+                if not (_free_at_top(v, y) and duals_hold(m, v, x)):
                     status = NEEDS_EPSILON
     return status, x, y, v, reads, polish_rows
+
+
+def _free_at_top(v, y) -> bool:
+    """``jv.free_at_top``: every column no row holds (``y < 0``) at the top price 0."""
+    return not (v[y < 0] != 0).any()
 
 
 def _row_duals_hold(m, v, x) -> bool:
