@@ -101,7 +101,7 @@ def solve_batch(costs: Any, *, maximize: bool = False, backend: str = "cpu",
     limit = check_cost_limit(cost_limit, maximize)
     if limit is not None:
         return BatchSolution(*solve_batch_with_limit(costs, limit, lambda e: solve_batch(
-            e, maximize=maximize, backend=backend, threads=threads, device=device)))
+            e, maximize=maximize, backend=backend, threads=threads, device=device), maximize))
     if backend == "gpu":
         from .gpu.batch import solve_batch_gpu
         try:

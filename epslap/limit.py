@@ -49,6 +49,7 @@ import numpy as np
 
 from ._validate import (Problem, as_matrix, check_device_matrix, check_float_range,
                         check_int_range, float_cost_limit, int_cost_limit, is_device_array)
+from ._exact import CHECK_RTOL
 from .solution import Solution
 
 
@@ -214,7 +215,8 @@ def _alternating_reach(finite, r, k, n1: int, n2: int):
     return rows, cols
 
 
-def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, slack=None):
+def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, slack=None,
+                 maximize: bool = False):
     """``(row_ind, col_ind, cost, u, v)`` of the limit problem (module docstring) from the
     solution of E: its pairs ``rows``/``cols``, duals ``u_e``/``v_e``; ``shape`` and ``cost``
     are the caller's matrix (NumPy or CuPy); ``slack``: the limit E was built with (an
@@ -252,10 +254,22 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, sla
         u[r] = u_e.astype(work)[r] - half
     else:  # from the shifted v, not u' - L/2: prices solved at the scale of L would leave the
         # assigned pairs of small costs a slack of an ulp of L, beyond their own terms' rule
-        paired = oriented[r, k]
-        if xp is np and is_device_array(paired):  # a CuPy matrix, a result on the host
-            paired = paired.get()
-        u[r] = xp.asarray(paired).astype(work) - v[k]
+        sign = -1.0 if maximize else 1.0  # (maximised: every inequality the other way)
+        paired = _host_or_device(oriented[r, k], xp).astype(work)
+        u_pair = paired - v[k]
+        # where v_j + L/2 rounded L/2 away (v_j near -1e16), c - v of the pair puts the row's
+        # small entries above their cost by up to L/2: such a row takes its least reduced cost
+        # A row above L/2 (by a rounding at a larger scale) takes L/2, and its column the
+        # price that keeps their pair tight; that price is higher, so the rows are checked again.
+        for _ in range(3):
+            least, breaks = _rows_checked(oriented, xp.asarray(r), v, u_pair, xp, sign)
+            u_r = xp.where(breaks, least, u_pair)
+            over = sign * u_r > sign * half
+            if not bool(over.any()):
+                break
+            u_pair[over] = half
+            v[k[over]] = paired[over] - half
+        u[r] = u_r
     if transposed:
         order = xp.argsort(k)
         r, k = k[order], r[order]
@@ -267,13 +281,43 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, sla
     return r.astype(np.int64), k.astype(np.int64), value, u, v
 
 
-def from_extended(sol: Solution, shape, transposed: bool, limit, cost, slack=None) -> Solution:
+#: entries read at a time by :func:`_rows_checked`
+_CHUNK_ENTRIES = 1 << 22
+
+
+def _host_or_device(a, xp):
+    """``a`` where ``xp`` keeps its arrays: a CuPy array copied to the host for NumPy."""
+    return a.get() if xp is np and is_device_array(a) else xp.asarray(a)
+
+
+def _rows_checked(cost, rows, v, u, xp, sign: float):
+    """For each row ``rows[t]`` with dual ``u[t]``: its least reduced cost ``min_j (c_ij -
+    v_j)`` (the largest where ``sign`` is -1, maximised) and whether ``u[t]`` breaks
+    ``verify``'s per-entry rule on one of its entries. A few rows at a time (no copy of the
+    matrix)."""
+    least = xp.empty(len(rows), np.float64)
+    breaks = xp.zeros(len(rows), bool)
+    vs, va = sign * v, xp.abs(v)
+    step = max(1, _CHUNK_ENTRIES // max(cost.shape[1], 1))
+    for start in range(0, len(rows), step):
+        block = _host_or_device(cost[rows[start:start + step]], xp).astype(np.float64)
+        us = sign * u[start:start + step, None]
+        least[start:start + step] = (sign * block - vs).min(axis=1)
+        with np.errstate(invalid="ignore"):  # (inf - inf where an entry is forbidden)
+            excess = (us + vs) - sign * block
+            tol = CHECK_RTOL * ((xp.abs(block) + xp.abs(us)) + va)
+            breaks[start:start + step] = (excess > tol).any(axis=1)
+    return sign * least, breaks
+
+
+def from_extended(sol: Solution, shape, transposed: bool, limit, cost, slack=None,
+                  maximize: bool = False) -> Solution:
     """The limit problem's solution (see the module docstring) from E's ``sol``; ``slack``: the
     limit E was built with (default ``limit``)."""
     r, k, value, u, v = limit_result(np.asarray(sol.row_ind), np.asarray(sol.col_ind),
                                      np.asarray(sol.u), np.asarray(sol.v), shape, transposed,
                                      limit, cost if is_device_array(cost) else np.asarray(cost),
-                                     slack)
+                                     slack, maximize)
     stats = dict(sol.stats)
     rows_total, cols_total = shape
     stats.update(cost_limit=limit, matched=int(r.size), unmatched_rows=int(rows_total - r.size),
@@ -282,7 +326,7 @@ def from_extended(sol: Solution, shape, transposed: bool, limit, cost, slack=Non
     return Solution(row_ind=r, col_ind=k, cost=value, u=u, v=v, stats=stats)
 
 
-def solve_batch_with_limit(costs, limit, solve_batch_extended):
+def solve_batch_with_limit(costs, limit, solve_batch_extended, maximize: bool = False):
     """:func:`epslap.solve_batch` with the finite ``limit``: every member extended as in
     :func:`extended`, solved by ``solve_batch_extended`` (the caller's backend and options) in
     one batch, and mapped back. ``row_ind``/``col_ind`` are lists (the members match different
@@ -310,7 +354,8 @@ def solve_batch_with_limit(costs, limit, solve_batch_extended):
         es = _xp(es[0]).stack(es)
     sol = solve_batch_extended(es)
     out = [limit_result(sol.row_ind[k], sol.col_ind[k], sol.u[k], sol.v[k], tuple(mats[k].shape),
-                        pairs[k][1], limit, mats[k], pairs[k][2]) for k in range(len(mats))]
+                        pairs[k][1], limit, mats[k], pairs[k][2], maximize)
+           for k in range(len(mats))]
     row_ind = [o[0] for o in out]
     col_ind = [o[1] for o in out]
     u = [o[3] for o in out]
@@ -336,4 +381,5 @@ def solve_with_limit(problem: Problem, limit, solve_extended) -> Solution:
     cost = problem.cost
     e, transposed, slack = extended(cost, limit)
     sol = solve_extended(problem._replace(cost=e))
-    return from_extended(sol, tuple(cost.shape), transposed, limit, cost, slack)
+    return from_extended(sol, tuple(cost.shape), transposed, limit, cost, slack,
+                         problem.maximize)
