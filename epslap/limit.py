@@ -37,8 +37,11 @@ Duals: E's certificate (``u'``, ``v'``; v' <= 0, 0 on free columns) gives the du
 problem's linear program, ``u_i + v_j <= c_ij`` with every ``u_i, v_j <= L/2`` and ``= L/2`` on
 unmatched lines: ``v_j = v'_j + L/2`` on real columns, ``u_i = u'_i − L/2`` on matched rows and
 ``L/2`` on unmatched ones (their u'_i is at least L, which keeps them feasible). While one row is
-matched a slack column is free, so every u'_i <= L. :func:`epslap.verify` checks them with
-``cost_limit=L``.
+matched a slack column is free, so every u'_i <= L. For float duals a matched row's u_i is
+computed again from the shifted v (its pair's ``c - v``, or its least reduced cost where that
+would break the rule on another of its entries; at most L/2, its column's price raised to keep
+the pair tight where a rounding put it above): E's prices are rounded at E's scale, which can be
+far above some entries' own. :func:`epslap.verify` checks them with ``cost_limit=L``.
 """
 from __future__ import annotations
 
