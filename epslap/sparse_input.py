@@ -36,7 +36,7 @@ def is_sparse(cost) -> bool:
             and all(type(a) is np.ndarray and a.ndim == 1 for a in cost[:3])):
         return False
     indptr, indices, data = cost[:3]
-    if len(cost) == 4 or not indptr.size == indices.size == data.size:
+    if len(cost) == 4 or not indptr.size == indices.size == data.size or not indptr.size:
         return True  # no matrix: its checks say what is wrong with the layout
     return (indptr.dtype.kind in "iu" and int(indptr[0]) == 0
             and int(indptr[-1]) == indices.size and bool((np.diff(indptr) >= 0).all()))
@@ -67,6 +67,11 @@ def _parts(cost):
                              "which DIA cannot tell from absent pairs (SciPy's conversions "
                              "drop them); give it as CSR or COO, storing the zero costs you "
                              "mean")
+        if cost.format == "bsr" and cost.nnz and not bool(cost.data.all()):
+            raise ValueError("sparse cost in BSR format holds zeros in its stored blocks, "
+                             "which BSR cannot tell from absent pairs (a block stores every "
+                             "pair it covers); give it as CSR or COO, storing the zero costs "
+                             "you mean")
         if csr.nnz != cost.nnz:
             raise ValueError("sparse cost stores a pair more than once (SciPy would add the "
                              "costs up); store one cost per pair")
@@ -89,6 +94,9 @@ def stored_pairs(cost) -> SparseProblem:
         raise TypeError("sparse cost: indptr and indices must be integer arrays")
     if data.dtype.kind not in "biuf":
         raise TypeError(f"sparse cost must be numeric, got dtype {data.dtype}")
+    if data.dtype.kind == "f" and data.dtype.itemsize > 8:
+        raise TypeError(f"sparse cost: {data.dtype} (extended precision) costs are not solved "
+                        "as such: convert them to float64 (or float32)")
     nnz = data.size
     if indptr.size == 0:
         raise ValueError("sparse cost: indptr is empty (a CSR indptr has n_rows + 1 entries)")

@@ -424,6 +424,21 @@ def test_a_dia_matrix_with_zeros_on_its_diagonals_is_refused_in_its_own_words():
     assert epslap.solve(full).cost == 6.0  # the diagonal: the only complete assignment
 
 
+def test_bsr_padding_extended_precision_and_an_empty_tuple_are_refused_by_name():
+    """A BSR block stores every pair it covers, so its zeros may be padding (they were solved
+    as zero costs: 3.0 where the stored pairs give 5.0); float128 data was cast to float64
+    (1e396 became +inf, a forbidden pair: "infeasible"); an empty tuple raised an IndexError."""
+    padded = sp.csr_matrix([[1., 0.], [3., 4.]]).tobsr()
+    with pytest.raises(ValueError, match="BSR format holds zeros"):
+        epslap.solve(padded)
+    assert epslap.solve(sp.csr_matrix([[1., 2.], [3., 4.]]).tobsr()).cost == 5.0
+    huge = np.array([1, 1e4, 1, 1], np.longdouble)
+    with pytest.raises(TypeError, match="extended precision"):
+        epslap.solve((np.array([0, 2, 4]), np.array([0, 1, 0, 1]), huge))
+    with pytest.raises(ValueError, match="indptr is empty"):
+        epslap.solve((np.array([], np.int64), np.array([], np.int64), np.array([])))
+
+
 def test_a_random_sparse_graph_keeps_its_labels():
     """Scattered labels but no neighbourhoods (a row's two cheapest columns share no other
     row): no order would put them near, and the order's own cost (0.3-0.45 s of a 1.3 s solve
