@@ -18,7 +18,8 @@ is infeasible (the optimum needs a big cost), the next split up is tried; where 
 line whose every finite cost is one and the same big value is subtracted (:func:`_lines_reduced`)
 and the rest solved as above, else the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
 
-For float matrices in memory, NumPy or CuPy (both backends; on the CPU also a batch's members
+Stored pairs (sparse input) whose float costs split are solved without their big pairs first
+(:func:`_sparse_apart`). For float matrices in memory, NumPy or CuPy (both backends; on the CPU also a batch's members
 that leave the small path) and cost sources whose matrix fits ``memory`` (solved as that
 table); a GPU batch's members and a problem with ``cost_limit`` are solved as given. A cost
 source through row caches is solved as given too (its costs are not held to forbid some):
@@ -95,14 +96,14 @@ def _spread(sol) -> float:
                 if x.size), default=0.0)
 
 
-def thresholds(cost: np.ndarray, maximize: bool) -> list[float]:
+def thresholds(cost: np.ndarray, maximize: bool, lines: int | None = None) -> list[float]:
     """The splits of ``cost``'s finite values (minimised: negated where ``maximize``), lowest
-    first: each a threshold T such that every value above T exceeds BIG_M_FACTOR * (n + 1) *
-    max(|least value|, every value below T). One pass over the matrix."""
+    first: each a threshold T such that every value above T exceeds BIG_M_FACTOR * ``lines``
+    (default n + 1) * max(|least value|, every value below T). One pass over the matrix."""
     if cost.dtype.kind != "f" or cost.size < 2:
         return []
     sign = -1.0 if maximize else 1.0
-    lines = max(cost.shape) + 1
+    lines = max(cost.shape) + 1 if lines is None else lines
     counts, lo = _exponent_counts(cost, sign)
     filled = np.flatnonzero(counts) - _EXP_OFFSET  # values in [2**(e-1), 2**e)
     out = []
@@ -157,6 +158,8 @@ def solve_apart(problem, solve, solve_cut=None):
     checkpoints', which belong to the problem as given)."""
     solve_cut = solve if solve_cut is None else solve_cut
     t_start = time.perf_counter()
+    if problem.form == "sparse":
+        return _sparse_apart(problem, solve, solve_cut, t_start)
     sol = solve(problem)
     cost = problem.cost
     if (problem.form not in ("matrix", "device", "source") or sol.stats.get("method") == "jv"
@@ -194,6 +197,74 @@ def solve_apart(problem, solve, solve_cut=None):
             sol.stats["time_total_s"] = time.perf_counter() - t_start
         return sol
     return _lines_reduced(problem, given, solve_cut) or given
+
+
+def _sparse_apart(problem, solve, solve_cut, t_start):
+    """:func:`solve_apart` for stored pairs (SciPy sparse, a CSR tuple): where the stored float
+    costs split (:func:`thresholds`), the problem without its big pairs is solved first (the
+    same optimum wherever it is feasible), else the problem as given. Not after a look at the
+    duals as for a matrix: the sparse solver's ε-scaled auction starts from the largest cost
+    and can end at a wrong assignment whose duals stay small. The test costs an O(nnz) pass
+    over the values, the histogram runs only where they span more than a split needs."""
+    values = problem.cost[2] if type(problem.cost) is tuple else problem.cost.data
+    values = np.asarray(values).ravel()  # (DIA and BSR hold theirs in blocks)
+    if values.dtype.kind != "f" or values.size < 2 or not _may_split(values, problem):
+        return solve(problem)
+    from ._validate import check_float_range
+    from .sparse_input import stored_pairs
+    pairs = stored_pairs(problem.cost)
+    check_float_range(values, (pairs.n1, pairs.n2))  # refused as given is
+    data = pairs.data
+    lines = max(pairs.n1, pairs.n2) + 1
+    sign = -1.0 if problem.maximize else 1.0
+    rows = None
+    for t in thresholds(data[None, :], problem.maximize, lines):
+        big = data > t if sign > 0 else data < -t
+        keep = ~big
+        if rows is None:
+            rows = np.repeat(np.arange(pairs.n1, dtype=np.int64), np.diff(pairs.indptr))
+        per_row = np.bincount(rows[keep], minlength=pairs.n1)
+        if pairs.n1 <= pairs.n2 and not per_row.all() or pairs.n1 >= pairs.n2 and not \
+                np.bincount(pairs.indices[keep], minlength=pairs.n2).all():
+            continue  # a line left without pairs: infeasible (the next split keeps more)
+        indptr = np.zeros(pairs.n1 + 1, np.int64)
+        np.cumsum(per_row, out=indptr[1:])
+        cut = (indptr, pairs.indices[keep], data[keep], pairs.n2)
+        try:
+            sol = solve_cut(problem._replace(cost=cut))
+        except InfeasibleError:
+            continue  # the optimum needs a big cost: the next split up
+        u, v = sign * _host(sol.u), sign * _host(sol.v)
+        if u.size and v.size and not float(u.max()) + float(v.max()) < _least(data, big, sign):
+            break  # duals that do not certify the big pairs (not seen): as given
+        sol.stats["big_m_apart"] = sign * t + 0.0
+        if "time_total_s" in sol.stats:
+            sol.stats["time_total_s"] = time.perf_counter() - t_start
+        return sol
+    return solve(problem)
+
+
+#: stored costs sampled by :func:`_may_split`
+SPLIT_SAMPLE = 4096
+
+
+def _may_split(values: np.ndarray, problem) -> bool:
+    """Whether stored costs ``values`` may split (:func:`thresholds`), from SPLIT_SAMPLE of
+    them and the least and largest finite ones: a split of all of them is one of these too
+    (the least lies in its small group, the largest in its big one, and none in its gap), so
+    that an ordinary graph pays two reductions and a small histogram, not the whole one."""
+    finite = values
+    lo, hi = float(values.min()), float(values.max())
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        finite = values[np.isfinite(values)]
+        if finite.size < 2:
+            return False
+        lo, hi = float(finite.min()), float(finite.max())
+    step = max(1, finite.size // SPLIT_SAMPLE)
+    sample = np.concatenate([finite[::step].astype(np.float64), [lo, hi]])
+    shape = problem.cost.shape if type(problem.cost) is not tuple else \
+        (len(problem.cost[0]) - 1, int(problem.cost[3]) if len(problem.cost) == 4 else 0)
+    return bool(thresholds(sample[None, :], problem.maximize, max(shape) + 1))
 
 
 def _least(cost, where, sign: float) -> float:
