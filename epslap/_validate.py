@@ -96,6 +96,14 @@ def is_device_array(cost) -> bool:
     return hasattr(cost, "__cuda_array_interface__") and not isinstance(cost, np.ndarray)
 
 
+def array_module(a):
+    """The array module of ``a``: NumPy, or CuPy for a device array."""
+    if is_device_array(a):
+        import cupy
+        return cupy
+    return np
+
+
 def check_device_matrix(cost) -> None:
     """A CuPy input's shape and dtype errors (a matrix of bools, integers or floats), in the
     words of :func:`as_matrix`'s for a NumPy one."""

@@ -33,7 +33,7 @@ import warnings
 
 import numpy as np
 
-from ._validate import is_device_array, spread_rows
+from ._validate import array_module, is_device_array, spread_rows
 from .errors import InfeasibleError, user_stacklevel
 
 #: the big costs must exceed the small ones' magnitude times this and (n + 1)
@@ -57,7 +57,7 @@ def small_magnitude(cost, rows: int = SAMPLE_ROWS) -> float:
     if isinstance(cost, np.ndarray):
         sample = np.abs(cost[rows].astype(np.float64))
     elif is_device_array(cost):  # a CuPy matrix: the sampled rows copied to the host
-        sample = np.abs(cost[_xp(cost).asarray(rows)].get().astype(np.float64))
+        sample = np.abs(cost[array_module(cost).asarray(rows)].get().astype(np.float64))
     else:
         sample = np.abs(np.array([cost.row(int(i)) for i in rows], np.float64))
     sample[~((sample > 0) & (sample < np.inf))] = np.inf  # zeros, +inf, NaN: not counted
@@ -125,7 +125,7 @@ def _exponent_counts(cost, sign: float) -> tuple:
     """How many finite positive values (``sign * cost``) fall in each binary exponent, and the
     least finite value, read a few rows at a time (no n x n temporary; on the device for a CuPy
     matrix)."""
-    xp = _xp(cost)
+    xp = array_module(cost)
     counts = xp.zeros(_EXP_OFFSET + 1100, xp.int64)
     least = math.inf
     step = max(1, _CHUNK_ENTRIES // max(cost.shape[1], 1))
@@ -140,14 +140,6 @@ def _exponent_counts(cost, sign: float) -> tuple:
                                   minlength=counts.size)
     counts = counts.get() if xp is not np else counts
     return counts, (least if math.isfinite(least) else 0.0)
-
-
-def _xp(cost):
-    """The array module of ``cost``: NumPy, or CuPy for a CuPy matrix."""
-    if isinstance(cost, np.ndarray):
-        return np
-    import cupy
-    return cupy
 
 
 def solve_apart(problem, solve, solve_cut=None):
@@ -188,15 +180,26 @@ def solve_apart(problem, solve, solve_cut=None):
         except InfeasibleError:
             continue  # the optimum needs a big cost: the next split up
         del cut
-        least_big = _least(cost, big, sign)
-        u, v = sign * _host(sol.u), sign * _host(sol.v)
-        if u.size and v.size and not float(u.max()) + float(v.max()) < least_big:
-            break  # duals that do not certify the big pairs (not seen): as given
-        sol.stats["big_m_apart"] = sign * t + 0.0  # (no -0.0)
-        if "time_total_s" in sol.stats:  # both solves and the look between them
-            sol.stats["time_total_s"] = time.perf_counter() - t_start
-        return sol
+        if not _certifies_big(sol, _least(cost, big, sign), sign):
+            break  # (not seen): as given
+        return _solved_apart(sol, sign * t, t_start)
     return _lines_reduced(problem, given, solve_cut) or given
+
+
+def _certifies_big(sol, least_big: float, sign: float) -> bool:
+    """Whether the duals of the problem without its big pairs certify those too: ``max u +
+    max v`` below the least big cost (signed)."""
+    u, v = sign * _host(sol.u), sign * _host(sol.v)
+    return not (u.size and v.size) or float(u.max()) + float(v.max()) < least_big
+
+
+def _solved_apart(sol, threshold: float, t_start: float):
+    """``sol`` reported as solved apart at ``threshold``, timed from ``t_start`` (both solves
+    and the look between them)."""
+    sol.stats["big_m_apart"] = threshold + 0.0  # (no -0.0)
+    if "time_total_s" in sol.stats:
+        sol.stats["time_total_s"] = time.perf_counter() - t_start
+    return sol
 
 
 def _sparse_apart(problem, solve, solve_cut, t_start):
@@ -234,13 +237,9 @@ def _sparse_apart(problem, solve, solve_cut, t_start):
             sol = solve_cut(problem._replace(cost=cut))
         except InfeasibleError:
             continue  # the optimum needs a big cost: the next split up
-        u, v = sign * _host(sol.u), sign * _host(sol.v)
-        if u.size and v.size and not float(u.max()) + float(v.max()) < _least(data, big, sign):
-            break  # duals that do not certify the big pairs (not seen): as given
-        sol.stats["big_m_apart"] = sign * t + 0.0
-        if "time_total_s" in sol.stats:
-            sol.stats["time_total_s"] = time.perf_counter() - t_start
-        return sol
+        if not _certifies_big(sol, _least(data, big, sign), sign):
+            break  # (not seen): as given
+        return _solved_apart(sol, sign * t, t_start)
     return solve(problem)
 
 
@@ -288,7 +287,7 @@ def _lines_reduced(problem, given, solve):
     the small costs' magnitude. The solution of the problem as given (its duals moved back by
     the values), or None where no such line exists or the reduced problem is not solved."""
     cost = problem.cost
-    xp = _xp(cost)
+    xp = array_module(cost)
     sign = -1.0 if problem.maximize else 1.0
     lines = max(cost.shape) + 1
     small = small_magnitude(cost)

@@ -50,8 +50,9 @@ import numbers
 
 import numpy as np
 
-from ._validate import (Problem, as_matrix, check_device_matrix, check_float_range,
-                        check_int_range, float_cost_limit, int_cost_limit, is_device_array)
+from ._validate import (Problem, array_module, as_matrix, check_device_matrix,
+                        check_float_range, check_int_range, float_cost_limit, int_cost_limit,
+                        is_device_array)
 from ._exact import CHECK_RTOL
 from .solution import Solution
 
@@ -184,14 +185,6 @@ def extended(cost, limit):
     return e, transposed, slack
 
 
-def _xp(a):
-    """The array module of ``a`` (NumPy, or CuPy for a device array)."""
-    if is_device_array(a):
-        import cupy
-        return cupy
-    return np
-
-
 def _largest(a) -> int:
     """The largest |entry| of an integer array, as a Python int (0 when empty)."""
     return max(abs(int(a.min())), abs(int(a.max()))) if a.size else 0
@@ -224,7 +217,7 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, sla
     solution of E: its pairs ``rows``/``cols``, duals ``u_e``/``v_e``; ``shape`` and ``cost``
     are the caller's matrix (NumPy or CuPy); ``slack``: the limit E was built with (an
     equivalent one, see :func:`extended`; default ``limit``)."""
-    xp = _xp(cols)
+    xp = array_module(cols)
     slack = limit if slack is None else slack
     n1, n2 = (shape[1], shape[0]) if transposed else shape  # oriented: n1 <= n2
     real = cols < n2
@@ -261,7 +254,7 @@ def limit_result(rows, cols, u_e, v_e, shape, transposed: bool, limit, cost, sla
         paired = _host_or_device(oriented[r, k], xp).astype(work)
         u_pair = paired - v[k]
         # where v_j + L/2 rounded L/2 away (v_j near -1e16), c - v of the pair puts the row's
-        # small entries above their cost by up to L/2: such a row takes its least reduced cost
+        # small entries above their cost by up to L/2: such a row takes its least reduced cost.
         # A row above L/2 (by a rounding at a larger scale) takes L/2, and its column the
         # price that keeps their pair tight; that price is higher, so the rows are checked again.
         for _ in range(3):
@@ -354,7 +347,7 @@ def solve_batch_with_limit(costs, limit, solve_batch_extended, maximize: bool = 
             raise type(exc)(f"problem {k}: {exc}") from None
     es = [e for e, _, _ in pairs]
     if stacked and es:
-        es = _xp(es[0]).stack(es)
+        es = array_module(es[0]).stack(es)
     sol = solve_batch_extended(es)
     out = [limit_result(sol.row_ind[k], sol.col_ind[k], sol.u[k], sol.v[k], tuple(mats[k].shape),
                         pairs[k][1], limit, mats[k], pairs[k][2], maximize)
@@ -364,7 +357,7 @@ def solve_batch_with_limit(costs, limit, solve_batch_extended, maximize: bool = 
     u = [o[3] for o in out]
     v = [o[4] for o in out]
     if stacked and out:
-        xp = _xp(u[0])
+        xp = array_module(u[0])
         u, v = xp.stack(u), xp.stack(v)
     values = [o[2] for o in out]
     cost = np.array(values, dtype=np.int64 if values and all(isinstance(x, int) for x in values)
