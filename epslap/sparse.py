@@ -78,6 +78,8 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
     if t_start is None:
         t_start = time.perf_counter()
     given = canonical_sparse(cost, maximize)
+    check_lines(given)
+    check_matching(given)
     order = sparse_order(given)  # scattered labels: the graph's order (epslap.locality)
     prob = given if order is None else relabeled_sparse(given, order)
     auction = None if auction_of is None else auction_of(prob.integral)
@@ -152,15 +154,7 @@ def solve_canonical(prob: SparseProblem, v=None, row_to_col=None, shift: bool = 
     col_to_row = np.full(n2, -1, np.int64)
     assigned = np.zeros(n1, work)
     counts = np.zeros(4, np.int64)
-    empty = np.flatnonzero(np.diff(prob.indptr) == 0)
-    if empty.size:
-        _infeasible(prob, int(empty[0]), "stores no pair")
-    if n1 == n2 and n1:  # square: every column is needed too
-        unused = np.flatnonzero(np.bincount(prob.indices, minlength=n2) == 0)
-        if unused.size:
-            side = "row" if prob.transposed else "column"
-            raise InfeasibleError(f"cost matrix is infeasible: no complete assignment over the "
-                                  f"stored pairs ({side} {int(unused[0])} stores no pair)")
+    check_lines(prob)
     t0 = time.perf_counter()
     args = (prob.indptr, prob.indices, prob.data, v, row_to_col, col_to_row, assigned, big)
     epsilons: list = []
@@ -262,6 +256,76 @@ def _auction_phases(prob: SparseProblem, v, row_to_col, col_to_row, big, epsilon
         eps = max(eps / AUCTION_STEP, last)
         if prob.integral:
             eps = float(max(1, int(eps)))
+
+
+def check_lines(prob: SparseProblem) -> None:
+    """InfeasibleError if a row stores no pair, or, square, a column."""
+    empty = np.flatnonzero(np.diff(prob.indptr) == 0)
+    if empty.size:
+        _infeasible(prob, int(empty[0]), "stores no pair")
+    if prob.n1 == prob.n2 and prob.n1:  # square: every column is needed too
+        unused = np.flatnonzero(np.bincount(prob.indices, minlength=prob.n2) == 0)
+        if unused.size:
+            side = "row" if prob.transposed else "column"
+            raise InfeasibleError(f"cost matrix is infeasible: no complete assignment over the "
+                                  f"stored pairs ({side} {int(unused[0])} stores no pair)")
+
+
+def check_matching(prob: SparseProblem) -> None:
+    """InfeasibleError naming a set of rows that store pairs in fewer columns than they are
+    (Hall's condition), where no matching covers every row; a no-op without SciPy.
+
+    Why before the solve: a violation that no single line shows (k rows sharing k - 1 columns)
+    leaves the auction bidding until its budget runs out (n = 2000, 300 pairs a row: 17 s),
+    where a maximum matching (Hopcroft-Karp, ``scipy.sparse.csgraph``) settles it in well under
+    1 % of a solve's time (10^6 rows, 10 pairs each: 0.09 s)."""
+    try:
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import maximum_bipartite_matching
+    except ImportError:  # the solve still decides, only later
+        return
+    n1, n2 = prob.n1, prob.n2
+    if not n1:
+        return
+    # the pattern alone (ones): whatever the costs, a stored pair is an edge
+    pattern = csr_matrix((np.ones(prob.indices.size, np.int8), prob.indices, prob.indptr),
+                         shape=(n1, n2))
+    row_match = maximum_bipartite_matching(pattern, perm_type="column")
+    unmatched = np.flatnonzero(row_match < 0)
+    if not unmatched.size:
+        return
+    col_match = np.full(n2, -1, np.int64)
+    held = row_match >= 0
+    col_match[row_match[held]] = np.flatnonzero(held)
+    # the rows an alternating path reaches from an unmatched row: every column they store is
+    # matched (a maximum matching has no augmenting path), to one of them, so they are one more
+    # than their columns
+    start = int(unmatched[0])
+    seen_rows = np.zeros(n1, bool)
+    seen_cols = np.zeros(n2, bool)
+    seen_rows[start] = True
+    frontier = np.array([start])
+    while frontier.size:
+        starts = prob.indptr[frontier]
+        counts = prob.indptr[frontier + 1] - starts
+        cols = np.unique(prob.indices[np.repeat(starts, counts) + _ranks(counts)])
+        cols = cols[~seen_cols[cols]]
+        seen_cols[cols] = True
+        rows = col_match[cols]
+        frontier = rows[~seen_rows[rows]]
+        seen_rows[frontier] = True
+    k = int(seen_rows.sum())
+    mine, theirs = ("column", "row") if prob.transposed else ("row", "column")
+    raise InfeasibleError(f"cost matrix is infeasible: no complete assignment over the stored "
+                          f"pairs ({k} {mine}s, among them {mine} {start}, store pairs in only "
+                          f"{int(seen_cols.sum())} {theirs}s)")
+
+
+def _ranks(counts: np.ndarray) -> np.ndarray:
+    """0 .. c - 1 for each c of ``counts``, concatenated."""
+    total = int(counts.sum())
+    firsts = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.arange(total) - firsts
 
 
 def _infeasible(prob: SparseProblem, line: int, why: str):

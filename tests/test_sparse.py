@@ -468,3 +468,64 @@ def test_an_infeasible_relabeled_problem_names_its_row_as_given():
     s = sp.coo_array((np.ones(keep.sum()), (rows[keep], cols[keep])), shape=(n, n)).tocsr()
     with pytest.raises(epslap.InfeasibleError, match="row 5 stores no pair"):
         epslap.solve(s)
+
+
+def _hidden_hall_violation(n1, n2, seed=0):
+    """Rows 0-4 store pairs in columns 0-3 only, the other rows in columns 4 and up: every line
+    stores pairs, no complete assignment exists, and only a set of lines shows it."""
+    rng = np.random.default_rng(seed)
+    dense = np.full((n1, n2), np.inf)
+    dense[:5, :4] = rng.random((5, 4))
+    dense[5:, 4:] = rng.random((n1 - 5, n2 - 4))
+    return dense
+
+
+@pytest.mark.parametrize("scipy_present", [True, False])
+def test_a_hall_violation_no_line_shows_is_named(scipy_present, monkeypatch):
+    """Five rows sharing four columns: named at once by a maximum matching (the auction bid
+    until its budget ran out: 17 s at n = 2000 with 300 pairs a row), and without SciPy still
+    refused (by the exact pass)."""
+    import builtins
+    real_import = builtins.__import__
+    if not scipy_present:
+        def no_csgraph(name, *args, **kwargs):
+            if name.startswith("scipy.sparse"):
+                raise ImportError(name)
+            return real_import(name, *args, **kwargs)
+        monkeypatch.setattr(builtins, "__import__", no_csgraph)
+    dense = _hidden_hall_violation(12, 12)
+    m = sp.csr_array((dense[np.isfinite(dense)], np.nonzero(np.isfinite(dense))), shape=(12, 12))
+    assert _reference(dense, False) is None  # scipy agrees: infeasible
+    with pytest.raises(epslap.InfeasibleError) as err:
+        epslap.solve(m)
+    if scipy_present:
+        assert "(5 rows, among them row " in str(err.value)
+        assert "store pairs in only 4 columns" in str(err.value)
+    # wider and taller: a tall problem's lines are its columns
+    wide = _hidden_hall_violation(9, 14)
+    tall = wide.T
+    for d, words in ((wide, "(5 rows, among them row "), (tall, "(5 columns, among them column ")):
+        s = sp.csr_array((d[np.isfinite(d)], np.nonzero(np.isfinite(d))), shape=d.shape)
+        with pytest.raises(epslap.InfeasibleError) as err:
+            epslap.solve(s)
+        if scipy_present:
+            assert words in str(err.value)
+            assert "store pairs in only 4 " in str(err.value)
+
+
+def test_a_hall_violation_is_named_before_the_auction_bids(monkeypatch):
+    """n = 400, 60 pairs a row, a violation by 200 rows sharing 199 columns: the matching
+    check decides before any auction phase (which would bid until its budget ran out)."""
+    import epslap.sparse as sparse_mod
+
+    def no_auction(*args, **kwargs):
+        raise AssertionError("the auction ran on an infeasible problem")
+    monkeypatch.setattr(sparse_mod, "_auction_phases", no_auction)
+    rng = np.random.default_rng(0)
+    n, k = 400, 60
+    cols = np.concatenate([rng.choice(199 if i < 200 else n, k, replace=False) for i in range(n)])
+    rows = np.repeat(np.arange(n), k)
+    m = sp.csr_array((rng.random(rows.size), (rows, cols)), shape=(n, n))
+    with pytest.raises(epslap.InfeasibleError, match=r"\(200 rows, among them row \d+, store "
+                                                     r"pairs in only 199 columns\)"):
+        epslap.solve(m)
