@@ -85,3 +85,26 @@ def test_emd2_refuses_complex_coordinates_and_solve_names_extended_precision():
     if np.dtype(np.longdouble).itemsize > 8:
         with pytest.raises(TypeError, match="extended precision"):
             epslap.solve(np.eye(3, dtype=np.longdouble))
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+@pytest.mark.parametrize("scale", [1e-170, 1e-150, 1e-3, 1.0, 1e3, 1e150, 1e160])
+def test_emd2_at_any_scale_is_the_unit_scale_value_scaled(metric, scale):
+    """Points 1e-170 apart had a W1 of 0 (their squared differences underflowed) and points 1e160
+    apart were refused (theirs overflowed) though the value is a float64: the clouds are solved
+    at unit scale (a power of two, exact) and the value scaled back."""
+    rng = np.random.default_rng(3)
+    xa, xb = rng.random((30, 2)), rng.random((30, 2))
+    unit, unit_sol = epslap.emd2(xa, xb, metric, return_solution=True)
+    power = 2 if metric == "sqeuclidean" else 1
+    expected = unit * scale * scale if power == 2 else unit * scale  # (inf beyond float64)
+    if not np.isfinite(expected):
+        with pytest.raises(ValueError, match="would overflow float64"):
+            epslap.emd2(xa * scale, xb * scale, metric)
+        return
+    value, sol = epslap.emd2(xa * scale, xb * scale, metric, return_solution=True)
+    assert value == pytest.approx(expected, rel=1e-12, abs=1e-323)
+    assert np.array_equal(sol.col_ind, unit_sol.col_ind)
+    if 1e-100 < scale < 1e100:  # the duals in the points' units (cdist's range)
+        dense = cdist(xa * scale, xb * scale, metric)
+        assert epslap.verify(dense, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
