@@ -311,7 +311,9 @@ def _lines_reduced(problem, given, solve):
     import dataclasses
     rows, cols = (x.get() if xp is not np else x for x in (rows, cols))
     stats = dict(sol.stats, big_m_lines=int(np.count_nonzero(rows) + np.count_nonzero(cols)))
-    assigned = cost[xp.asarray(sol.row_ind), xp.asarray(sol.col_ind)].sum()
+    picked = cost[xp.asarray(sol.row_ind), xp.asarray(sol.col_ind)]
+    integral = picked.dtype.kind in "biu"  # (summed wide: float32 pairs lose the small ones)
+    assigned = picked.sum(dtype=np.int64 if integral else np.float64)
     return dataclasses.replace(
         sol, cost=type(given.cost)(assigned), u=_host(sol.u) + sign * rows,
         v=_host(sol.v) + sign * cols, stats=stats)

@@ -153,6 +153,18 @@ def test_a_line_all_one_big_cost_is_subtracted_and_the_rest_solved_exactly():
         assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
 
 
+def test_the_line_route_sums_float32_costs_in_float64():
+    """A float32 row whose only finite cost is big (a line subtracted) beside a small cost: the
+    value is the float64 sum of the assigned float32 costs, as on every other route (summed in
+    float32 the 0.7 went missing)."""
+    c = np.array([[-99999992, 0.7], [-np.inf, 2.3]], np.float32)
+    first = epslap.solve(c, maximize=True)
+    warm = epslap.solve(c, maximize=True, init=first)
+    assert warm.stats["big_m_lines"] == 1
+    want = float(c.astype(np.float64)[warm.row_ind, warm.col_ind].sum())
+    assert warm.cost == want == first.cost
+
+
 @gpu
 @pytest.mark.parametrize("on_device", [False, True], ids=["numpy", "cupy"])
 def test_big_m_on_the_gpu_from_host_and_device_matrices(on_device):
