@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import checkpoint as ckpt
-from ._validate import Options, Problem, check_options, form_of, output_path_problem, problem_of
+from ._validate import (Options, Problem, check_cost_limit, check_options, form_of,
+                        output_path_problem, problem_of)
 from .backends import solve_on
 from .big_m import solve_apart
 from .candidates import check_candidates
 from .cpu import small as _small
 from .cpu.api import solve_cpu
-from .limit import check_cost_limit, solve_with_limit
+from .limit import solve_with_limit
+
 from .solution import Solution
 
 if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is asked for

@@ -6,6 +6,8 @@ Error messages for dense input are scipy's, so ``linear_sum_assignment`` is a dr
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import re
 from dataclasses import dataclass
@@ -441,3 +443,41 @@ def spread_rows(n: int, count: int) -> np.ndarray:
     """``count`` row indices (fewer where ``n`` is smaller) spread evenly over ``0 … n - 1``,
     the first and the last among them: the rows a look at a large problem samples."""
     return np.unique(np.linspace(0, n - 1, min(n, count)).astype(np.int64))
+
+
+def check_cost_limit(cost_limit, maximize: bool):
+    """The limit as a finite Python int or float, or None for none (None, or +inf — -inf when
+    maximising — means every line of the shorter side is matched)."""
+    if cost_limit is None:
+        return None
+    if isinstance(cost_limit, (bool, np.bool_)) or not isinstance(cost_limit, numbers.Real):
+        raise TypeError(f"cost_limit must be a real number or None, got {cost_limit!r}")
+    value = cost_limit
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, numbers.Integral):
+        value = int(value)  # exact, however large: the range is checked against the costs
+        if abs(value) > _FLOAT_MAX:
+            raise ValueError(f"cost_limit={value} lies beyond the float64 range: its price per "
+                             "unmatched line (cost_limit / 2) could not be reported; give a "
+                             "float64 number, or None for no limit")
+        return value
+    try:
+        as_float = float(value)
+    except OverflowError:
+        as_float = None
+    if as_float is None or (as_float == as_float and as_float != value):
+        raise ValueError(f"cost_limit={value!r} is not a float64 number (it would be rounded); "
+                         "give a float or an int")
+    value = as_float
+    if math.isnan(value):
+        raise ValueError("cost_limit is NaN")
+    if math.isinf(value):
+        if (value > 0) != bool(maximize):
+            return None
+        raise ValueError(f"cost_limit={value} would leave every pair unmatched; give a finite "
+                         f"limit, or {'-' if maximize else '+'}inf (or None) for none")
+    return value
+
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)

@@ -20,12 +20,14 @@ import numpy as np
 
 from ._status import STATUS_OK, raise_for_status
 from ._sync import usable_cores
-from ._validate import Problem, check_float_range, check_int_range, check_options, float_kind
+from ._validate import (Problem, check_cost_limit, check_float_range, check_int_range,
+                        check_options, float_kind)
 from .cpu import jv, small
 from .big_m import solve_apart
 from .cpu.api import solve_cpu
 from .errors import member_error, solved_groups
-from .limit import check_cost_limit, solve_batch_with_limit
+from .limit import solve_batch_with_limit
+
 from .solution import Solution, orient_duals
 
 

@@ -16,6 +16,9 @@ gap, summed exactly (``math.fsum``), by ``RTOL`` times the sum of the magnitudes
 terms. The magnitudes of the duals are taken in canonical position (``max v = 0`` for a square
 problem without a limit, whose duals may be shifted freely), so that shifting them cannot
 loosen the rule. A large entry elsewhere (a "big-M" for a forbidden pair) loosens nothing.
+The rule is judged with unassigned lines' duals at their bound (0, or ``L / 2`` with a cost
+limit), as complementary slackness asks: a free column below 0 would otherwise hide, inside a
+gap at the scale of the whole matrix, a pair cheaper than its row's own (:func:`_at_bounds`).
 The canonical position is one shift for the whole matrix: blocks that ``+inf`` entries (or costs
 far above the rest) separate, whose duals may be shifted against each other, are judged at the
 magnitudes their duals are given at.
@@ -28,10 +31,9 @@ import numpy as np
 from numba import njit
 
 from ._exact import CHECK_RTOL, RTOL, exact_excess  # noqa: F401  (the rule's tolerances, for every module)
-from ._validate import check_flag, largest_finite
+from ._validate import check_cost_limit, check_flag, largest_finite
 from .cpu.verify_rows import scan_source
 from .point_pairs import applies, verify_pairs
-from .limit import check_cost_limit
 from .sparse_input import is_sparse, stored_pairs
 
 _CHUNK = 1 << 22  # matrix entries checked per block: bounded extra memory for big matrices
@@ -145,7 +147,7 @@ def verify(cost, row_ind, col_ind, u, v, *, maximize: bool = False,
     dict
         ``primal`` (the assignment's cost), ``dual`` (``Σu + Σv``), ``gap`` (primal − dual),
         ``max_violation`` (largest dual infeasibility: ``u_i + v_j - c_ij`` over finite pairs,
-        and the longer side's positive duals), ``max_assigned_slack`` (largest
+        unassigned lines' duals taken at their bound, and the longer side's positive duals), ``max_assigned_slack`` (largest
         ``|c - u - v|`` on assigned pairs), ``complete`` (every line of the shorter side
         assigned exactly once, at a finite cost), ``exact`` (checked in integer arithmetic),
         ``optimal`` (all of it holds: exactly for integers, within the per-entry tolerance of
@@ -401,10 +403,13 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
     picked = np.zeros(r.size)
     worst = 0.0      # largest u_i + v_j - c_ij over finite pairs
     excess = -1.0    # largest (u_i + v_j - c_ij) - tol_ij, scaled: > 0 fails
+    # the per-entry rule's duals: unassigned lines at their bound (complementary slackness)
+    ur, vr, raised = _at_bounds(n1, n2, r, k, us, vs, None if h is None else math.ldexp(h, e0))
+    aur, avr = (np.abs(ur + shift), np.abs(vr - shift)) if raised else (au, av)
     scanned = None
     if e0 == 0:  # the compiled scans' arithmetic is unscaled
-        scanned = (_compiled_scan(source, us, vs, au, av, sign, r, k) if device is None
-                   else _device_scan(device, us, vs, au, av, sign, r, k))
+        scanned = (_compiled_scan(source, ur, vr, aur, avr, sign, r, k) if device is None
+                   else _device_scan(device, ur, vr, aur, avr, sign, r, k))
     if scanned is not None:  # the same check, compiled; NaN, -inf and huge costs come here
         worst, excess, picked = scanned
     pieces = () if scanned is not None else _pieces(block_of, n1, n2, r, k, np.float64)
@@ -422,8 +427,8 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
         d = e - e0  # from the duals' scale to this block's
         cc = np.ldexp(block, e)
         with np.errstate(invalid="ignore"):
-            red = exact_excess(np.ldexp(us[rows], d), np.ldexp(vs[cols], d), cc)
-            tol = RTOL * ((np.abs(cc) + np.ldexp(au[rows], d)) + np.ldexp(av[cols], d))
+            red = exact_excess(np.ldexp(ur[rows], d), np.ldexp(vr[cols], d), cc)
+            tol = RTOL * ((np.abs(cc) + np.ldexp(aur[rows], d)) + np.ldexp(avr[cols], d))
             red = np.where(np.isfinite(block), red, -np.inf)
         if d < 0 and e0 == 0:
             # a cost near the top of the float range in this block: the scale that keeps its
@@ -432,11 +437,11 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
             # below _NEAR_TOP is judged unscaled (duals that needed a scale of their own keep
             # the block's: their magnitudes are then scaled already)
             near_top = _NEAR_TOP
-            small = ((np.abs(block) < near_top) & (au[rows] < near_top)
-                     & (av[cols] < near_top) & np.isfinite(block))
+            small = ((np.abs(block) < near_top) & (aur[rows] < near_top)
+                     & (avr[cols] < near_top) & np.isfinite(block))
             with np.errstate(invalid="ignore", over="ignore"):
-                red1 = exact_excess(us[rows], vs[cols], np.where(small, block, 0.0))
-                tol1 = RTOL * ((np.abs(block) + au[rows]) + av[cols])
+                red1 = exact_excess(ur[rows], vr[cols], np.where(small, block, 0.0))
+                tol1 = RTOL * ((np.abs(block) + aur[rows]) + avr[cols])
             if small.any():
                 worst = max(worst, float(red1[small].max()))
                 excess = max(excess, float((red1 - tol1)[small].max()))
@@ -477,10 +482,33 @@ def _check_float(block_of, n1, n2, r, k, u, v, maximize, half, source=None,
         if both.size and float((over - RTOL * (np.abs(both) + abs(hs))).max()) <= 0:
             long_worst = min(long_worst, 0.0)  # above L/2 by rounding only
     reasons = ["a dual is NaN or infinite"] if bad_duals else []
-    reasons += _reasons(excess > 0, worst, long_worst, name, slack_excess > 0, gap, gap_off)
+    reasons += _reasons(excess > 0, worst, long_worst, name, slack_excess > 0, gap, gap_off,
+                        raised)
     return {"primal": sign * primal, "dual": math.nan if bad_duals else sign * dual,
             "gap": gap, "max_violation": max(worst, long_worst), "max_assigned_slack": slack,
             "finite": finite, "reasons": reasons}
+
+
+def _at_bounds(n1: int, n2: int, r, k, us, vs, hs):
+    """The duals the per-entry rule is judged with: unassigned lines' duals raised to their
+    bound (signed as minimised), as complementary slackness asks of them: without a limit the
+    longer side's, to 0; with one every unassigned line's, to ``L / 2`` (``hs``). A dual below
+    its bound on an unassigned line would hide a pair cheaper than the row's own: the gap sees
+    it only in sum, at the scale of the whole matrix (a row assigned at 1257 while a free column
+    offered 1, next to costs of 1e21). ``(u, v, raised)``; ``us``, ``vs``, ``hs`` scaled alike."""
+    ur, vr = us, vs
+    if hs is not None or n1 < n2:
+        vr = vs.copy()
+        free = np.ones(vs.size, bool)
+        free[k] = False
+        vr[free] = np.maximum(vs[free], 0.0 if hs is None else hs)
+    if hs is not None or n1 > n2:
+        ur = us.copy()
+        free = np.ones(us.size, bool)
+        free[r] = False
+        ur[free] = np.maximum(us[free], 0.0 if hs is None else hs)
+    raised = bool((ur is not us and (ur != us).any()) or (vr is not vs and (vr != vs).any()))
+    return ur, vr, raised
 
 
 def _unscaled(x: float, e: int) -> float:
@@ -492,11 +520,14 @@ def _unscaled(x: float, e: int) -> float:
 
 
 def _reasons(infeasible: bool, worst, long_worst, name: str | None, slack_off: bool, gap,
-             gap_off: bool) -> list:
-    """Why the certificate fails, one phrase per failed condition (empty: it holds)."""
+             gap_off: bool, raised: bool = False) -> list:
+    """Why the certificate fails, one phrase per failed condition (empty: it holds);
+    ``raised``: unassigned lines' duals were judged at their bound (:func:`_at_bounds`)."""
     out = []
     if infeasible:
-        out.append(f"dual infeasible: u_i + v_j - c_ij reaches {worst}")
+        out.append(f"dual infeasible: u_i + v_j - c_ij reaches {worst}" + (
+            " with the unassigned lines' duals at their bound (complementary slackness)"
+            if raised else ""))
     if long_worst > 0 and name is None:
         out.append(f"a dual (u or v) is {long_worst} above cost_limit / 2")
     elif long_worst > 0:

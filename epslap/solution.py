@@ -62,6 +62,22 @@ def empty_solve(n2: int, integral: bool, backend: str):
     return np.zeros(0, np.int64), np.zeros(n2, work), np.zeros(0, work), stats
 
 
+def raise_free_columns(v: np.ndarray, row_to_col: np.ndarray) -> bool:
+    """Set every unassigned column's price to the largest, where a float rounding left it below
+    (the virtual rows of a padded solve tie their columns at the top only within a rounding):
+    a rectangular certificate needs them there, their dual 0 after the shift, or a pair with
+    one may be cheaper than its row's own at that row's scale. Whether a price changed (the
+    per-entry rule is then checked again)."""
+    free = np.ones(len(v), bool)
+    free[row_to_col] = False
+    if not free.any():
+        return False
+    top = v.max()
+    low = free & (v < top)
+    v[low] = top
+    return bool(low.any())
+
+
 def orient(row_to_col: np.ndarray, v: np.ndarray, assigned: np.ndarray, maximize: bool,
            transposed: bool, shift: bool = True) -> tuple:
     """A canonical result (n1 <= n2, minimised) in the caller's terms, for one problem (1-D

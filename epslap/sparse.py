@@ -23,7 +23,7 @@ from .certificate import CHECK_RTOL
 from .cpu import sparse as core
 from .cpu.host import run_interruptibly
 from .cpu.sparse import repair_duals
-from .errors import InfeasibleError
+from .errors import InfeasibleError, user_stacklevel
 from .locality import relabeled_sparse, restore_labels, sparse_order
 from .solution import finish
 from .sparse_input import SparseProblem, stored_pairs
@@ -104,7 +104,7 @@ def solve_sparse(cost, maximize: bool, t_start: float | None = None, auction_of=
             warnings.warn("epslap: the float duals of this sparse solve miss epslap.verify's "
                           "per-entry rule after a repair (the assignment is optimal up to "
                           "float rounding); please report the problem", RuntimeWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         if lowered:
             stats["dual_repair_prices"] = int(lowered)
         shift = False  # repair_duals left v in the reported position

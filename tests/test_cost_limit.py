@@ -374,3 +374,82 @@ def test_duals_of_mixed_magnitudes_meet_the_rule_of_each_entry():
         failed += not epslap.verify(c, batch.row_ind[0], batch.col_ind[0], batch.u[0],
                                     batch.v[0], cost_limit=limit, maximize=maximize)["optimal"]
     assert failed == 0
+
+
+_TINY_PAIRS_NEXT_TO_A_LARGE_LIMIT = [
+    (np.array([[5e+10, 5e+10, 5e-19, 7e-04, 1e+19],
+               [1e+11, 9e+04, 2e+07, 7.999999999999999e-17, 2e+12],
+               [1e-18, 5e+05, 9e-08, 6e+18, 4e+06],
+               [2e-14, 6e-06, 7e+01, 5e+13, 0.0],
+               [0.0, 9e+06, 3e+00, 5e+10, 8e+06]]), 180000.0, False),
+    (np.array([[-1.4269371069562720e-20, -1.3971722944530438e-16, -6.9972787793870084e+06,
+                3.0542903450756575e-07],
+               [np.inf, 2.2844126124086723e+05, 8.2589088214404926e-03, 5.8761865156317797e+09],
+               [1.5984456310323842e-09, -3.9200256775413158e+17, 3.3098905666560456e+18,
+                3.1774882861044113e+10],
+               [5.6725549164834842e+06, np.inf, -5.5610963130248715e-17, 8.0609007998590791e+12],
+               [np.inf, -1.6914322847757502e-17, -1.5641867282992825e+07,
+                1.4855078354539785e+01]]), 6.108580690151315e-07, False),
+    # E's solve warns that its duals miss the rule; the limit problem's own duals meet it
+    (np.array([[8.8463715719605086e+05, 1.3539022835530378e+14, 5.0901990879222319e-17,
+                3.3759857255212643e-03],
+               [9.0795889663252426e-18, 5.8543126730041807e-17, 8.7644893475457045e-16,
+                6.6987162598459160e+16],
+               [5.4359758286784267e-09, 4.0862468390957785e+08, 4.1380937843829940e-18,
+                2.5964172812164010e-01]]), 1.1708625346008361e-16, True),
+    (np.array([[6.0893168704235774e-09, 7.6659324334478531e+18, 1.1712431186122485e-12,
+                6.3999143419097647e+07, 6.5830130988853740e-14],
+               [5.5421835469817840e+19, 2.4452775692441797e+11, 2.0945526324934295e-11,
+                1.4860401922386113e+19, 4.1949135580636398e-14],
+               [3.7575278931263545e-01, 3.3343099481090225e-16, 5.9112851779332960e+08,
+                7.9262864177252181e+00, 6.4635037527348000e-16],
+               [2.1071558686195835e-17, 1.0342330038194436e+02, 3.7107059938522112e+18,
+                3.9016078787049268e+12, 6.5073945549835612e-07]]), 2.1071558686195835e-17, True),
+]
+
+
+@pytest.mark.parametrize("c, limit, maximize", _TINY_PAIRS_NEXT_TO_A_LARGE_LIMIT)
+def test_tiny_pairs_next_to_a_large_limit_get_certified_duals_without_a_warning(c, limit,
+                                                                                 maximize):
+    """Costs from 1e-20 to 1e19 with a limit among them. In the first two a row's dual from
+    its least reduced cost left its own pair slack by a rounding of E's prices (1e-11 beside a
+    cost of 7e-4), with no warning: prices are now lowered along the violations instead. In
+    the last two E's own solve warned that its duals miss the rule at E's scale, while the
+    limit problem's duals, computed at each row's scale, are certified: no warning."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = epslap.solve(c, cost_limit=limit, maximize=maximize)
+    assert epslap.verify(c, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize,
+                         cost_limit=limit)["optimal"]
+
+
+def test_an_unmatched_rows_entry_missed_by_a_rounding_of_e_is_mended_by_the_mapping():
+    """E's certificate as the GPU solver returned it for this matrix (L = 1.58e-6): mapped to
+    the limit problem, row 3 is unmatched (dual L/2) and column 3's price, E's rounded at
+    E's scale, put their entry (-1.58e-9) 4e-21 above its cost, beyond its rule of 3e-21;
+    nothing checked the unmatched rows' entries. The mapping lowers that price now (its owner
+    row 0 takes its pair's cost minus it) and verify certifies the result."""
+    from epslap.limit import from_extended
+    from epslap.solution import Solution
+    c = np.array([[1.2590964379925261e-10, -2.4973216197545216e-19, -7.3356323506341605e-03,
+                   -7.4647418730219056e-05],
+                  [-7.7193293294818579e+11, 2.1248372085783088e-03, 8.0582923627443083e-08,
+                   -2.1373783937647748e-07],
+                  [8.4237979376017265e+09, -8.7427273285231060e+00, -3.1415777080546680e+15,
+                   -1.4374422056896654e+04],
+                  [1.0550035149153769e+06, 1.4142100286846001e+12, 2.3746114411203655e-04,
+                   -1.5841745850065912e-09]])
+    limit = 1.5841745850065912e-06
+    e_solution = Solution(np.arange(4), np.array([3, 0, 2, 4]), -3142349640987616.0,
+                          np.array([-7.3061659970627462e-05, -7.7193293294818579e+11,
+                                    -3.1415777080546680e+15, 1.5841745850065912e-06]),
+                          np.array([0.0, 0.0, -7.2625706906635328e-03, -1.5857587595915942e-06,
+                                    0.0, 0.0, 0.0, 0.0]), {})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = from_extended(e_solution, c.shape, False, limit, c)
+    assert list(s.col_ind) == [3, 0, 2] and s.u[3] == limit / 2
+    assert epslap.verify(c, s.row_ind, s.col_ind, s.u, s.v, cost_limit=limit)["optimal"]
+    assert epslap.solve(c, cost_limit=limit).cost == s.cost

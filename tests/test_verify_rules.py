@@ -183,3 +183,58 @@ def test_boolean_duals_are_read_as_zero_and_one_and_maximize_must_be_a_bool():
                          np.array([False, False]))["optimal"]
     with pytest.raises(TypeError, match="maximize must be True or False"):
         epslap.verify(np.eye(2), [0, 1], [1, 0], np.zeros(2), np.zeros(2), maximize="False")
+
+
+def test_an_unassigned_column_below_its_bound_is_refused_beside_large_costs():
+    """Row 0 takes 5 while column 1, free, offers it 1: the duals put that free column at -4
+    (its pair then tight), and the gap of 4 is within the tolerance of a sum of 1e21. An
+    unassigned column's dual is judged at its bound, 0, as complementary slackness asks."""
+    c = np.array([[5.0, 1.0, 1e21], [1e21, 1e21, 1e21]])
+    rep = epslap.verify(c, [0, 1], [0, 2], np.array([5.0, 1e21]), np.array([0.0, -4.0, 0.0]))
+    assert not rep["optimal"] and "unassigned lines' duals at their bound" in rep["reason"]
+    assert rep["max_violation"] == 4.0
+    rep = epslap.verify(c, [0, 1], [1, 2], np.array([1.0, 1e21]), np.zeros(3))
+    assert rep["optimal"], rep
+    # rows of a tall matrix alike, and the maximised sign
+    rep = epslap.verify(c.T, [0, 2], [0, 1], np.array([0.0, -4.0, 0.0]), np.array([5.0, 1e21]))
+    assert not rep["optimal"]
+    rep = epslap.verify(-c, [0, 1], [0, 2], np.array([-5.0, -1e21]), np.array([0.0, 4.0, 0.0]),
+                        maximize=True)
+    assert not rep["optimal"] and "unassigned lines' duals at their bound" in rep["reason"]
+
+
+def _brute_force_rect(c: np.ndarray, maximize: bool):
+    """The exact optimum of a wide matrix (n1 <= n2), in fractions."""
+    from fractions import Fraction
+    n1, n2 = c.shape
+    values = (sum(Fraction(float(c[i, p[i]])) for i in range(n1))
+              for p in itertools.permutations(range(n2), n1))
+    return max(values) if maximize else min(values)
+
+
+@pytest.mark.parametrize("c", [
+    np.array([[9e+01, 3e-11, 5e+01, 8e+00, 8e+03],
+              [1e-12, 0e+00, 5e-02, 9e-16, 8e+09],
+              [1e+01, 0e+00, 8e-16, 0e+00, 9e+10]]),
+    np.array([[1.0e-03, 4.0e+01, 3.0e+00, 9.0e+19, 0.0e+00, 6.9999999999999991e-11],
+              [1.0e-02, 1.0e-13, 5.9999999999999999e-19, 1.0e-03, 9.0000000000000003e-16,
+               6.9999999999999991e-17],
+              [9.0e+14, 0.0e+00, 6.9999999999999997e-18, 8.0000000000000002e-13, 1.0e-08,
+               1.0e-02],
+              [8.0e+04, 6.0000000000000008e-08, 6.0000000000000004e-18, 4.0e+05,
+               9.0000000000000014e-18, 0.0e+00]])])
+def test_wide_range_rectangles_get_duals_with_the_free_columns_on_top(c):
+    """Maximised wide matrices of costs from 1e-19 to 1e19: the padded solve left a free
+    column a rounding below the others (-9e-16, a dual the gap alone did not see), and the
+    repair that moved it would not certify; the free columns now end on top and a row that
+    misses the rule on one raises its own column's price instead."""
+    from fractions import Fraction
+    import warnings
+    for cost, maximize in ((c, True), (-c, False), (c.T, True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            s = epslap.solve(cost, maximize=maximize)
+        assert epslap.verify(cost, s.row_ind, s.col_ind, s.u, s.v, maximize=maximize)["optimal"]
+        got = sum(Fraction(float(cost[i, j])) for i, j in zip(s.row_ind, s.col_ind))
+        wide = cost if cost.shape[0] <= cost.shape[1] else cost.T
+        assert got == _brute_force_rect(wide, maximize)

@@ -9,6 +9,15 @@ checked again. This is Bellman–Ford on the assignment's exchange graph, starte
 that are already feasible up to rounding, so it ends after a few corrections; for an optimal
 assignment it cannot go on for ever, except through rounding, which the budget of row reads
 bounds. Excesses are computed exactly (compensated sums), as ``verify`` computes them.
+
+A miss smaller than a few ulps of the row's own price (``u_i = c[i, σ(i)] - w[σ(i)]`` holds
+only that precision: a pair of costs near 1e9 leaves u_i on a grid of 1.2e-7, beside entries of
+1e-5) is mended the other way: ``w[σ(i)]`` rises by those ulps, which lowers u_i past it and
+stays within every rule of that column (each holds ``2**-49 |w|``), and every row is swept
+again. An unassigned column of a rectangular problem keeps the top price (its dual is the bound of
+the longer side, 0, as complementary slackness asks): where a row misses the rule on one, the
+row's own column rises instead, lowering the row's dual to that entry's reduced cost, and every
+row is swept again (rows with entries in the risen column may now miss it).
 """
 from __future__ import annotations
 
@@ -60,20 +69,57 @@ def own_pair_misses(ui, wx, cx, t, rtol):
     return abs(slack) > rtol * ((abs(cx) + abs(ui + t)) + abs(wx - t))
 
 
+#: ulps a raised price may take beyond its first rounding (:func:`mend`)
+_RAISE_STEPS = 8
+
+
 @njit(cache=True, nogil=True, inline="always")
-def mend(ui, t, j, cij, w, rtol, owner, queue, queued, head, size):
-    """Pair (i, j) of a row with dual ``ui``: where it violates the rule, lower ``w_j`` to
-    ``c_ij - u_i`` and queue the owner of j. ``(size, lowered)``."""
+def mend(ui, t, x, cx, j, cij, w, rtol, owner, queue, queued, head, size):
+    """Pair (i, j) of row i (dual ``ui``, own pair at column ``x`` of cost ``cx``): where it
+    violates the rule by less than a few ulps of ``w_x`` (the precision ``u_i = c_x - w_x``
+    holds), raise ``w_x`` by those ulps (and sweep again); else lower ``w_j`` to
+    ``c_ij - u_i`` and queue the owner of j. Where j is
+    unassigned (a rectangular problem), its price must stay at the top ``t`` (its dual is the
+    longer side's bound, 0): row i's own price rises instead, to ``c_x - (c_ij - w_j)``, which
+    lowers ``u_i`` to the pair's reduced cost; rows of other columns' entries in column x may
+    then miss the rule, so the caller sweeps every row again. ``(ui, size, changed)``; size
+    -1 where that price would pass the top (row i gains by taking j: no repair of the duals
+    certifies the assignment)."""
     excess = exact_excess_scalar(ui, w[j], cij)
     if not (excess > 0.0 and excess > rtol * ((abs(cij) + abs(ui + t)) + abs(w[j] - t))):
-        return size, False
-    w[j] = cij - ui
+        return ui, size, False
+    # a miss within the rounding of u_i's own pair (u_i = c_x - w_x holds only the precision
+    # of w_x): w_x up by a few ulps lowers u_i past it, a change within every rule of column x
+    wx = w[x]
+    for _ in range(_RAISE_STEPS):
+        wx = np.nextafter(wx, np.inf)
+        if not wx <= t:
+            break
+        un = cx - wx
+        excess = exact_excess_scalar(un, w[j], cij)
+        if not (excess > 0.0 and excess > rtol * ((abs(cij) + abs(un + t)) + abs(w[j] - t))):
+            w[x] = wx
+            return un, size, True
     k = owner[j]
-    if k >= 0 and not queued[k]:
+    if k < 0:
+        wx = cx - (cij - w[j])
+        for _ in range(_RAISE_STEPS):  # (up by ulps where cx - wx rounds above c_ij - w_j)
+            if not wx <= t:
+                return ui, -1, False
+            ui = cx - wx
+            excess = exact_excess_scalar(ui, w[j], cij)
+            if not (excess > 0.0
+                    and excess > rtol * ((abs(cij) + abs(ui + t)) + abs(w[j] - t))):
+                w[x] = wx
+                return ui, size, True
+            wx = np.nextafter(wx, np.inf)
+        return ui, -1, False
+    w[j] = cij - ui
+    if not queued[k]:
         queue[(head + size) % queue.shape[0]] = k
         queued[k] = True
         size += 1
-    return size, True
+    return ui, size, True
 
 
 @njit(cache=True, nogil=True)
@@ -82,10 +128,11 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
     (see the module docstring), tolerances taken as ``epslap.verify`` takes them: from the
     duals shifted so that the largest price is 0. ``budget``: the most row reads. Returns the
     rows read, or -1 where the budget ran out (or a stop request came, or an assigned pair's
-    own rounding misses the rule) first. ``v`` ends shifted to a maximum of 0 before the
-    repair and only lowered by it; the result reports it as it is (``solution.orient`` with
-    ``shift=False``): a shift would round away what the repair set. ``cpu.sparse.repair_duals``
-    is the same over a sparse problem's stored pairs."""
+    own rounding misses the rule, or a row gains by taking an unassigned column) first. ``v`` ends
+    shifted to a maximum of 0 before the repair and lowered by it (a rectangular problem's
+    assigned columns may also rise, never above the unassigned ones' top price); the result reports it
+    as it is (``solution.orient`` with ``shift=False``): a shift would round away what the
+    repair set. ``cpu.sparse.repair_duals`` is the same over a sparse problem's stored pairs."""
     n2 = v.shape[0]
     w, owner, queue, queued = repair_start(v, row_to_col)
     reads = 0
@@ -110,7 +157,11 @@ def repair_duals(src, buf, v, row_to_col, rtol, budget, sync):
                 cij = np.float64(row[j])
                 if not cij < np.inf or j == x:
                     continue
-                size, low = mend(ui, t, j, cij, w, rtol, owner, queue, queued, head, size)
+                ui, size, low = mend(ui, t, x, cx, j, cij, w, rtol, owner, queue, queued, head,
+                                     size)
+                if size < 0:
+                    copy_into(v, w, v.size)
+                    return -1
                 changed |= low
         if not changed and w.max() == t:
             break

@@ -21,6 +21,7 @@ from ..certificate import prices_need_polish
 from ..errors import user_stacklevel
 from . import cores
 from . import passes as ker
+from ..solution import raise_free_columns
 from .duals import duals_hold, free_columns_on_top, repair_duals_on_rows
 from .estimate.driver import estimate_rows
 from .host import compile_kernels, read_rows, run_interruptibly
@@ -237,6 +238,8 @@ def _settle_float_duals(passes: _Passes, src, n2, row_dtype, estimate_context, g
     assigned = np.empty(len(row_to_col), dtype=np.float64)
     polish_rows = retries = 0
     while passes.result[0] == STATUS_OK:
+        if len(row_to_col) < n2:  # a polish may have left a free column below the top again
+            raise_free_columns(v, row_to_col)
         ok = duals_hold(src, n2, row_dtype, v, row_to_col, estimate_context, assigned)
         if gathered is not None:
             gathered.pop("assigned", None)
@@ -350,14 +353,17 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
                 # free columns tie at the top price.
                 v[:] = kept[1]
                 polish_rows += passes.polish(prog, square=True)
-        elif (integral and rectangular and result[0] == STATUS_OK
-              and not free_columns_on_top(v, row_to_col)):
-            # a warm start's prices (a cold start's are all 0 and stay on top) left a column
-            # unassigned below the top price: no certificate, and the assignment may cost more
-            # than the optimum. The exact pass with the virtual rows settles it, as above.
+        elif rectangular and result[0] == STATUS_OK and not free_columns_on_top(v, row_to_col):
+            # a warm start's prices, or the estimate's float prices (a cold integer start's are
+            # all 0 and stay on top), left a column unassigned below the top price: no
+            # certificate (a pair with it may be cheaper than its row's own at that row's
+            # scale), and the assignment may cost more than the optimum. The exact pass with
+            # the virtual rows settles it, as above.
             v -= v.max()
             polish_rows += passes.polish(prog, square=True)
     solve_again, dual_repair_rows = False, 0
+    if not integral and n1 < n2 and result[0] == STATUS_OK and raise_free_columns(v, row_to_col):
+        certified = False  # the rule is checked again with the free columns on top
     if not integral and not certified:
         more, dual_repair_rows, solve_again = _settle_float_duals(
             passes, src, n2, row_dtype, estimate_context, gathered, prog,

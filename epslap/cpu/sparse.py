@@ -324,7 +324,8 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
     ``epslap.verify``'s per-entry rule by lowering prices (a violated pair (i, j) sets ``w_j =
     c_ij - u_i``; only the owner of j is read again). ``v`` ends as the reported prices (the
     shift to max 0 first, then only lowered). Returns ``(rows read, prices lowered)``, rows
-    read -1 where the budget ran out or an assigned pair's own rounding misses the rule."""
+    read -1 where the budget ran out, an assigned pair's own rounding misses the rule or a row
+    gains by taking an unassigned column (whose price stays on top: the row's own rises)."""
     w, owner, queue, queued = repair_start(v, row_to_col)
     reads = 0
     lowered = 0
@@ -350,8 +351,11 @@ def repair_duals(indptr, indices, data, v, row_to_col, rtol, budget):
                 j = indices[p]
                 if j == x:
                     continue
-                size, low = mend(ui, t, j, np.float64(data[p]), w, rtol, owner, queue,
-                                 queued, head, size)
+                ui, size, low = mend(ui, t, x, cx, j, np.float64(data[p]), w, rtol, owner,
+                                     queue, queued, head, size)
+                if size < 0:
+                    copy_into(v, w, v.size)
+                    return -1, lowered
                 changed |= low
                 lowered += low
         if not changed and w.max() == t:
