@@ -457,6 +457,46 @@ def test_a_ragged_list_is_solved_in_one_launch(maximize, on_device):
     _certified(mats, sol, maximize)
 
 
+_WIDE_RANGE_RAGGED = [
+    (False, [np.array([[4.9205034088380047e+13], [3.9057257462163374e+12]]),
+             np.array([[-7.6416927197677293e-07, -1.1806363381354568e-16, 6.4411320991104155e-06,
+                        2.7574600799301341e-01, 2.1312602619610722e+19],
+                       [-4.4393935728043605e-17, -3.9162754218617135e-05, -1.3566124083224144e-15,
+                        2.0433218342451323e-08, 1.0206166908930509e-12],
+                       [-4.1793577111792712e-02, -1.8809088066656590e+07, 4.5316170824466809e+01,
+                        -3.4089300950735446e+19, -3.1575964066561644e-20],
+                       [4.7699691325252827e-02, -1.1346084727945984e+10, -6.0689430680311399e-17,
+                        -7.0279682806615376e-05, -1.4517128152013801e-05],
+                       [1.0092458231042530e-19, -2.2495745499679726e+20, -1.2586930854110356e+00,
+                        -1.9450898276873719e+13, 8.5048252253169574e-09]]),
+             np.random.default_rng(5).random((6, 5)) * 1e-7]),
+    (True, [np.random.default_rng(6).random((6, 6)) * 10.0 ** np.random.default_rng(7).integers(
+                -20, 18, (6, 6)),
+            np.array([[2e+11, 2e-01, 6e-07, 6e+05],
+                      [8e-11, 8e+12, 5e-09, 2e-03],
+                      [9e+18, 7e+03, 9.999999999999999e-06, 2e-13],
+                      [0.0, 5e+15, 6e+06, 9.000000000000001e-15]])]),
+]
+
+
+@gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("maximize, mats", _WIDE_RANGE_RAGGED)
+def test_a_ragged_member_is_judged_at_its_own_magnitudes(maximize, mats):
+    """A square member in a wider slot: the free padding column holds the slot's top price and
+    the member's prices sit far below it (costs near -2.2e20, or 9e18 maximised), rounded at
+    that magnitude. The slot's certificate passed; the member's duals, moved to its own top,
+    missed verify's rule with no warning. Such members are judged again at their own
+    magnitudes and solved alone where they miss."""
+    sol = epslap.solve_batch(mats, maximize=maximize, backend="gpu")
+    assert "padded_to" in sol.stats
+    for k, c in enumerate(mats):
+        rep = epslap.verify(c, sol.row_ind[k], sol.col_ind[k], sol.u[k], sol.v[k],
+                            maximize=maximize)
+        assert rep["optimal"], (k, rep)
+        assert sol.cost[k] == pytest.approx(epslap.solve(c, maximize=maximize).cost, rel=1e-15)
+
+
 @gpu
 @pytest.mark.gpu
 def test_a_ragged_list_names_its_bad_member_and_mends_the_rest(monkeypatch):

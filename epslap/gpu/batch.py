@@ -256,6 +256,11 @@ def _solve_padded(cupy, mats: list, p, on_device: bool, maximize: bool, stats: d
         _solve_on_host(cupy, m, int(k), maximize, False, x, u, v, total, rows)
         stats["cpu_fallbacks"] += 1
     host = out.fetch()
+    # members whose duals, at their own magnitudes, miss the rule the slot's met: solved alone
+    again = ragged.members_missing_rule(cupy, m, p, *host[:3], maximize, CHECK_RTOL)
+    if again.size:
+        alone[again] = True
+        stats["ragged_resolves"] = stats.get("ragged_resolves", 0) + int(again.size)
     packed = ragged.unpad(p, *host[:4], maximize)
     cost, rows = packed[4], host[4].copy()
     if on_device:

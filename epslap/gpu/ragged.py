@@ -11,7 +11,10 @@ the member's cost plus 0: the slot's optimum restricted to the member's rows is 
 optimum. Its duals certify the member too: u_i + v_j <= c_ij holds on the member's entries, and
 every column the member leaves free is either free in the slot or held by a padding row, whose
 zero row puts that column's price at the top of all prices, so the free columns share the top
-price that the canonical result's shift moves to 0.
+price that the canonical result's shift moves to 0. The kernel judges those duals at the slot's
+magnitudes, which for a member narrower than the slot (its prices far below the free padding
+column's top) are looser than the member's own: :func:`members_missing_rule` judges such
+members again as ``verify`` will, and one that misses is solved alone.
 
 Integer members are padded as float64 (the slot needs +inf) where every cost obeys the integer
 range rule with 2**53 in place of 2**62 (``exact_limit``): every price and path length is then an
@@ -133,6 +136,48 @@ def unpad(p: Plan, x, u, v, total, maximize: bool) -> tuple:
                        np.arange(p.rows, dtype=np.int64))
     col_ind = np.where(flip, order, x)
     return row_ind, col_ind, u, v, total
+
+
+def members_missing_rule(cupy, m, p: Plan, x, u, v, maximize: bool, rtol: float) -> np.ndarray:
+    """The members whose duals, moved to a top of 0 over their own columns as :func:`unpad`
+    moves them, miss ``epslap.verify``'s per-entry rule (``rtol``; free columns judged at 0),
+    from the padded stack ``m`` on the device and its canonical float result ``x``, ``u``,
+    ``v`` (host). The kernel's certificate judged the slot, at the magnitudes of the slot's
+    prices: a square member in a wider slot has its columns' prices far below the slot's top
+    (the free padding column holds it), and prices rounded at that magnitude can miss the rule
+    at the member's own (a member of costs near -2.6e20 beside a rounding of 1e-3). Only
+    members whose own top is not the slot's are judged again (the others were judged at their
+    own magnitudes)."""
+    a, width = p.sides[:, 0], p.sides[:, 1]
+    own = np.arange(p.cols) < width[:, None]
+    top = np.where(own, v, -np.inf).max(axis=1, initial=-np.inf)
+    top[width == 0] = 0.0
+    idx = np.flatnonzero(top != v.max(axis=1, initial=0.0))
+    if not idx.size:
+        return idx
+    rows_in = cupy.asarray(np.arange(p.rows) < a[idx, None])
+    own_d = cupy.asarray(own[idx])
+    us = cupy.asarray(u[idx] + top[idx, None])
+    vs = cupy.asarray(v[idx] - top[idx, None])
+    xs = cupy.asarray(np.where(np.arange(p.rows) < a[idx, None], x[idx], 0))
+    c = m[idx].astype(np.float64)
+    if maximize:
+        c = -c
+    taken = cupy.zeros(vs.shape, bool)
+    k, i = cupy.nonzero(rows_in)
+    taken[k, xs[k, i]] = True
+    vr = cupy.where(own_d & ~taken, cupy.maximum(vs, 0.0), vs)  # free columns at their bound
+    inside = rows_in[:, :, None] & own_d[:, None, :] & cupy.isfinite(c)
+    with np.errstate(invalid="ignore"):
+        excess = (us[:, :, None] + vr[:, None, :]) - c
+        tol = rtol * ((cupy.abs(c) + cupy.abs(us)[:, :, None]) + cupy.abs(vr)[:, None, :])
+        bad = (inside & (excess > tol)).any(axis=(1, 2))
+        paired = cupy.take_along_axis(c, xs[:, :, None], axis=2)[:, :, 0]
+        slack = cupy.abs(paired - us - cupy.take_along_axis(vs, xs, axis=1))
+        slack_tol = rtol * ((cupy.abs(paired) + cupy.abs(us))
+                            + cupy.abs(cupy.take_along_axis(vs, xs, axis=1)))
+        bad |= (rows_in & ~(slack <= slack_tol)).any(axis=1)
+    return idx[cupy.asnumpy(bad)]
 
 
 def members(p: Plan, row_ind, col_ind, u, v, cut=None) -> tuple:
