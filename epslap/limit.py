@@ -313,8 +313,11 @@ def _unmatched_rows_target(cost, r, n1: int, v, half, xp, sign: float):
         block = sign * _host_or_device(cost[rows[start:start + step]], xp).astype(np.float64)
         with np.errstate(invalid="ignore"):
             excess = (us + vs) - block
+            over = excess > 0.0  # (most entries of an unmatched row lie far below: skip them)
+            if not bool(over.any()):
+                continue
             tol = CHECK_RTOL * ((xp.abs(block) + abs(us)) + va)
-            low = xp.where(excess > tol, block - us, np.inf)
+            low = xp.where(over & (excess > tol), block - us, np.inf)
         target = xp.minimum(target, low.min(axis=0))
     return target if bool((target < np.inf).any()) else None
 
