@@ -19,7 +19,8 @@ line whose every finite cost is one and the same big value is subtracted (:func:
 and the rest solved as above, else the first solution stands. ``stats["big_m_apart"]`` gives the threshold used.
 
 Stored pairs (sparse input) whose float costs split are solved without their big pairs first
-(:func:`_sparse_apart`). For float matrices in memory, NumPy or CuPy (both backends; on the CPU also a batch's members
+(:func:`_sparse_apart`), lines that store one big value alone having it subtracted where no
+split serves (:func:`_sparse_lines_reduced`). For float matrices in memory, NumPy or CuPy (both backends; on the CPU also a batch's members
 that leave the small path) and cost sources whose matrix fits ``memory`` (solved as that
 table); a GPU batch's members and a problem with ``cost_limit`` are solved as given. A cost
 source through row caches is solved as given too (its costs are not held to forbid some):
@@ -202,17 +203,21 @@ def _solved_apart(sol, threshold: float, t_start: float):
     return sol
 
 
-def _sparse_apart(problem, solve, solve_cut, t_start):
+def _sparse_apart(problem, solve, solve_cut, t_start, lines: bool = True,
+                  as_given: bool = True):
     """:func:`solve_apart` for stored pairs (SciPy sparse, a CSR tuple): where the stored float
     costs split (:func:`thresholds`), the problem without its big pairs is solved first (the
     same optimum wherever it is feasible), else the problem as given. Not after a look at the
     duals as for a matrix: the sparse solver's ε-scaled auction starts from the largest cost
     and can end at a wrong assignment whose duals stay small. The test costs an O(nnz) pass
-    over the values, the histogram runs only where they span more than a split needs."""
+    over the values, the histogram runs only where they span more than a split needs. Where
+    no split serves, lines whose stored costs are all one big value are subtracted first
+    (:func:`_sparse_lines_reduced`, ``lines``); then the problem as given is solved (None
+    instead where not ``as_given``)."""
     values = problem.cost[2] if type(problem.cost) is tuple else problem.cost.data
     values = np.asarray(values).ravel()  # (DIA and BSR hold theirs in blocks)
     if values.dtype.kind != "f" or values.size < 2 or not _may_split(values, problem):
-        return solve(problem)
+        return solve(problem) if as_given else None
     from ._validate import check_float_range
     from .sparse_input import stored_pairs
     pairs = stored_pairs(problem.cost)
@@ -240,7 +245,58 @@ def _sparse_apart(problem, solve, solve_cut, t_start):
         if not _certifies_big(sol, _least(data, big, sign), sign):
             break  # (not seen): as given
         return _solved_apart(sol, sign * t, t_start)
-    return solve(problem)
+    if lines:
+        sol = _sparse_lines_reduced(problem, pairs, sign, solve_cut, t_start)
+        if sol is not None:
+            return sol
+    return solve(problem) if as_given else None
+
+
+def _sparse_lines_reduced(problem, pairs, sign: float, solve_cut, t_start):
+    """:func:`_lines_reduced` for stored pairs: rows (columns, where every column is assigned)
+    whose stored costs are all one and the same big value have it subtracted (those costs
+    become 0, exactly), and the rest is solved apart at the small costs' magnitude; the
+    solution of the problem as given (duals moved back by the values, its cost summed from the
+    stored costs), or None where no such line exists or the reduced problem is not solved.
+    "Big": beyond LOOK_FROM * (n + 1) times the 64th part of the nonzero magnitudes."""
+    n1, n2 = pairs.n1, pairs.n2
+    vals = sign * pairs.data.astype(np.float64)
+    finite = np.isfinite(vals)
+    nonzero = np.abs(vals[finite & (vals != 0.0)])
+    if not nonzero.size:
+        return None
+    big = LOOK_FROM * (max(n1, n2) + 1) * float(np.quantile(nonzero, 1 / 64))
+    rows = np.repeat(np.arange(n1, dtype=np.int64), np.diff(pairs.indptr))
+    shifts = []
+    for ids, size, applies in ((rows, n1, n1 <= n2), (pairs.indices, n2, n2 <= n1)):
+        hi, lo = np.full(size, -np.inf), np.full(size, np.inf)
+        np.maximum.at(hi, ids[finite], vals[finite])
+        np.minimum.at(lo, ids[finite], vals[finite])
+        equal_big = (hi == lo) & np.isfinite(lo) & (lo > big)
+        shifts.append(np.where(equal_big, lo, 0.0) if applies else np.zeros(size))
+        vals = vals - shifts[-1][ids]  # (the columns judged after the rows' shifts: a pair
+        # in both a shifted row and column would go to minus the value)
+    row_shift, col_shift = shifts
+    if not (row_shift.any() or col_shift.any()):
+        return None
+    reduced = pairs.data.astype(np.float64) - sign * (row_shift[rows] + col_shift[pairs.indices])
+    cut = problem._replace(cost=(pairs.indptr, pairs.indices, reduced, n2))
+    try:  # no big cost left: solved at the small magnitude; else only where a split serves
+        sol = solve_cut(cut) if not bool((np.abs(reduced) > big).any()) else \
+            _sparse_apart(cut, solve_cut, solve_cut, t_start, lines=False, as_given=False)
+    except InfeasibleError:
+        return None
+    if sol is None:
+        return None
+    import dataclasses
+    row_ind, col_ind = np.asarray(sol.row_ind), np.asarray(sol.col_ind)
+    key = rows * max(n2, 1) + pairs.indices  # (sorted: stored_pairs orders each row)
+    picked = pairs.data[np.searchsorted(key, row_ind * max(n2, 1) + col_ind)]
+    stats = dict(sol.stats, big_m_lines=int(np.count_nonzero(row_shift)
+                                            + np.count_nonzero(col_shift)))
+    return dataclasses.replace(
+        sol, cost=float(picked.sum(dtype=np.float64)), u=_host(sol.u) + sign * row_shift,
+        v=_host(sol.v) + sign * col_shift, stats=stats)
 
 
 #: stored costs sampled by :func:`_may_split`

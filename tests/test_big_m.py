@@ -221,3 +221,34 @@ def test_stored_pairs_with_a_big_cost_are_solved_without_it_first():
             assert got == best, seed
         else:
             assert float(got) == float(best), seed
+
+
+def test_stored_lines_of_one_big_cost_are_subtracted_and_the_rest_solved_exactly():
+    """Sparse input whose optimum needs a 1e20 because a row stores nothing else (or a column,
+    where every column is assigned): no split of the costs serves, and the solve as given
+    ended 1-3 above the optimum with a warning that its duals miss the rule. Such a line's
+    value is subtracted (its costs become 0), the rest solved apart: the exact optimum, in
+    fractions, with certified duals."""
+    import itertools
+    import warnings
+    from fractions import Fraction
+
+    import scipy.sparse as sp
+    for seed in (53, 93, 109):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(2, 7))
+        mask = rng.random((n, n)) < 0.6
+        mask[np.arange(n), rng.permutation(n)] = True
+        vals = rng.choice([-1.0, 0.0, 1.0, 1e20], (n, n))
+        r, c = np.nonzero(mask)
+        m = sp.csr_array((vals[r, c], (r, c)), shape=(n, n))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sol = epslap.solve(m)
+        best = min(sum(Fraction(vals[i, p[i]]) for i in range(n))
+                   for p in itertools.permutations(range(n)) if mask[np.arange(n), p].all())
+        assert sum(Fraction(vals[i, j]) for i, j in zip(sol.row_ind, sol.col_ind)) == best, seed
+        assert sol.stats["big_m_lines"] >= 1 and sol.cost == float(best)
+        assert epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
+        neg = epslap.solve(sp.csr_array((-vals[r, c], (r, c)), shape=(n, n)), maximize=True)
+        assert neg.cost == -float(best) and neg.stats["big_m_lines"] >= 1
