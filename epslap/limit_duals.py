@@ -109,21 +109,31 @@ def _unmatched_rows_target(cost, r, n1: int, v, half, xp, sign: float):
     rows = xp.asarray(np.flatnonzero(free))
     if not int(rows.size):
         return None
+    target = _column_targets(cost, rows, xp.full(int(rows.size), sign * float(half)), v, xp,
+                             sign)
+    return target if bool((target < np.inf).any()) else None
+
+
+def _column_targets(cost, rows, us, v, xp, sign: float):
+    """Each column's price (signed as minimised) that meets the rule on every entry of
+    ``rows`` (duals ``us``, signed) that misses it: ``min c_ij - u_i`` over those entries,
+    +inf where none misses it. A few rows at a time; a block whose entries all lie below their
+    duals' sum is skipped before the tolerances are computed."""
     target = xp.full(v.shape[0], np.inf)
-    us = sign * float(half)
     vs, va = sign * v, xp.abs(v)
     step = max(1, _CHUNK_ENTRIES // max(v.shape[0], 1))
     for start in range(0, int(rows.size), step):
         block = sign * _host_or_device(cost[rows[start:start + step]], xp).astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            excess = (us + vs) - block
-            over = excess > 0.0  # (most entries of an unmatched row lie far below: skip them)
+        ub = us[start:start + step, None]
+        with np.errstate(invalid="ignore"):  # (inf - inf where an entry is forbidden)
+            excess = (ub + vs) - block
+            over = excess > 0.0
             if not bool(over.any()):
                 continue
-            tol = CHECK_RTOL * ((xp.abs(block) + abs(us)) + va)
-            low = xp.where(over & (excess > tol), block - us, np.inf)
+            tol = CHECK_RTOL * ((xp.abs(block) + xp.abs(ub)) + va)
+            low = xp.where(over & (excess > tol), block - ub, np.inf)
         target = xp.minimum(target, low.min(axis=0))
-    return target if bool((target < np.inf).any()) else None
+    return target
 
 
 def _prices_lowered(cost, r, k, u_pair, v, paired, first, half, n2: int, xp,
@@ -154,18 +164,7 @@ def _prices_lowered(cost, r, k, u_pair, v, paired, first, half, n2: int, xp,
         u_pair[todo] = paired[todo] - v[k[todo]]
         if bool((sign * u_pair[todo] > limit_side + CHECK_RTOL * abs(limit_side)).any()):
             return False
-        target = xp.full(n2, np.inf)
-        vs, va = sign * v, xp.abs(v)
-        step = max(1, _CHUNK_ENTRIES // max(n2, 1))
-        for start in range(0, int(todo.size), step):
-            rows = todo[start:start + step]
-            block = sign * _host_or_device(cost[r[rows]], xp).astype(np.float64)
-            us = sign * u_pair[rows][:, None]
-            with np.errstate(invalid="ignore"):  # (inf - inf where an entry is forbidden)
-                excess = (us + vs) - block
-                tol = CHECK_RTOL * ((xp.abs(block) + xp.abs(us)) + va)
-                low = xp.where(excess > tol, block - us, np.inf)
-            target = xp.minimum(target, low.min(axis=0))
+        target = _column_targets(cost, r[todo], sign * u_pair[todo], v, xp, sign)
         cols = xp.nonzero(target < np.inf)[0]
         if bool((owner[cols] < 0).any()):
             return False
