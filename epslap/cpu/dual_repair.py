@@ -74,6 +74,28 @@ _RAISE_STEPS = 8
 
 
 @njit(cache=True, nogil=True, inline="always")
+def misses_rule(ui, wj, cij, t, rtol):
+    """Whether entry (i, j) misses the rule with dual ``ui`` and price ``wj`` (tolerances from
+    the duals in the reported position, top price ``t``)."""
+    excess = exact_excess_scalar(ui, wj, cij)
+    return excess > 0.0 and excess > rtol * ((abs(cij) + abs(ui + t)) + abs(wj - t))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def raised_own_price(wx, t, cx, wj, cij, rtol):
+    """The first of ``wx`` and the _RAISE_STEPS - 1 floats above it at which row i's own
+    price (its pair's cost ``cx``) puts ``u_i = cx - wx`` within the rule of entry (i, j);
+    NaN where none does at or below the top ``t``."""
+    for _ in range(_RAISE_STEPS):
+        if not wx <= t:
+            return np.nan
+        if not misses_rule(cx - wx, wj, cij, t, rtol):
+            return wx
+        wx = np.nextafter(wx, np.inf)
+    return np.nan
+
+
+@njit(cache=True, nogil=True, inline="always")
 def mend(ui, t, x, cx, j, cij, w, rtol, owner, queue, queued, head, size):
     """Pair (i, j) of row i (dual ``ui``, own pair at column ``x`` of cost ``cx``): where it
     violates the rule by less than a few ulps of ``w_x`` (the precision ``u_i = c_x - w_x``
@@ -85,35 +107,19 @@ def mend(ui, t, x, cx, j, cij, w, rtol, owner, queue, queued, head, size):
     then miss the rule, so the caller sweeps every row again. ``(ui, size, changed)``; size
     -1 where that price would pass the top (row i gains by taking j: no repair of the duals
     certifies the assignment)."""
-    excess = exact_excess_scalar(ui, w[j], cij)
-    if not (excess > 0.0 and excess > rtol * ((abs(cij) + abs(ui + t)) + abs(w[j] - t))):
+    if not misses_rule(ui, w[j], cij, t, rtol):
         return ui, size, False
     # a miss within the rounding of u_i's own pair (u_i = c_x - w_x holds only the precision
     # of w_x): w_x up by a few ulps lowers u_i past it, a change within every rule of column x
-    wx = w[x]
-    for _ in range(_RAISE_STEPS):
-        wx = np.nextafter(wx, np.inf)
-        if not wx <= t:
-            break
-        un = cx - wx
-        excess = exact_excess_scalar(un, w[j], cij)
-        if not (excess > 0.0 and excess > rtol * ((abs(cij) + abs(un + t)) + abs(w[j] - t))):
-            w[x] = wx
-            return un, size, True
+    wx = raised_own_price(np.nextafter(w[x], np.inf), t, cx, w[j], cij, rtol)
     k = owner[j]
-    if k < 0:
-        wx = cx - (cij - w[j])
-        for _ in range(_RAISE_STEPS):  # (up by ulps where cx - wx rounds above c_ij - w_j)
-            if not wx <= t:
-                return ui, -1, False
-            ui = cx - wx
-            excess = exact_excess_scalar(ui, w[j], cij)
-            if not (excess > 0.0
-                    and excess > rtol * ((abs(cij) + abs(ui + t)) + abs(w[j] - t))):
-                w[x] = wx
-                return ui, size, True
-            wx = np.nextafter(wx, np.inf)
-        return ui, -1, False
+    if wx != wx and k < 0:  # (up by ulps where cx - wx rounds above c_ij - w_j)
+        wx = raised_own_price(cx - (cij - w[j]), t, cx, w[j], cij, rtol)
+        if wx != wx:
+            return ui, -1, False
+    if wx == wx:
+        w[x] = wx
+        return cx - wx, size, True
     w[j] = cij - ui
     if not queued[k]:
         queue[(head + size) % queue.shape[0]] = k
