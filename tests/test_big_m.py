@@ -193,30 +193,43 @@ def test_big_m_on_the_gpu_from_host_and_device_matrices(on_device):
     assert zeroed[sol.row_ind, sol.col_ind].sum() == pytest.approx(zeroed[r, k].sum(), rel=1e-12)
 
 
+def _stored_big_m(seed: int):
+    """A small sparse problem of stored costs -1, 0, 1 and 1e20 (a full matching among its
+    pairs): ``(matrix, values, best)``, ``best`` its exact optimum in fractions (brute
+    force)."""
+    import itertools
+    from fractions import Fraction
+
+    import scipy.sparse as sp
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 7))
+    mask = rng.random((n, n)) < 0.6
+    mask[np.arange(n), rng.permutation(n)] = True
+    vals = rng.choice([-1.0, 0.0, 1.0, 1e20], (n, n))
+    r, c = np.nonzero(mask)
+    best = min(sum(Fraction(vals[i, p[i]]) for i in range(n))
+               for p in itertools.permutations(range(n)) if mask[np.arange(n), p].all())
+    return sp.csr_array((vals[r, c], (r, c)), shape=(n, n)), vals, best
+
+
+def _exact_cost(vals, sol):
+    from fractions import Fraction
+    return sum(Fraction(vals[i, j]) for i, j in zip(sol.row_ind, sol.col_ind))
+
+
 def test_stored_pairs_with_a_big_cost_are_solved_without_it_first():
     """Sparse input: the auction's ε starts from the largest cost, and a stored 1e20 beside
     costs of -1, 0, 1 ended at wrong assignments (-2 for -3, 1 for 0), with duals that
     verify passed in some. Against brute force in exact fractions; 1013 of 3000 such problems
     were wrong before."""
-    import itertools
-    from fractions import Fraction
-
     import scipy.sparse as sp
     m = sp.csr_array((np.array([-1.0, -1, 1e20, -1, -1, -1, 0]),
                       ([0, 0, 1, 1, 1, 2, 2], [0, 2, 0, 1, 2, 0, 2])), shape=(3, 3))
     sol = epslap.solve(m)
     assert sol.cost == -3.0 and sol.stats["big_m_apart"] == 0.0
     for seed in range(150):
-        rng = np.random.default_rng(seed)
-        n = int(rng.integers(2, 7))
-        mask = rng.random((n, n)) < 0.6
-        mask[np.arange(n), rng.permutation(n)] = True
-        vals = rng.choice([-1.0, 0.0, 1.0, 1e20], (n, n))
-        r, c = np.nonzero(mask)
-        sol = epslap.solve(sp.csr_array((vals[r, c], (r, c)), shape=(n, n)))
-        best = min(sum(Fraction(vals[i, p[i]]) for i in range(n))
-                   for p in itertools.permutations(range(n)) if mask[np.arange(n), p].all())
-        got = sum(Fraction(vals[i, j]) for i, j in zip(sol.row_ind, sol.col_ind))
+        m, vals, best = _stored_big_m(seed)
+        got = _exact_cost(vals, epslap.solve(m))
         if best < 1e19:  # (an optimum that needs the big cost: its small ones up to rounding)
             assert got == best, seed
         else:
@@ -229,26 +242,14 @@ def test_stored_lines_of_one_big_cost_are_subtracted_and_the_rest_solved_exactly
     ended 1-3 above the optimum with a warning that its duals miss the rule. Such a line's
     value is subtracted (its costs become 0), the rest solved apart: the exact optimum, in
     fractions, with certified duals."""
-    import itertools
     import warnings
-    from fractions import Fraction
-
-    import scipy.sparse as sp
     for seed in (53, 93, 109):
-        rng = np.random.default_rng(seed)
-        n = int(rng.integers(2, 7))
-        mask = rng.random((n, n)) < 0.6
-        mask[np.arange(n), rng.permutation(n)] = True
-        vals = rng.choice([-1.0, 0.0, 1.0, 1e20], (n, n))
-        r, c = np.nonzero(mask)
-        m = sp.csr_array((vals[r, c], (r, c)), shape=(n, n))
+        m, vals, best = _stored_big_m(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             sol = epslap.solve(m)
-        best = min(sum(Fraction(vals[i, p[i]]) for i in range(n))
-                   for p in itertools.permutations(range(n)) if mask[np.arange(n), p].all())
-        assert sum(Fraction(vals[i, j]) for i, j in zip(sol.row_ind, sol.col_ind)) == best, seed
+        assert _exact_cost(vals, sol) == best, seed
         assert sol.stats["big_m_lines"] >= 1 and sol.cost == float(best)
         assert epslap.verify(m, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"]
-        neg = epslap.solve(sp.csr_array((-vals[r, c], (r, c)), shape=(n, n)), maximize=True)
+        neg = epslap.solve(-m, maximize=True)
         assert neg.cost == -float(best) and neg.stats["big_m_lines"] >= 1
