@@ -16,7 +16,6 @@ from .candidates import check_candidates
 from .cpu import small as _small
 from .cpu.api import solve_cpu
 from .limit import solve_with_limit
-
 from .solution import Solution
 
 if TYPE_CHECKING:  # the GPU package is imported only when a GPU backend is asked for

@@ -27,7 +27,6 @@ from .big_m import solve_apart
 from .cpu.api import solve_cpu
 from .errors import member_error, solved_groups
 from .limit import solve_batch_with_limit
-
 from .solution import Solution, orient_duals
 
 

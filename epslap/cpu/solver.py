@@ -19,9 +19,9 @@ from .._status import (STATUS_INTERRUPTED, STATUS_OK, STOP_AFTER_AUGMENTATION, S
 from .. import checkpoint as ckpt
 from ..certificate import prices_need_polish
 from ..errors import user_stacklevel
+from ..solution import raise_free_columns
 from . import cores
 from . import passes as ker
-from ..solution import raise_free_columns
 from .duals import duals_hold, free_columns_on_top, repair_duals_on_rows
 from .estimate.driver import estimate_rows
 from .host import compile_kernels, read_rows, run_interruptibly
@@ -362,8 +362,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
             v -= v.max()
             polish_rows += passes.polish(prog, square=True)
     solve_again, dual_repair_rows = False, 0
-    if not integral and n1 < n2 and result[0] == STATUS_OK and raise_free_columns(v, row_to_col):
-        certified = False  # the rule is checked again with the free columns on top
+    if certified and not integral and n1 < n2 and raise_free_columns(v, row_to_col):
+        certified = False  # checked with the free columns on top (_settle_float_duals)
     if not integral and not certified:
         more, dual_repair_rows, solve_again = _settle_float_duals(
             passes, src, n2, row_dtype, estimate_context, gathered, prog,
