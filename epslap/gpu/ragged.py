@@ -173,9 +173,9 @@ def members_missing_rule(cupy, m, p: Plan, x, u, v, maximize: bool, rtol: float)
         tol = rtol * ((cupy.abs(c) + cupy.abs(us)[:, :, None]) + cupy.abs(vr)[:, None, :])
         bad = (inside & (excess > tol)).any(axis=(1, 2))
         paired = cupy.take_along_axis(c, xs[:, :, None], axis=2)[:, :, 0]
-        slack = cupy.abs(paired - us - cupy.take_along_axis(vs, xs, axis=1))
-        slack_tol = rtol * ((cupy.abs(paired) + cupy.abs(us))
-                            + cupy.abs(cupy.take_along_axis(vs, xs, axis=1)))
+        paired_v = cupy.take_along_axis(vs, xs, axis=1)
+        slack = cupy.abs(paired - us - paired_v)
+        slack_tol = rtol * ((cupy.abs(paired) + cupy.abs(us)) + cupy.abs(paired_v))
         bad |= (rows_in & ~(slack <= slack_tol)).any(axis=1)
     return idx[cupy.asnumpy(bad)]
 
