@@ -348,3 +348,37 @@ def test_rectangular_matrices_of_mixed_magnitudes_against_scipy():
             sol = epslap.solve(c)
         assert sol.cost == pytest.approx(c[r, j].sum(), rel=1e-12, abs=1e-12), seed
         assert epslap.verify(c, sol.row_ind, sol.col_ind, sol.u, sol.v)["optimal"], seed
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float32, np.int32])
+def test_two_smallest_by_vector_passes_is_the_scan(dtype):
+    """Rows from ``_TWO_PASSES_FROM`` columns find their two smallest reduced costs by two
+    vector passes: the same least cost, its first column, the second (a tie included, with its
+    column) and whether there is a second, as the scan that shorter rows take."""
+    rng = np.random.default_rng(7)
+    n2 = jv._TWO_PASSES_FROM + 3
+    wt = np.int64 if np.dtype(dtype).kind == "i" else np.float64
+    for trial in range(300):
+        top = [2, 5, 1000][trial % 3]
+        c = rng.integers(-top, top, (4, n2)).astype(dtype)
+        if trial % 7 == 0:
+            c[1] = c[1, 0]  # one value everywhere
+        v = rng.integers(-3, 3, n2).astype(wt)
+        if wt is np.float64 and trial % 5 == 0:
+            c = c * 0.0  # +0.0 and -0.0
+            v = v * 0.0
+        for i in range(4):
+            got = jv._two_smallest(c, v, i)
+            want = jv._two_smallest_scan(c, v, i)
+            assert got[:3] == want[:3]
+            assert (got[3] < 0) == (want[3] < 0)
+            if got[2] == got[0]:
+                assert got[3] == want[3]
+
+
+@pytest.mark.parametrize("shape", [(300, 300), (280, 420)])
+def test_rows_past_the_two_pass_width_with_ties(shape):
+    rng = np.random.default_rng(shape[1])
+    for top in (2, 4, 50):
+        _check(rng.integers(0, top, shape))
+        _check(rng.integers(0, top, shape).astype(np.float64), maximize=True)
