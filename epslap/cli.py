@@ -344,6 +344,14 @@ def _check_solve_options(args) -> None:
                              "would be overwritten)")
 
 
+def _dtype_words(dtype: np.dtype) -> str:
+    """A non-numeric dtype as a user reads it: ``strings (<U1)``, ``complex numbers
+    (complex128)``."""
+    kinds = {"U": "strings", "S": "byte strings", "c": "complex numbers", "M": "dates",
+             "m": "time spans", "V": "records"}
+    return f"{kinds.get(dtype.kind, 'values')} ({dtype.str if dtype.kind in 'USV' else dtype})"
+
+
 def _load_cost(args):
     import costfns
     if args.matrix is not None:
@@ -363,7 +371,10 @@ def _load_cost(args):
                     raise Failure(f"epslap solve: {args.matrix!r} is a .npz archive of "
                                   f"{len(names)} arrays ({', '.join(names[:5])}): save the "
                                   "cost matrix alone (.npy, or a .npz holding only it)")
-                return loaded[names[0]], args.matrix
+                loaded = loaded[names[0]]
+        if loaded.dtype.kind not in "biuf":  # (scipy's cast message says less than this)
+            raise ValueError(f"{args.matrix} holds {_dtype_words(loaded.dtype)}: the cost "
+                             "must be a numeric array (bool, integer or float)")
         return loaded, args.matrix
     n = 1000 if args.n is None else args.n
     seed = 0 if args.seed is None else args.seed

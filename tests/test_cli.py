@@ -161,6 +161,11 @@ def test_bad_values_in_a_matrix_exit_2(tmp_path, capsys):
     np.save(words, np.array([["a", "b"], ["c", "d"]]))
     code, _, err = run(["solve", str(words)], capsys)
     assert code == 2 and "the cost must be a numeric array" in one_line(err)
+    assert "holds strings (<U1)" in err and "Cannot cast" not in err
+    waves = tmp_path / "waves.npy"
+    np.save(waves, np.ones((2, 2), complex))
+    code, _, err = run(["solve", str(waves)], capsys)
+    assert code == 2 and "holds complex numbers (complex128)" in one_line(err)
 
 
 def test_warnings_are_one_line_each(monkeypatch, capsys):
