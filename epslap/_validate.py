@@ -186,7 +186,18 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
     transposed = arr.shape[0] > arr.shape[1]
     if transposed:
         arr = arr.T
-    return CanonicalDense(np.ascontiguousarray(arr), transposed, integral)
+    return CanonicalDense(_read_only(np.ascontiguousarray(arr)), transposed, integral)
+
+
+def _read_only(m: np.ndarray) -> np.ndarray:
+    """``m``, or a read-only view of it: the kernels read a matrix and never write it, and
+    Numba compiles a kernel once for read-only and once for writeable arrays. Every matrix
+    handed over read-only, a matrix loaded read-only (``np.load(..., mmap_mode="r")``, the CLI's
+    ``.npy``) and one built in memory share one set of kernels."""
+    if m.flags.writeable:
+        m = m.view()
+        m.flags.writeable = False
+    return m
 
 
 def check_float_matrix(m) -> None:

@@ -353,3 +353,27 @@ def test_none_is_refused_with_scipys_error_type():
         scipy_lsa(None)
     with pytest.raises(ValueError, match="expected a matrix"):
         epslap.linear_sum_assignment(None)
+
+
+def test_read_only_and_writeable_matrices_share_the_kernels(tmp_path):
+    """The kernels get every matrix read-only (Numba compiles a kernel once per writeability):
+    a matrix loaded read-only (``np.load(mmap_mode="r")``, the CLI's) reuses the set a matrix
+    in memory compiled, and the answers agree with scipy's."""
+    from epslap._validate import canonical_dense
+    from epslap.cpu.estimate import stage_ab
+    rng = np.random.default_rng(5)
+    c = rng.random((60, 70))
+    assert not canonical_dense(c, False).matrix.flags.writeable
+    assert c.flags.writeable  # the caller's array is left as it was
+    np.save(tmp_path / "c.npy", c)
+    loaded = np.load(tmp_path / "c.npy", mmap_mode="r")
+    with cpu_path("eps"):
+        for m in (c, loaded, np.ascontiguousarray(c.T)):
+            for maximize in (False, True):
+                sol = epslap.solve(m, maximize=maximize, threads=1)
+                assert sol.cost == pytest.approx(scipy_optimum(np.asarray(m), maximize),
+                                                 rel=1e-12)
+    writeable = [sig for sig in stage_ab.ab_worker.signatures
+                 if any(getattr(t, "ndim", 0) == 2 and getattr(t, "mutable", False)
+                        for t in sig)]
+    assert not writeable, writeable
