@@ -186,10 +186,10 @@ def canonical_dense(cost, maximize: bool, check_values: bool = True,
     transposed = arr.shape[0] > arr.shape[1]
     if transposed:
         arr = arr.T
-    return CanonicalDense(_read_only(np.ascontiguousarray(arr)), transposed, integral)
+    return CanonicalDense(read_only_view(np.ascontiguousarray(arr)), transposed, integral)
 
 
-def _read_only(m: np.ndarray) -> np.ndarray:
+def read_only_view(m: np.ndarray) -> np.ndarray:
     """``m``, or a read-only view of it: the kernels read a matrix and never write it, and
     Numba compiles a kernel once for read-only and once for writeable arrays. Every matrix
     handed over read-only, a matrix loaded read-only (``np.load(..., mmap_mode="r")``, the CLI's

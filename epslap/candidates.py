@@ -35,7 +35,7 @@ import numpy as np
 from ._sources import int32_negation_error, negated, raise_pending
 from ._sync import new_sync, run_workers
 from ._validate import (Options, Problem, canonical_dense, check_before_compile, check_float_range,
-                        check_int_range)
+                        check_int_range, read_only_view)
 from .certificate import CHECK_RTOL, RTOL
 from .cpu.candidates import (FLAG_NAN, FLAG_NEG_INF, appended_pairs, candidate_rows,
                              certify_rows, lists_to_csr)
@@ -590,6 +590,7 @@ def matrix_sample(cost: np.ndarray, maximize: bool, k: int, threads=None,
             if maximize:
                 np.negative(src, out=src)
             rows = np.arange(sample.size, dtype=np.int64)
+        src = read_only_view(src)  # (the kernels' type of a matrix: canonical_dense's)
         m = sample.size
         # a thread per SAMPLE_ENTRIES_PER_THREAD entries read: a first look's 17 rows are
         # read faster alone than the threads start (16 of them: 3 ms on a GPU machine's host)

@@ -12,6 +12,7 @@ from epslap._estimate_driver import needs_cde
 from epslap._status import STATUS_CERTIFIED, STATUS_OK
 from epslap.cache import make_cache
 from epslap._sync import new_sync
+from epslap._validate import read_only_view as ro  # the kernels get matrices read-only
 from epslap.cpu import passes as ker
 from epslap.cpu import estimate as est
 from epslap.cpu.estimate import certify as cert
@@ -30,7 +31,7 @@ def _estimate(c):
     v = np.zeros(n2, np.int64 if integral else np.float64)
     perm = np.zeros(n1, np.int64)
     pick = np.full(n1, -1, np.int64)
-    status, eps_upper, eps_lower = est.estimate(c, [np.empty(n2, c.dtype)], n1, n2, v, perm,
+    status, eps_upper, eps_lower = est.estimate(ro(c), [np.empty(n2, c.dtype)], n1, n2, v, perm,
                                                 integral, pick)
     return status, eps_upper, eps_lower, v, perm, pick
 
@@ -44,7 +45,7 @@ def _run_passes(c, v, perm, eps_upper, eps_lower):
     result = np.zeros(3)
     io = ker.fresh_io(v, perm, row_to_col, np.zeros(ker.MAX_PASSES), result)
     meet = ker.Meeting(new_sync(), slots, slots.view(v.dtype), np.zeros(8, np.int64))
-    ker.pass_worker(np.int64(0), np.int64(1), c, np.empty(n2, c.dtype), n1, n2,
+    ker.pass_worker(np.int64(0), np.int64(1), ro(c), np.empty(n2, c.dtype), n1, n2,
                     float(eps_upper), float(eps_lower), integral, inf_val, io, meet)
     status, n_pass, rows = int(result[0]), int(result[1]), result[2]
     assert status == STATUS_OK
@@ -184,7 +185,7 @@ def test_speculative_certificate_sweep(name, expected, threads):
     c = costfns.generate(name, 400, seed=4)
     pick = np.full(400, -1, np.int64)
     bufs = [np.empty(400) for _ in range(threads)]
-    status = cert.certify_sweep(c, bufs, 400, 400, np.empty(400), pick, threads)
+    status = cert.certify_sweep(ro(c), bufs, 400, 400, np.empty(400), pick, threads)
     assert status == expected
     if expected == cert.ABORT:  # gave up early: only a few rows were assigned
         assert (pick >= 0).sum() < 100
@@ -202,7 +203,8 @@ def test_certificate_sweep_with_more_tied_minima_than_kept(threads):
     c[cert.CERT_SAMPLE:, :4] = 1.0    # later rows: minima at 0..3 (all taken soon) and at i
     c[np.arange(cert.CERT_SAMPLE, n), np.arange(cert.CERT_SAMPLE, n)] = 1.0
     vf, pick = np.empty(n), np.full(n, -1, np.int64)
-    status = cert.certify_sweep(c, [np.empty(n) for _ in range(threads)], n, n, vf, pick, threads)
+    status = cert.certify_sweep(ro(c), [np.empty(n) for _ in range(threads)], n, n, vf, pick,
+                                threads)
     assert status == STATUS_CERTIFIED
     np.testing.assert_array_equal(vf, 0.0)
     row_to_col, n_pass, rows = _run_passes(c, vf.copy(), np.arange(n), 0.0, 0.0)
@@ -242,7 +244,7 @@ def test_estimate_on_threads_equals_one_thread(name, shape, threads):
     for a, b in zip(one[:6], many[:6]):
         np.testing.assert_array_equal(a, b)
     n1, n2 = shape
-    stages = est.CpuStages(c, [np.empty(n2, c.dtype)], n1, n2, np.empty(n2),
+    stages = est.CpuStages(ro(c), [np.empty(n2, c.dtype)], n1, n2, np.empty(n2),
                            np.empty(n1, np.int64), np.zeros(n1, np.int64), integral)
     ab = stages.stages_ab()
     assert needs_cde(ab.gap_i, ab.gap) == name.startswith("rank")  # whether stages C–E ran
@@ -309,7 +311,7 @@ def test_stages_a_and_b_against_a_direct_reference(name, shape, threads):
         c = np.ascontiguousarray(costfns.generate(name, n2, seed=6)[:n1])
     gap_i, gap, g0, v_ref, pick_ref, regret_ref = _stages_ab_reference(c)
     pick = np.empty(n1, np.int64)
-    stages = est.CpuStages(c, [np.empty(n2) for _ in range(threads)], n1, n2, np.empty(n2),
+    stages = est.CpuStages(ro(c), [np.empty(n2) for _ in range(threads)], n1, n2, np.empty(n2),
                            np.empty(n1, np.int64), pick, False)
     ab = stages.stages_ab()
     assert ab is not None and stages.status == STATUS_OK

@@ -15,6 +15,7 @@ import epslap
 from epslap.cpu import passes as ker
 from epslap import _sync
 from epslap.cpu.cores import AUTO_MIN_COLS, resolve_threads
+from epslap._validate import read_only_view
 from epslap.errors import InfeasibleError
 
 from conftest import assert_certified, assert_optimal, cpu_path
@@ -151,6 +152,7 @@ def _worker_args(c, nthreads, ctl):
                     np.zeros(ker.MAX_PASSES), result)
     meet = ker.Meeting(sync, slots, slots.view(np.float64), ctl)
     shared = (n1, n2, 0.0, 0.0, False, np.inf, io, meet)
+    c = read_only_view(c)  # as the library hands matrices to the kernels
     return [(np.int64(t), np.int64(nthreads), c, bufs[t]) + shared for t in range(nthreads)], \
         result
 

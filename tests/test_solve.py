@@ -360,6 +360,7 @@ def test_read_only_and_writeable_matrices_share_the_kernels(tmp_path):
     a matrix loaded read-only (``np.load(mmap_mode="r")``, the CLI's) reuses the set a matrix
     in memory compiled, and the answers agree with scipy's."""
     from epslap._validate import canonical_dense
+    from epslap.cpu import candidates, passes
     from epslap.cpu.estimate import stage_ab
     rng = np.random.default_rng(5)
     c = rng.random((60, 70))
@@ -373,7 +374,13 @@ def test_read_only_and_writeable_matrices_share_the_kernels(tmp_path):
                 sol = epslap.solve(m, maximize=maximize, threads=1)
                 assert sol.cost == pytest.approx(scipy_optimum(np.asarray(m), maximize),
                                                  rel=1e-12)
-    writeable = [sig for sig in stage_ab.ab_worker.signatures
-                 if any(getattr(t, "ndim", 0) == 2 and getattr(t, "mutable", False)
-                        for t in sig)]
-    assert not writeable, writeable
+    big = rng.random((1100, 1100))  # "auto"'s sample and the candidates method
+    sol = epslap.solve(big, threads=1)
+    assert sol.stats["method"] == "candidates"
+    assert sol.cost == pytest.approx(scipy_optimum(big), rel=1e-12)
+    # (the argument that holds the matrix, where the source is one)
+    for kernel, at in ((stage_ab.ab_worker, 2), (passes.pass_worker, 2),
+                       (candidates.candidate_rows, 0)):
+        writeable = [sig[at] for sig in kernel.signatures
+                     if getattr(sig[at], "ndim", 0) == 2 and sig[at].mutable]
+        assert not writeable, (kernel, writeable)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._progress import SolveProgress
 from .._sync import LoadWatch, new_sync, run_workers
+from .._validate import read_only_view
 from .._schedule import rectangular_from_zero
 from .._status import (STATUS_INTERRUPTED, STATUS_OK, STOP_AFTER_AUGMENTATION, STOP_NONE,
                        STOP_NOW, raise_for_status)
@@ -289,6 +290,8 @@ def solve_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: boo
     pair in the work dtype, where the last check of the float duals read them.
     """
     nthreads = int(threads)
+    if isinstance(src, np.ndarray):  # (the kernels' type of a matrix: canonical_dense's)
+        src = read_only_view(src)
     srcs = list(thread_srcs) if thread_srcs is not None else [src] * nthreads
     if len(srcs) != nthreads:
         raise ValueError(f"thread_srcs must hold {nthreads} sources, got {len(srcs)}")
