@@ -9,7 +9,7 @@ import numpy as np
 from ..._status import STATUS_CERTIFIED, STATUS_INTERRUPTED, STATUS_INVALID, STATUS_OK, \
     raise_for_status
 from ..._sync import new_sync
-from ..._validate import check_float_range
+from ..._validate import check_float_range, read_only_view
 from ..host import compile_kernels, compile_later, rows_served, run_interruptibly
 from . import CpuStages, certificate_holds
 from . import certify as cert
@@ -32,6 +32,8 @@ def estimate_rows(src, n1: int, n2: int, row_dtype, *, integral: bool, epsilon: 
     may compile (``cpu.compile_ahead``) while this one compiles the estimate's longest kernel.
     """
     work = np.int64 if integral else np.float64
+    if isinstance(src, np.ndarray):  # (the kernels' type of a matrix: canonical_dense's)
+        src = read_only_view(src)
     ctl = np.zeros(8, dtype=np.int64) if ctl is None else ctl
     buf = np.empty(n2, dtype=row_dtype)
     v = np.zeros(n2, dtype=work)
