@@ -34,6 +34,7 @@ from ._exact import CHECK_RTOL, RTOL, exact_excess  # noqa: F401  (the rule's to
 from ._validate import check_cost_limit, check_flag, largest_finite
 from .cpu.verify_rows import scan_source
 from .point_pairs import applies, verify_pairs
+from .solution import not_taken
 from .sparse_input import is_sparse, stored_pairs
 
 _CHUNK = 1 << 22  # matrix entries checked per block: bounded extra memory for big matrices
@@ -499,13 +500,11 @@ def _at_bounds(n1: int, n2: int, r, k, us, vs, hs):
     ur, vr = us, vs
     if hs is not None or n1 < n2:
         vr = vs.copy()
-        free = np.ones(vs.size, bool)
-        free[k] = False
+        free = not_taken(vs.size, k)
         vr[free] = np.maximum(vs[free], 0.0 if hs is None else hs)
     if hs is not None or n1 > n2:
         ur = us.copy()
-        free = np.ones(us.size, bool)
-        free[r] = False
+        free = not_taken(us.size, r)
         ur[free] = np.maximum(us[free], 0.0 if hs is None else hs)
     raised = bool((ur is not us and (ur != us).any()) or (vr is not vs and (vr != vs).any()))
     return ur, vr, raised

@@ -18,6 +18,7 @@ import numpy as np
 from ._exact import CHECK_RTOL
 from ._validate import is_device_array
 from .errors import user_stacklevel
+from .solution import not_taken
 
 #: what the solvers' warning of float duals that miss verify's rule says
 MISSED_RULE = "per-entry rule"
@@ -104,8 +105,7 @@ def _unmatched_rows_target(cost, r, n1: int, v, half, xp, sign: float):
     """For the rows left unmatched (their dual ``L / 2``): each column's price that meets the
     rule on every one of their entries, where one misses it (``min_i c_ij - L/2`` over those
     rows; signed as minimised), +inf elsewhere; None where none misses it."""
-    free = np.ones(n1, bool)
-    free[_host_or_device(r, np)] = False
+    free = not_taken(n1, _host_or_device(r, np))
     rows = xp.asarray(np.flatnonzero(free))
     if not int(rows.size):
         return None

@@ -62,14 +62,21 @@ def empty_solve(n2: int, integral: bool, backend: str):
     return np.zeros(0, np.int64), np.zeros(n2, work), np.zeros(0, work), stats
 
 
+def not_taken(n: int, taken: np.ndarray) -> np.ndarray:
+    """The mask of the lines 0 ... n-1 (columns or rows) that are not in ``taken``: the
+    columns no row holds, the rows left unassigned."""
+    free = np.ones(n, bool)
+    free[taken] = False
+    return free
+
+
 def raise_free_columns(v: np.ndarray, row_to_col: np.ndarray) -> bool:
     """Set every unassigned column's price to the largest, where a float rounding left it below
     (the virtual rows of a padded solve tie their columns at the top only within a rounding):
     a rectangular certificate needs them there, their dual 0 after the shift, or a pair with
     one may be cheaper than its row's own at that row's scale. Whether a price changed (the
     per-entry rule is then checked again)."""
-    free = np.ones(len(v), bool)
-    free[row_to_col] = False
+    free = not_taken(len(v), row_to_col)
     if not free.any():
         return False
     top = v.max()

@@ -6,6 +6,7 @@ import numpy as np
 
 from .._sync import new_sync
 from ..certificate import CHECK_RTOL
+from ..solution import not_taken
 from . import passes as ker
 from .dual_repair import repair_duals
 from .host import rows_served, run_interruptibly
@@ -38,8 +39,7 @@ def repair_duals_on_rows(src, n2: int, row_dtype, v, row_to_col, estimate_contex
 def free_columns_on_top(v: np.ndarray, row_to_col: np.ndarray) -> bool:
     """Whether every column left unassigned has the largest price: the condition under which
     the prices certify a rectangular assignment (their duals are 0 after the shift)."""
-    free = np.ones(len(v), bool)
-    free[row_to_col] = False
+    free = not_taken(len(v), row_to_col)
     return not free.any() or bool((v[free] == v.max()).all())
 
 

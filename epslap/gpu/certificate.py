@@ -7,7 +7,7 @@ import numpy as np
 from costfns.rows import fill_rows
 
 from ..certificate import RTOL, verify
-from ..solution import raise_free_columns
+from ..solution import not_taken, raise_free_columns
 from .launch import LaunchConfig, grid_geometry
 from .modules import pass_module
 from .runtime import cost_args, import_cupy, wide_grid
@@ -67,8 +67,7 @@ def certified(cuda_cost, n1: int, n2: int, integral: bool, out, device: int, hos
     ok = excess <= 0.0
     if n1 < n2:  # columns left to virtual rows carry the largest price (their dual is 0): what
         # they miss of it is duality gap, held to the gap's tolerance in ``verify``
-        free = np.ones(n2, bool)
-        free[row_to_col] = False
+        free = not_taken(n2, row_to_col)
         top = v.max()
         missing = top - v[free]
         violation = max(violation, float(missing.max()))
