@@ -30,7 +30,8 @@ __all__ = ["solve", "linear_sum_assignment", "solve_batch", "linear_sum_assignme
            "GPUUnavailableError", "CheckpointError", "precompile", "__version__"]
 
 
-def precompile(functions: bool = True, sources: bool = True, candidates: bool = True) -> float:
+def precompile(functions: bool = True, sources: bool = True, candidates: bool = True,
+               gpu: bool = False) -> float:
     """Compile (or load from Numba's disk cache) the CPU kernels; return the seconds spent.
 
     Covers matrices in memory of every dtype (float64, float32, int64, int32) on both CPU
@@ -48,7 +49,12 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
     kernels of the candidates method (``solve(..., candidates=...)``, what ``"auto"`` takes for
     large problems): the sparse solve and its CSR builders for float and integer costs, and
     the two streaming passes over float64 and int64 matrices, the built-in classes and (with
-    ``functions``) a user's jitted cost function.
+    ``functions``) a user's jitted cost function. With ``gpu`` first (CuPy and a device
+    needed: ``GPUUnavailableError`` otherwise) every module of the GPU batch kernel, which
+    batches and single problems whose sides are at most 1024 run on ``backend="gpu"``: one per
+    kind of launch (width up to 4096 columns, dtype, a single problem's staging), about two
+    seconds each the first time on a machine, loaded from CuPy's kernel cache afterwards in
+    every process (``epslap.gpu.precompile``).
     """
     import time
 
@@ -59,6 +65,9 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
 
     from .cpu import jv_numpy
     t0 = time.perf_counter()
+    if gpu:  # first: a machine without a GPU says so before the CPU kernels' compile
+        from .gpu.precompile import precompile_batch_kernels
+        precompile_batch_kernels()
     jv_numpy.compile_from_now()  # the small path's kernels, not its first calls' vector form
     rng = np.random.default_rng(0)
     for dtype in (np.float64, np.float32, np.int64, np.int32):

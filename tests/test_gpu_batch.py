@@ -576,3 +576,33 @@ def test_cost_limit_on_a_ragged_list():
                 penalised(cpu.row_ind[k], cpu.col_ind[k]), abs=1e-9)
             assert epslap.verify(m, gpu_sol.row_ind[k], gpu_sol.col_ind[k], gpu_sol.u[k],
                                  gpu_sol.v[k], cost_limit=limit)["optimal"]
+
+
+@pytest.mark.skipif(_REASON is None, reason="a GPU is present: the missing-GPU error cannot occur")
+def test_precompile_for_the_gpu_without_one_says_so_first(monkeypatch):
+    """``precompile(gpu=True)`` on a machine without CuPy or a device raises the GPU error
+    before it starts on the CPU kernels."""
+    from epslap.cpu import jv_numpy
+    monkeypatch.setattr(jv_numpy, "compile_from_now",
+                        lambda: pytest.fail("the CPU kernels came first"))
+    with pytest.raises(epslap.GPUUnavailableError, match="CuPy|CUDA device"):
+        epslap.precompile(gpu=True)
+
+
+@gpu
+def test_precompile_builds_every_kind_the_batch_kernel_launches():
+    """After ``epslap.gpu.precompile`` the batch kernel's launches of any width up to 4096,
+    dtype, batch or single problem, detection-shaped or square, find their module built: no
+    new module in this process (later processes load them from CuPy's kernel cache)."""
+    from epslap.gpu import batch_plan
+    from epslap.gpu.precompile import precompile_batch_kernels
+    assert precompile_batch_kernels() == 80
+    built = len(batch_plan._KERNELS)
+    rng = np.random.default_rng(4)
+    shapes = [(3, 5, 5), (64, 300, 20), (2, 40, 70), (1, 100, 100), (1, 30, 1000), (3, 9, 9),
+              (1, 1024, 1024), (2, 200, 3000), (1, 2, 4000)]
+    for b, n1, n2 in shapes:
+        for dtype in (np.float32, np.float64, np.int32, np.int64):
+            c = (rng.random((b, n1, n2)) * 100).astype(dtype)
+            batch_certified(c, epslap.solve_batch(c, backend="gpu"))
+    assert len(batch_plan._KERNELS) == built
