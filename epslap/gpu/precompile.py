@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .batch_plan import launch_plan
+from .batch_plan import C_TYPES, launch_plan
 from .modules import EPS_OPTIONS, ORIENT, build_module
 from .runtime import import_cupy
 
 #: one width per team ``batch_plan.geometry`` builds a module for
 WIDTHS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 #: the dtypes the batch kernel reads as they are (others are converted to one of these)
-DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+DTYPES = tuple(np.dtype(name) for name in C_TYPES)
 
 
 def precompile_batch_kernels(device: int = 0) -> int:

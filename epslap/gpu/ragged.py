@@ -155,11 +155,12 @@ def members_missing_rule(cupy, m, p: Plan, x, u, v, maximize: bool, rtol: float)
     idx = np.flatnonzero(top != v.max(axis=1, initial=0.0))
     if not idx.size:
         return idx
-    rows_in = cupy.asarray(np.arange(p.rows) < a[idx, None])
+    rows_host = np.arange(p.rows) < a[idx, None]
+    rows_in = cupy.asarray(rows_host)
     own_d = cupy.asarray(own[idx])
     us = cupy.asarray(u[idx] + top[idx, None])
     vs = cupy.asarray(v[idx] - top[idx, None])
-    xs = cupy.asarray(np.where(np.arange(p.rows) < a[idx, None], x[idx], 0))
+    xs = cupy.asarray(np.where(rows_host, x[idx], 0))
     c = m[idx].astype(np.float64)
     if maximize:
         c = -c
