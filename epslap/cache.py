@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.typed import List as TypedList
 
 from costfns.rows import cost_at, cost_forms, get_row, get_row_part
 from ._sync import barrier, load_acquire, new_sync, request_abort
@@ -292,9 +293,13 @@ cost_forms(entry=_cached_at, row=_cached_fill, part=_cached_part, wraps_inner=Tr
 class JoinedCaches(NamedTuple):
     """Whole rows assembled from per-thread caches of column slices (for the estimate and the
     final cost read-out). While helper threads serve it (:func:`serve_rows`), each slice is
-    looked up — and on a miss computed — by its own thread: parallel row generation."""
+    looked up — and on a miss computed — by its own thread: parallel row generation.
 
-    caches: Any         # tuple of CachedState, one per column slice
+    The caches are held in a Numba typed list, not a tuple: a tuple's type names its length,
+    and every thread count compiled the estimate's kernels anew (about 30 s each on a 2-core
+    machine); the list's type does not (building it costs a process about 0.4 s once)."""
+
+    caches: Any         # numba.typed.List of CachedState, one per column slice
     bounds: np.ndarray  # (T + 1,) int64 column bounds
     row: np.ndarray     # (n2,) the assembled row
     sync: np.ndarray    # barrier state shared with the helpers (epslap._sync)
@@ -377,7 +382,7 @@ def _stop_serving(s):
 
 def join_caches(caches, bounds) -> JoinedCaches:
     n2 = int(bounds[-1])
-    return JoinedCaches(tuple(caches), np.asarray(bounds, np.int64),
+    return JoinedCaches(TypedList(caches), np.asarray(bounds, np.int64),
                         np.empty(n2, caches[0].slots.dtype), new_sync(),
                         np.zeros(3 + len(caches), np.int64))
 

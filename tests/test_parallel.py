@@ -110,6 +110,23 @@ def test_on_demand_per_thread_caches(name, policy, rows):
     assert_optimal(src.dense(), two)
 
 
+def test_a_new_thread_count_compiles_no_new_estimate_kernel():
+    """The threads' row caches reach the estimate in a typed list, whose type does not name
+    their number: 3 and 4 threads run the kernels that 2 threads compiled."""
+    from epslap.cpu.estimate import stage_ab, stage_cde
+    src = costfns.problem("random", 120, seed=5)
+    memory = 30 * 120 * 8
+    two = epslap.solve(src, threads=2, memory=memory)
+    kernels = (stage_ab.ab_worker, stage_cde.cde_worker)
+    compiled = [len(k.signatures) for k in kernels]
+    for threads in (3, 4):
+        more = epslap.solve(src, threads=threads, memory=memory)
+        assert more.stats["threads"] == threads
+        _same(two, more)
+    assert [len(k.signatures) for k in kernels] == compiled
+    assert_optimal(src.dense(), more)
+
+
 def test_on_demand_maximize_and_table():
     src = costfns.problem("geometric", 100, seed=4)
     for memory in (None, 30 * 100 * 8):
