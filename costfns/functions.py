@@ -8,7 +8,8 @@ Numba type holds the function's signature, not the function itself, so the kerne
 once per dtype and loaded from Numba's disk cache by every later process, whatever function the
 user passes (only the user's function is compiled, in well under a second). An element function
 shares them with the built-in classes and matrices of its dtype (``costfns.rows.ErasedState``,
-field ``user``); a row function has its own. The call through a
+field ``user``); a row function shares the kernels of row functions of its dtype with plain
+Python functions (``_RowFunctionState``), element or row. The call through a
 function pointer cannot be inlined, which costs a little per entry for a cheap element function;
 ``specialize=True`` compiles the kernels for the very function instead (inlined, but compiled
 anew in every process: tens of seconds; such kernels are not written to Numba's disk cache,
@@ -53,16 +54,17 @@ def _scalar_type(zero) -> types.Type:
     return types.unliteral(typeof(zero))
 
 
+def _row_function_signature(dtype):
+    """``fn(i, row) -> None`` of a jitted row function of cost ``dtype``."""
+    ty = _scalar_type(np.dtype(dtype).type(0))
+    return types.none(types.int64, types.Array(ty, 1, "C"))
+
+
 def _row_function_types(state):
-    """(int64, cost row) -> None, as a first-class function; ``zero`` types the dtype."""
-    ty = _scalar_type(state.zero)
-    return [types.FunctionType(types.none(types.int64, types.Array(ty, 1, "C"))), ty]
-
-
-@cost_forms(row=_jit_row_fill, field_types=_row_function_types)
-class _FirstClassRowState(NamedTuple):
-    fn: Any      # the user's dispatcher, typed as a first-class function
-    zero: Any    # a scalar of the source's dtype
+    """The fields' Numba types: ``fn`` as a first-class function, so that the kernels compiled
+    for one row function of a dtype serve every other, jitted or plain Python."""
+    return [types.FunctionType(_row_function_signature(state.zero.dtype)), types.int64,
+            _scalar_type(state.zero), types.boolean]
 
 
 # Python callables are looked up by key from object mode (a NamedTuple cannot hold a PyObject).
@@ -87,16 +89,54 @@ def _py_fill(key, i, buf, negate):
 
 
 @njit
-def _py_row_fill(s, i, buf):
+def _python_row_fill(key, i, buf, negate):
+    # apart from the state: an object-mode block in a function holding a first-class function
+    # value does not compile (LLVM IR of a mistyped return)
     with objmode():
-        _py_fill(s.key, i, buf, s.negate)
+        _py_fill(key, i, buf, negate)
+
+
+@njit
+def _row_function_fill(s, i, buf):
+    if s.key != 0:  # a plain Python function, called from object mode (negated there)
+        _python_row_fill(s.key, i, buf, s.negate)
+        return buf
+    s.fn(i, buf)
+    if s.negate:
+        for j in range(buf.shape[0]):
+            buf[j] = -buf[j]
     return buf
 
 
-@cost_forms(row=_py_row_fill)
-class _PyState(NamedTuple):
-    key: np.int64
+@cost_forms(row=_row_function_fill, field_types=_row_function_types)
+class _RowFunctionState(NamedTuple):
+    """A user's row function: a jitted ``fn(i, row)`` called through a function pointer
+    (``key`` 0), or a plain Python function (its rows, or its elements row by row) called from
+    object mode by its ``key`` in ``_PY_FUNCS`` (``fn`` a placeholder). Both are one Numba type
+    per cost dtype, so a Python function and a jitted row function share the kernels (and a
+    maximisation too: ``negate``)."""
+
+    fn: Any      # the user's dispatcher, typed as a first-class function; a placeholder else
+    key: Any     # int64: a Python function's key in _PY_FUNCS; 0 for a jitted function
+    zero: Any    # a scalar of the source's dtype
     negate: bool = False  # the costs negated (a maximisation), in the same compiled type
+
+
+def _no_row(i, buf):  # pragma: no cover - never called (a placeholder)
+    pass
+
+
+_NO_ROW: dict = {}  # dtype -> the placeholder jitted for that dtype's signature
+
+
+def _row_placeholder(dtype):
+    """A jitted ``fn(i, row)`` of cost ``dtype`` that the kernels never call: the ``fn`` of a
+    Python function's state (compiled in milliseconds, once per dtype and process)."""
+    dt = np.dtype(dtype)
+    found = _NO_ROW.get(dt)
+    if found is None:
+        found = _NO_ROW[dt] = njit(_row_function_signature(dt), nogil=True)(_no_row)
+    return found
 
 
 class FunctionSource(CostSource):
@@ -118,11 +158,12 @@ class FunctionSource(CostSource):
                 return (_JitElementState if self.kind == "element" else _JitRowState)(self.fn)
             if self.kind == "element":  # the kernels of the built-in classes of its dtype
                 return user_element_state(self.fn, self.dtype)
-            return _FirstClassRowState(self.fn, self.dtype.type(0))
+            return _RowFunctionState(self.fn, np.int64(0), self.dtype.type(0))
         if self._key is None:
             self._key = next(_KEYS)
             _PY_FUNCS[self._key] = self._python_row
-        return _PyState(np.int64(self._key), False)
+        return _RowFunctionState(_row_placeholder(self.dtype), np.int64(self._key),
+                                 self.dtype.type(0))
 
     def transpose(self) -> "FunctionSource":
         """The element function with its arguments swapped, jitted where ``fn`` is (the solver

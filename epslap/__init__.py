@@ -36,9 +36,10 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
 
     Covers matrices in memory of every dtype (float64, float32, int64, int32) on both CPU
     paths (the small path and the ε-passes); with ``functions`` the kernels that serve a
-    user's jitted cost function (``costfns.from_function``, float64, element and row forms)
-    through a row cache of either policy — the kernels are shared by every such function, so
-    later processes load them instead of compiling; with ``sources`` the kernels of the
+    user's cost function (``costfns.from_function``, float64: jitted element and row forms,
+    and plain Python functions, which share the jitted row functions' kernels) through a row
+    cache of either policy — the kernels are shared by every such function, so later
+    processes load them instead of compiling; with ``sources`` the kernels of the
     built-in classes, point sets, matrices streamed through a cache and jitted element functions
     (``costfns.Random``, ``Geometric``, ``SqEuclidean``, images, ``Dense``, ``OnDisk``, …; one
     set of kernels per cost dtype serves them all: float64, int64, float32, int32) on one
@@ -49,8 +50,9 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
     kernels of the candidates method (``solve(..., candidates=...)``, what ``"auto"`` takes for
     large problems): the sparse solve and its CSR builders for float and integer costs, and
     the two streaming passes over float64 and int64 matrices, the built-in classes and (with
-    ``functions``) a user's jitted cost function. With ``gpu`` first (CuPy and a device
-    needed: ``GPUUnavailableError`` otherwise) every module of the GPU batch kernel, which
+    ``functions``) a user's cost function, jitted or plain Python. Several threads on a
+    source compile the estimate's kernels for threads once, whatever their number. With
+    ``gpu`` first (CuPy and a device needed: ``GPUUnavailableError`` otherwise) every module of the GPU batch kernel, which
     batches and single problems whose sides are at most 1024 run on ``backend="gpu"``: one per
     kind of launch (width up to 4096 columns, dtype, a single problem's staging), about two
     seconds each the first time on a machine, loaded from CuPy's kernel cache afterwards in

@@ -17,7 +17,7 @@ from numba.core.errors import TypingError
 
 import costfns
 import epslap
-from costfns.functions import _JitRowState, _PyState
+from costfns.functions import _JitRowState, _RowFunctionState
 from costfns.rows import (cost_at, cost_forms, forms_of, get_row, get_row_part, has_part_form,
                           random_access)
 from epslap._sources import NegatedState
@@ -227,7 +227,7 @@ def test_part_form_predicate():
     assert has_part_form(CachedState)
     assert has_part_form(NegatedState)
     assert not has_part_form(_JitRowState)   # whole rows only
-    assert not has_part_form(_PyState)
+    assert not has_part_form(_RowFunctionState)
     assert not has_part_form(JoinedCaches)
     assert not has_part_form(np.ndarray)     # not a registered state class
     assert forms_of(np.ndarray) is None
@@ -474,6 +474,42 @@ def test_a_negated_device_cost_compiles_in_both_cost_modes(tmp_path):
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
 
+
+
+def test_python_and_jitted_row_functions_share_the_kernels():
+    """A plain Python function (element or row) and a jitted row function of one dtype have
+    states of one Numba type: the kernels the jitted one compiled solve the Python ones, and a
+    maximised jitted row function negates inside its state (no ``NegatedState`` kernels);
+    every solve gives scipy's optimum."""
+    from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+    from epslap._sources import negated, negates_inside
+    from epslap.cpu import passes
+    from epslap.cpu.estimate import stage_ab
+    m = np.random.default_rng(11).random((60, 60)) * 1000
+
+    @numba.njit
+    def jitted_row(i, out):
+        out[:] = m[i]
+
+    sources = [costfns.from_function(jitted_row, m.shape, kind="row"),
+               costfns.from_function(lambda i: m[i], m.shape, kind="row"),
+               costfns.from_function(lambda i, j: m[i, j], m.shape)]
+    assert len({numba.typeof(s.state()) for s in sources}) == 1
+    state = sources[0].state()
+    assert negates_inside(state) and type(negated(state)) is type(state)
+    rows = np.empty_like(m)
+    _rows(negated(state), rows)
+    np.testing.assert_array_equal(rows, -m)
+    compiled = None
+    for src in sources:
+        for maximize in (False, True):
+            sol = epslap.solve(src, maximize=maximize, memory=20 * 60 * 8, candidates=False)
+            r, c = scipy_lsa(m, maximize=maximize)
+            assert sol.cost == pytest.approx(m[r, c].sum(), rel=1e-12)
+            kernels = (len(passes.pass_worker.signatures), len(stage_ab.ab_worker.signatures))
+            assert compiled is None or kernels == compiled
+            compiled = kernels
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int32])
 def test_a_maximised_python_function_keeps_its_compiled_kernels(dtype):

@@ -229,7 +229,8 @@ def test_a_fresh_process_answers_without_compiling(tmp_path):
 def test_precompile_readies_the_candidates_method_for_a_users_jitted_cost():
     """After ``precompile(candidates=True)`` the candidates method of another jitted cost
     function (its own function, the same kernel type) compiles no new version of the passes'
-    or the sparse solve's kernels, and its answer is scipy's."""
+    or the sparse solve's kernels, and its answer is scipy's; nor do plain Python functions,
+    through the candidates or a row cache."""
     from numba import njit
 
     import costfns
@@ -250,6 +251,19 @@ def test_precompile_readies_the_candidates_method_for_a_users_jitted_cost():
     r, c = scipy_lsa(src.dense())
     assert sol.stats["method"] == "candidates"
     assert abs(sol.cost - src.dense()[r, c].sum()) <= 1e-9 * 60 * 60
+    # a plain Python function reaches the kernels of jitted row functions: precompiled too,
+    # through the candidates and through a row cache
+    from epslap.cpu import passes as eps_passes
+    from epslap.cpu.estimate import stage_ab
+    kernels += (eps_passes.pass_worker, stage_ab.ab_worker)
+    before = [len(k.overloads) for k in kernels]
+    m = src.dense()
+    for python in (costfns.from_function(lambda i: m[i], m.shape, kind="row"),
+                   costfns.from_function(lambda i, j: m[i, j], m.shape)):
+        for how in ({"candidates": 8}, {"memory": 20 * 60 * 8, "candidates": False}):
+            sol = epslap.solve(python, threads=1, **how)
+            assert abs(sol.cost - m[r, c].sum()) <= 1e-9 * 60 * 60
+    assert [len(k.overloads) for k in kernels] == before
 
 
 _COMPILE_S_SCRIPT = """
