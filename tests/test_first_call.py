@@ -175,6 +175,24 @@ def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
     assert epslap.solve(np.random.default_rng(6).random((20, 20))).stats["compiled"] is True
 
 
+
+def test_precompile_readies_the_built_in_classes_on_several_threads():
+    """After ``precompile(sources=True)`` a built-in class solved on 2 and 3 threads through
+    row caches compiles no new version of the estimate's kernels (their joined row caches are
+    one type whatever the thread count), and its answer is scipy's."""
+    import costfns
+    from epslap.cpu.estimate import stage_ab, stage_cde
+    epslap.precompile(functions=False, sources=True, candidates=False)
+    kernels = (stage_ab.ab_worker, stage_cde.cde_worker)
+    before = [len(k.signatures) for k in kernels]
+    src = costfns.Geometric(90, seed=2)
+    r, k = scipy_lsa(src.dense())
+    for threads in (2, 3):
+        sol = epslap.solve(src, memory=20 * 90 * 8, threads=threads, candidates=False)
+        assert sol.stats["threads"] == threads
+        assert sol.cost == pytest.approx(src.dense()[r, k].sum(), rel=1e-12)
+    assert [len(k.signatures) for k in kernels] == before
+
 _RENTER = """
 import sys
 import epslap.cpu.jv_numpy as j
