@@ -42,13 +42,11 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
     processes load them instead of compiling; with ``sources`` the kernels of the
     built-in classes, point sets, matrices streamed through a cache and jitted element functions
     (``costfns.Random``, ``Geometric``, ``SqEuclidean``, images, ``Dense``, ``OnDisk``, …; one
-    set of kernels per cost dtype serves them all: float64, int64, float32, int32) on one
-    thread, as a table and through a row cache of either policy (each class's own two small
-    trampolines compile on its first use, well under a second; a maximisation reuses the
-    same kernels); where two cores exist, the float64 and int64 classes on several threads too
-    (their estimate joins the threads' row caches: one kernel type whatever the thread count).
-    Maximisations of other sources, other sources on several threads, user-defined state
-    classes and ``specialize=True`` functions compile on their first solve. With ``candidates`` the
+    set of kernels per cost dtype serves them all: float64, int64, float32, int32), as a
+    table and through a row cache of either policy, on any number of threads (each class's
+    own two small trampolines compile on its first use, well under a second; a maximisation
+    reuses the same kernels). Maximisations of other sources, user-defined state classes and
+    ``specialize=True`` functions compile on their first solve. With ``candidates`` the
     kernels of the candidates method (``solve(..., candidates=...)``, what ``"auto"`` takes for
     large problems): the sparse solve and its CSR builders for float and integer costs, and
     the two streaming passes over float64 and int64 matrices, the built-in classes and (with
@@ -61,13 +59,11 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
     """
     import time
 
-    import numba
     import numpy as np
     from numba import njit
 
     import costfns
 
-    from ._sync import available_cores
     from .cpu import jv_numpy
     t0 = time.perf_counter()
     if gpu:  # first: a machine without a GPU says so before the CPU kernels' compile
@@ -103,11 +99,6 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
             solve(src, threads=1)  # a table
             for cache in ("lfu", "slru"):
                 solve(src, memory=40 * 8 * 4, cache=cache, threads=1)
-        if min(available_cores(), numba.get_num_threads()) >= 2:
-            # several threads: the estimate's row caches of the threads, joined (one kernel
-            # type whatever the thread count)
-            for src in (costfns.Random(40), costfns.RandomInt(40, 20)):
-                solve(src, memory=40 * 8 * 4, threads=2)
     if candidates:
         from .candidates import compile_sparse_kernels
         for integral in (False, True):

@@ -293,7 +293,9 @@ cost_forms(entry=_cached_at, row=_cached_fill, part=_cached_part, wraps_inner=Tr
 class JoinedCaches(NamedTuple):
     """Whole rows assembled from per-thread caches of column slices (for the estimate and the
     final cost read-out). While helper threads serve it (:func:`serve_rows`), each slice is
-    looked up — and on a miss computed — by its own thread: parallel row generation.
+    looked up — and on a miss computed — by its own thread: parallel row generation. One
+    thread's cache is joined too (a list of one), so that the estimate's kernels compiled for
+    a source serve every thread count, one included.
 
     The caches are held in a Numba typed list, not a tuple: a tuple's type names its length,
     and every thread count compiled the estimate's kernels anew (about 30 s each on a 2-core
@@ -320,6 +322,8 @@ def _fill_slice(s, t, i):
 @njit(cache=True, nogil=True)
 def _joined_fill(s, i, buf):
     nthreads = len(s.caches)
+    if nthreads == 1:  # one thread's cache of every column: its row (a view of its slot)
+        return _cached_part(s.caches[0], i, 0, s.row.shape[0], s.row)
     if s.req[2] == 0:  # no helpers: every slice here, in order
         for t in range(nthreads):
             _fill_slice(s, t, i)

@@ -177,9 +177,9 @@ def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
 
 
 def test_precompile_readies_the_built_in_classes_on_several_threads():
-    """After ``precompile(sources=True)`` a built-in class solved on 2 and 3 threads through
-    row caches compiles no new version of the estimate's kernels (their joined row caches are
-    one type whatever the thread count), and its answer is scipy's."""
+    """After ``precompile(sources=True)`` (one thread) a built-in class solved on 2 and 3
+    threads through row caches compiles no new version of the estimate's kernels (the joined
+    row caches are one type whatever the thread count), and its answer is scipy's."""
     import costfns
     from epslap.cpu.estimate import stage_ab, stage_cde
     epslap.precompile(functions=False, sources=True, candidates=False)

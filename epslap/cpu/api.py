@@ -176,15 +176,13 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
     bounds = [col_range(n2, nthreads, t) for t in range(nthreads)]
     caches = [make_cache(raw, n1, hi - lo, capacity, policy, dtype, limit) for lo, hi in bounds]
     first = caches[0]
-    thread_srcs = joined = None
-    inner = first
-    if nthreads > 1:
-        inner = joined = join_caches(caches, [b[0] for b in bounds] + [n2])
-        thread_srcs = caches
+    # the estimate and the read-outs take whole rows from the caches joined (of any thread
+    # count, one included: one kernel type), the passes each thread's cache
+    inner = joined = join_caches(caches, [b[0] for b in bounds] + [n2])
+    thread_srcs = caches
     if maximize and not negate_inside:
         inner = NegatedState(inner)
-        if thread_srcs is not None:
-            thread_srcs = [NegatedState(c) for c in thread_srcs]
+        thread_srcs = [NegatedState(c) for c in thread_srcs]
 
     def check_rows():
         """Errors that compiled code could only record: the user function's exception, an
@@ -192,7 +190,7 @@ def solve_source(source, *, maximize, epsilon, memory, cache, progress, t_start,
         raise_pending(source)
         raise_out_of_range(source, caches, (n1, n2), maximize)
 
-    served = None if joined is None else (lambda: serve_rows(joined))  # helper threads' rows
+    served = None if nthreads == 1 else (lambda: serve_rows(joined))  # helper threads' rows
     gathered: dict = {}  # (an empty problem is a table)
     try:
         row_to_col, v, stats = solve_rows(
