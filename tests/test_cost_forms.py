@@ -475,7 +475,6 @@ def test_a_negated_device_cost_compiles_in_both_cost_modes(tmp_path):
         assert done.returncode == 0, done.stderr
 
 
-
 def test_python_and_jitted_row_functions_share_the_kernels():
     """A plain Python function (element or row) and a jitted row function of one dtype have
     states of one Numba type: the kernels the jitted one compiled solve the Python ones, and a
@@ -510,6 +509,7 @@ def test_python_and_jitted_row_functions_share_the_kernels():
             kernels = (len(passes.pass_worker.signatures), len(stage_ab.ab_worker.signatures))
             assert compiled is None or kernels == compiled
             compiled = kernels
+
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int32])
 def test_a_maximised_python_function_keeps_its_compiled_kernels(dtype):

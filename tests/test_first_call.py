@@ -175,7 +175,6 @@ def test_precompile_compiles_the_small_path_and_ends_the_rental(uncompiled):
     assert epslap.solve(np.random.default_rng(6).random((20, 20))).stats["compiled"] is True
 
 
-
 def test_precompile_readies_the_built_in_classes_on_several_threads():
     """After ``precompile(sources=True)`` (one thread) a built-in class solved on 2 and 3
     threads through row caches compiles no new version of the estimate's kernels (the joined
@@ -192,6 +191,7 @@ def test_precompile_readies_the_built_in_classes_on_several_threads():
         assert sol.stats["threads"] == threads
         assert sol.cost == pytest.approx(src.dense()[r, k].sum(), rel=1e-12)
     assert [len(k.signatures) for k in kernels] == before
+
 
 _RENTER = """
 import sys
