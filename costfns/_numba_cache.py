@@ -18,6 +18,12 @@ across upgrades of this package.
   compiled for that very function) never matches in a later process, whose function is another
   object: Numba saved it again in every process, under a new data file each time, so the cache
   grew without bound. Such signatures are not saved.
+- Processes that start together on a fresh cache (test workers, Dask workers, a pool) each
+  compiled every kernel they needed, the same kernels at the same time. A compile of a
+  cache-enabled function for a signature now first claims it: a lock on a byte of a file next
+  to the function's index, keyed by the signature. A process that finds the claim held waits
+  for it (at most ``CLAIM_WAIT_S``) and then loads the kernel the other saved, instead of
+  compiling it too. A process that ends, however it ends, lets its claims go.
 - Numba keys a saved kernel on its own file alone (its modification time and size): a kernel
   that reads a constant of another module, or inlines a function of another file, kept the
   code of the old one after a change of that file alone (a ``git pull`` that touches only the
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 import importlib.util
 import itertools
 import os
@@ -44,6 +51,7 @@ except ImportError:  # pragma: no cover - not POSIX: Numba's own saves, unlocked
     fcntl = None
 
 _Index = caching.IndexDataCacheFile
+_numba_compile = None
 _numba_load_index = _Index._load_index
 _numba_save = _Index.save
 _numba_cache_init = caching.Cache.__init__
@@ -225,16 +233,81 @@ def _enable_caching_where_possible(self) -> None:
                           "NUMBA_CACHE_DIR to a writable folder", RuntimeWarning, stacklevel=2)
 
 
+#: seconds a compile waits at most for another process's claim on the same kernel (then it
+#: compiles it itself: a process stopped in a debugger holds its claim)
+CLAIM_WAIT_S = 600.0
+#: seconds between two looks at a held claim
+_CLAIM_POLL_S = 0.02
+
+
+def _claim_byte(args) -> int:
+    """The byte of the claim file that stands for a signature (its text, which holds every
+    type's name: a cost state's names carry the fingerprint of its forms)."""
+    digest = hashlib.blake2b(repr(tuple(args)).encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "little") & 0x7FFFFFFF
+
+
+@contextlib.contextmanager
+def _claimed(path: str, byte: int):
+    """Hold the claim on ``byte`` of ``path`` (a POSIX record lock: released by the system
+    when the process ends), waiting while another process holds it; unclaimed where the file
+    or the lock cannot be had, or after ``CLAIM_WAIT_S``."""
+    try:
+        fh = open(path, "a")
+    except OSError:
+        yield
+        return
+    with fh:
+        held = False
+        deadline = time.monotonic() + CLAIM_WAIT_S
+        while True:
+            try:
+                fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, byte)
+                held = True
+                break
+            except (BlockingIOError, PermissionError):  # another process holds it
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(_CLAIM_POLL_S)
+            except OSError:  # a file system without record locks: unclaimed
+                break
+        try:
+            yield
+        finally:
+            if held:
+                with contextlib.suppress(OSError):
+                    fcntl.lockf(fh, fcntl.LOCK_UN, 1, byte)
+
+
+def _compile_claimed(self, sig):
+    """Numba's ``Dispatcher.compile``, under the claim of ``sig`` where the function has a
+    disk cache that could hold it: after a wait for another process's claim, Numba's own
+    compile finds that process's kernel in the cache and loads it."""
+    cache = getattr(self, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    if index is None or fcntl is None or isinstance(cache, caching.NullCache):
+        return _numba_compile(self, sig)
+    from numba.core import sigutils
+    args, _ = sigutils.normalize_signature(sig)
+    args = tuple(args)
+    if args in self.overloads or _never_loads((args,)):
+        return _numba_compile(self, sig)
+    with _claimed(index + ".claim", _claim_byte(args)):
+        return _numba_compile(self, sig)
+
+
 def harden() -> None:
-    """Put the locked save, the tolerant index load and the keys on imports in place of
-    Numba's (once per process; ``costfns.rows`` does it on import, before anything is
-    compiled)."""
-    global _numba_enable_caching
+    """Put the locked save, the tolerant index load, the keys on imports and the claimed
+    compile in place of Numba's (once per process; ``costfns.rows`` does it on import, before
+    anything is compiled)."""
+    global _numba_enable_caching, _numba_compile
     if not getattr(_Index, "_epslap_hardened", False):
         _Index._epslap_hardened = True
         caching.Cache.__init__ = _cache_init
         from numba.core.dispatcher import Dispatcher
         _numba_enable_caching = Dispatcher.enable_caching
         Dispatcher.enable_caching = _enable_caching_where_possible
+        _numba_compile = Dispatcher.compile
+        Dispatcher.compile = _compile_claimed
         _Index._load_index = _load_index_or_nothing
         _Index.save = _save

@@ -165,3 +165,73 @@ def test_no_writable_cache_folder_means_no_disk_cache_not_a_failed_import(monkey
     monkeypatch.setattr(nc, "_numba_enable_caching", other)
     with pytest.raises(RuntimeError, match="something else"):
         nc._enable_caching_where_possible(Dispatcher())
+
+
+
+_CLAIMING = '''
+import os, sys, time
+import costfns  # the claimed compiles
+import costfns._numba_cache as nc
+import numba.core.event as ev
+hold, nc.CLAIM_WAIT_S = sys.argv[1] == "hold", float(sys.argv[2])
+compiled = []
+class Listener(ev.Listener):
+    def on_start(self, event):
+        compiled.append(event.data["dispatcher"].py_func.__name__)
+        print("compiling", flush=True)
+        while hold and not os.path.exists("release"):  # a long compile, its claim held
+            time.sleep(0.01)
+    def on_end(self, event):
+        pass
+ev.register("numba:compile", Listener())
+import kernel
+kernel.plus_one(1)
+print("compiled", compiled, "loaded", sum(kernel.plus_one.stats.cache_hits.values()),
+      flush=True)
+'''
+
+
+def _claiming_pair(tmp_path, second_wait_s, release_after_s=None):
+    """A first process compiles a cached kernel and holds its compile until the second has
+    ended (or, with ``release_after_s``, until the second has run that long without ending);
+    the second asks for the same kernel meanwhile. Returns the second's last line."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "kernel.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef plus_one(x):\n    return x + 1\n")
+    (tmp_path / "claiming.py").write_text(_CLAIMING)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path),
+               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    first = subprocess.Popen([sys.executable, "claiming.py", "hold", "600"], cwd=tmp_path,
+                             env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "compiling"
+        second = subprocess.Popen([sys.executable, "claiming.py", "go", str(second_wait_s)],
+                                  cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = second.communicate(timeout=release_after_s or 120)
+        except subprocess.TimeoutExpired:  # still under way: waiting, as it should
+            (tmp_path / "release").touch()
+            out, err = second.communicate(timeout=120)
+    finally:
+        (tmp_path / "release").touch()
+        first.wait(60)
+    assert second.returncode == 0, err
+    assert "compiled ['plus_one']" in first.stdout.read()
+    return out.strip().splitlines()[-1]
+
+
+def test_a_kernel_another_process_is_compiling_is_waited_for_and_loaded(tmp_path):
+    """Processes that start together on a fresh cache compiled the same kernels side by side
+    (the test workers did, for about a sixth of a cold suite's compile time): the second now
+    waits for the first's claim and loads what it saved (without the claim it compiles too:
+    "compiled ['plus_one'] loaded 0")."""
+    assert _claiming_pair(tmp_path, second_wait_s=600, release_after_s=1.5) == "compiled [] loaded 1"
+
+
+def test_a_claim_held_too_long_is_not_waited_for(tmp_path):
+    """A process that holds its claim longer than ``CLAIM_WAIT_S`` (stopped in a debugger,
+    say) delays the others by that much at most: they compile the kernel themselves."""
+    assert _claiming_pair(tmp_path, second_wait_s=0.2) == "compiled ['plus_one'] loaded 0"
