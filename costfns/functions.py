@@ -6,10 +6,9 @@ plain Python function is called through Numba's object mode, one row at a time.
 A jitted function reaches the kernels as a first-class function value by default: its state's
 Numba type holds the function's signature, not the function itself, so the kernels are compiled
 once per dtype and loaded from Numba's disk cache by every later process, whatever function the
-user passes (only the user's function is compiled, in well under a second). An element function
-shares them with the built-in classes and matrices of its dtype (``costfns.rows.ErasedState``,
-field ``user``); a row function shares the kernels of row functions of its dtype with plain
-Python functions (``_RowFunctionState``), element or row. The call through a
+user passes (only the user's function is compiled, in well under a second). Element and row
+functions, jitted or plain Python, share them with the built-in classes and matrices of their
+dtype (``costfns.rows.ErasedState``: fields ``user``, ``row_fn``, ``key``). The call through a
 function pointer cannot be inlined, which costs a little per entry for a cheap element function;
 ``specialize=True`` compiles the kernels for the very function instead (inlined, but compiled
 anew in every process: tens of seconds; such kernels are not written to Numba's disk cache,
@@ -18,15 +17,16 @@ where no later process could find them: ``costfns._numba_cache``).
 from __future__ import annotations
 
 import inspect
-import itertools
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-from numba import njit, objmode, typeof, types
+from numba import njit
 from numba.core.registry import CPUDispatcher
 
 from ._base import CostSource, check_shape
-from .rows import cost_forms, fill_rows, matrix_state, user_element_state
+from ._python_rows import KEYS, PY_ERRORS, PY_FUNCS
+from .rows import (cost_forms, fill_rows, matrix_state, user_element_state,
+                   user_row_state)
 
 
 @njit(nogil=True, inline="always")
@@ -50,95 +50,6 @@ class _JitRowState(NamedTuple):
     fn: Any
 
 
-def _scalar_type(zero) -> types.Type:
-    return types.unliteral(typeof(zero))
-
-
-def _row_function_signature(dtype):
-    """``fn(i, row) -> None`` of a jitted row function of cost ``dtype``."""
-    ty = _scalar_type(np.dtype(dtype).type(0))
-    return types.none(types.int64, types.Array(ty, 1, "C"))
-
-
-def _row_function_types(state):
-    """The fields' Numba types: ``fn`` as a first-class function, so that the kernels compiled
-    for one row function of a dtype serve every other, jitted or plain Python."""
-    return [types.FunctionType(_row_function_signature(state.zero.dtype)), types.int64,
-            _scalar_type(state.zero), types.boolean]
-
-
-# Python callables are looked up by key from object mode (a NamedTuple cannot hold a PyObject).
-_PY_FUNCS: dict[int, Callable] = {}
-_KEYS = itertools.count(1)
-
-
-_PY_ERRORS: dict[int, BaseException] = {}
-
-
-def _py_fill(key, i, buf, negate):
-    """Never raises into compiled code: an error is kept for the host and the row becomes NaN,
-    which stops the solve (the host then re-raises the original exception). ``negate``: the
-    row negated (a maximisation), in NumPy, so that one compiled type serves both signs."""
-    try:
-        _PY_FUNCS[int(key)](int(i), buf)
-        if negate:
-            np.negative(buf, out=buf)
-    except BaseException as exc:  # noqa: BLE001 - re-raised by FunctionSource.raise_pending
-        _PY_ERRORS.setdefault(int(key), exc)
-        buf[:] = np.nan if buf.dtype.kind == "f" else 0  # the host raises after the estimate
-
-
-@njit
-def _python_row_fill(key, i, buf, negate):
-    # apart from the state: an object-mode block in a function holding a first-class function
-    # value does not compile (LLVM IR of a mistyped return)
-    with objmode():
-        _py_fill(key, i, buf, negate)
-
-
-@njit
-def _row_function_fill(s, i, buf):
-    if s.key != 0:  # a plain Python function, called from object mode (negated there)
-        _python_row_fill(s.key, i, buf, s.negate)
-        return buf
-    s.fn(i, buf)
-    if s.negate:
-        for j in range(buf.shape[0]):
-            buf[j] = -buf[j]
-    return buf
-
-
-@cost_forms(row=_row_function_fill, field_types=_row_function_types)
-class _RowFunctionState(NamedTuple):
-    """A user's row function: a jitted ``fn(i, row)`` called through a function pointer
-    (``key`` 0), or a plain Python function (its rows, or its elements row by row) called from
-    object mode by its ``key`` in ``_PY_FUNCS`` (``fn`` a placeholder). Both are one Numba type
-    per cost dtype, so a Python function and a jitted row function share the kernels (and a
-    maximisation too: ``negate``)."""
-
-    fn: Any      # the user's dispatcher, typed as a first-class function; a placeholder else
-    key: Any     # int64: a Python function's key in _PY_FUNCS; 0 for a jitted function
-    zero: Any    # a scalar of the source's dtype
-    negate: bool = False  # the costs negated (a maximisation), in the same compiled type
-
-
-def _no_row(i, buf):  # pragma: no cover - never called (a placeholder)
-    pass
-
-
-_NO_ROW: dict = {}  # dtype -> the placeholder jitted for that dtype's signature
-
-
-def _row_placeholder(dtype):
-    """A jitted ``fn(i, row)`` of cost ``dtype`` that the kernels never call: the ``fn`` of a
-    Python function's state (compiled in milliseconds, once per dtype and process)."""
-    dt = np.dtype(dtype)
-    found = _NO_ROW.get(dt)
-    if found is None:
-        found = _NO_ROW[dt] = njit(_row_function_signature(dt), nogil=True)(_no_row)
-    return found
-
-
 class FunctionSource(CostSource):
     """Costs from a user function; build it with :func:`from_function`."""
 
@@ -158,12 +69,11 @@ class FunctionSource(CostSource):
                 return (_JitElementState if self.kind == "element" else _JitRowState)(self.fn)
             if self.kind == "element":  # the kernels of the built-in classes of its dtype
                 return user_element_state(self.fn, self.dtype)
-            return _RowFunctionState(self.fn, np.int64(0), self.dtype.type(0))
+            return user_row_state(self.fn, self.dtype)
         if self._key is None:
-            self._key = next(_KEYS)
-            _PY_FUNCS[self._key] = self._python_row
-        return _RowFunctionState(_row_placeholder(self.dtype), np.int64(self._key),
-                                 self.dtype.type(0))
+            self._key = next(KEYS)
+            PY_FUNCS[self._key] = self._python_row
+        return user_row_state(None, self.dtype, self._key)
 
     def transpose(self) -> "FunctionSource":
         """The element function with its arguments swapped, jitted where ``fn`` is (the solver
@@ -187,8 +97,8 @@ class FunctionSource(CostSource):
         """Re-raise the first exception the user function raised during a compiled solve (by
         this source or its transpose: a caller may hold either)."""
         for src in self._family:
-            if src._key is not None and src._key in _PY_ERRORS:
-                raise _PY_ERRORS.pop(src._key)
+            if src._key is not None and src._key in PY_ERRORS:
+                raise PY_ERRORS.pop(src._key)
 
     def dense(self) -> np.ndarray:
         if isinstance(self.fn, CPUDispatcher):

@@ -58,6 +58,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_model, typeof_impl
 
 from ._numba_cache import harden
+from ._python_rows import python_row_fill
 
 harden()  # locked cache saves; obsolete cache indexes read as misses
 
@@ -69,6 +70,7 @@ class CostForms(NamedTuple):
     row: Any
     part: Any
     wraps_inner: bool
+    entry_usable: Any = None  # jitted state -> bool: whether ``entry`` serves this state
 
 
 _FORMS: dict[type, CostForms] = {}
@@ -155,7 +157,7 @@ def _fingerprint(cls: type, forms: CostForms) -> str:
             visit(cell.cell_contents)
 
     add_file(__file__, None)
-    for form in (forms.entry, forms.row, forms.part):
+    for form in (forms.entry, forms.row, forms.part, forms.entry_usable):
         visit(form)
     names = [getattr(getattr(f, "py_func", f), "__qualname__", repr(f)) for f in forms]
     h = hashlib.sha256(repr((cls.__module__, cls.__qualname__, names)).encode())
@@ -166,12 +168,16 @@ def _fingerprint(cls: type, forms: CostForms) -> str:
 
 def cost_forms(*, entry: Callable | None = None, row: Callable | None = None,
                part: Callable | None = None, wraps_inner: bool = False,
-               field_types: Callable | None = None) -> Callable[[type], type]:
+               field_types: Callable | None = None,
+               entry_usable: Callable | None = None) -> Callable[[type], type]:
     """Class decorator: register the jitted forms of a ``typing.NamedTuple`` state class.
 
     ``field_types(state)``, optional, gives the Numba types of a state's fields instead of
     ``numba.typeof`` of each (e.g. a first-class function type for a field holding a jitted
     function, so that kernels compiled for it do not depend on which function it is).
+    ``entry_usable(state)``, optional, jitted: whether the ``entry`` form serves this state, for
+    a class whose states of one type differ in that (``random_access`` is then a run-time
+    value; a kernel never calls ``entry`` on a state where it is False).
 
     ``entry(state, i, j)`` returns entry (i, j); ``row(state, i, buf)`` writes row ``i`` into
     ``buf`` (length n2) and returns it (or returns a view of equal values);
@@ -194,7 +200,7 @@ def cost_forms(*, entry: Callable | None = None, row: Callable | None = None,
             raise TypeError(f"cost_forms: {cls.__qualname__} is registered already")
         if wraps_inner and "inner" not in cls._fields:
             raise TypeError(f"cost_forms: {cls.__name__} wraps_inner=True needs a field 'inner'")
-        forms = CostForms(entry, row, part, bool(wraps_inner))
+        forms = CostForms(entry, row, part, bool(wraps_inner), entry_usable)
         _FORMS[cls] = forms
         _FINGERPRINTS[cls] = _fingerprint(cls, forms)
         if field_types is not None:
@@ -327,7 +333,8 @@ def _has_random_access(typ) -> bool:
 
 
 def random_access(src):  # pragma: no cover - only ever called from compiled code
-    """True (a compile-time constant) where ``cost_at`` reads one entry without a row. The pass
+    """True where ``cost_at`` reads one entry without a row: a compile-time constant, or a
+    run-time value for a class with ``entry_usable`` (an erased state holding a row function). The pass
     kernel then needs no per-column copy of the improving edge's cost (``track``), which halves
     the work of a scanned row (measured: 2.57 vs 1.20 ns per column at n = 32000)."""
     raise NotImplementedError
@@ -335,9 +342,16 @@ def random_access(src):  # pragma: no cover - only ever called from compiled cod
 
 @overload(random_access, jit_options={"cache": True, "nogil": True})
 def _random_access_overload(src):
-    if _has_random_access(src):
-        return lambda src: True
-    return lambda src: False
+    if not _has_random_access(src):
+        return lambda src: False
+    if isinstance(src, types.BaseNamedTuple):
+        forms = _FORMS[src.instance_class]
+        if forms.wraps_inner:
+            return lambda src: random_access(src.inner)
+        usable = forms.entry_usable
+        if usable is not None:
+            return lambda src: usable(src)
+    return lambda src: True
 
 
 def cost_at(src, i, j):  # pragma: no cover - only ever called from compiled code
@@ -381,10 +395,17 @@ def fill_rows(state, start, out):
 # A matrix (``costfns.Dense``, ``costfns.OnDisk``) reaches the same kernels as an erased state
 # whose field ``m`` holds it (2-D, of the cost dtype; empty for a class): entries and row slices
 # are then read from ``m`` directly (slices as views), and the trampolines are never called. A
-# user's jitted element function fn(i, j) does too, in the field ``user`` (``calls_user``).
+# user's jitted element function fn(i, j) does too, in the field ``user`` (``calls_user``), and
+# a user's row function (``calls_row``): a jitted fn(i, row) in the field ``row_fn``, or a plain
+# Python function by its ``key`` (object mode). A row function has no entry without its row:
+# ``random_access`` is False for such a state, at run time (the kernels hold both paths).
 
 _F2 = types.Array(types.float64, 2, "C")
 _K = types.Array(types.int64, 1, "C")
+
+
+def _cost_type(dtype):
+    return types.unliteral(typeof(np.dtype(dtype).type(0)))
 
 
 def erased_signatures(dtype) -> tuple:
@@ -392,7 +413,7 @@ def erased_signatures(dtype) -> tuple:
     returns entry (i, j); ``part(a, b, k, i, lo, hi, buf)`` writes columns ``lo … hi-1`` of
     row ``i`` into ``buf[lo:hi]``. A trampoline calls only forms of its own file: Numba's disk
     cache keys it on that file alone."""
-    ty = types.unliteral(typeof(np.dtype(dtype).type(0)))
+    ty = _cost_type(dtype)
     buf = types.Array(ty, 1, "C")
     return (ty(_F2, _F2, _K, types.int64, types.int64),
             types.none(_F2, _F2, _K, types.int64, types.int64, types.int64, buf))
@@ -400,20 +421,28 @@ def erased_signatures(dtype) -> tuple:
 
 def user_entry_signature(dtype):
     """``fn(i, j) -> cost`` of a user's jitted element function for cost ``dtype``."""
-    ty = types.unliteral(typeof(np.dtype(dtype).type(0)))
+    ty = _cost_type(dtype)
     return ty(types.int64, types.int64)
 
 
+def user_row_signature(dtype):
+    """``fn(i, row) -> None`` of a user's jitted row function for cost ``dtype``."""
+    return types.none(types.int64, types.Array(_cost_type(dtype), 1, "C"))
+
+
 def _erased_field_types(state):
-    entry, part = erased_signatures(state.zero.dtype)
+    dt = state.zero.dtype
+    entry, part = erased_signatures(dt)
     ty = entry.return_type
     return [types.FunctionType(entry), types.FunctionType(part), _F2, _F2, _K,
-            types.Array(ty, 2, "C"), types.FunctionType(user_entry_signature(state.zero.dtype)),
-            ty, types.boolean, types.boolean]
+            types.Array(ty, 2, "C"), types.FunctionType(user_entry_signature(dt)),
+            types.FunctionType(user_row_signature(dt)), types.int64, ty, types.boolean,
+            types.boolean, types.boolean]
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _erased_at(s, i, j):
+    # never reached for a row function (``_erased_has_entries``)
     if s.m.shape[0] > 0:
         x = s.m[i, j]
     elif s.calls_user:
@@ -421,6 +450,11 @@ def _erased_at(s, i, j):
     else:
         x = s.entry(s.a, s.b, s.k, i, j)
     return -x if s.negate else x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _erased_has_entries(s):
+    return not s.calls_row
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -438,6 +472,11 @@ def _erased_part(s, i, lo, hi, buf):
         if lo >= 0:  # as in the slice derived from a registered entry form
             for t in range(hi - lo):
                 out[t] = s.user(i, lo + t)
+    elif s.calls_row:  # the whole row (buf is full length), whatever part is asked for
+        if s.key != 0:
+            python_row_fill(s.key, i, buf)
+        else:
+            s.row_fn(i, buf)
     else:
         s.part(s.a, s.b, s.k, i, lo, hi, buf)
     if s.negate:
@@ -446,9 +485,11 @@ def _erased_part(s, i, lo, hi, buf):
     return out
 
 
-@cost_forms(entry=_erased_at, part=_erased_part, field_types=_erased_field_types)
+@cost_forms(entry=_erased_at, part=_erased_part, field_types=_erased_field_types,
+            entry_usable=_erased_has_entries)
 class ErasedState(NamedTuple):
-    """A built-in class's state behind its trampolines (see :func:`erased`)."""
+    """A built-in class's state behind its trampolines (see :func:`erased`), a matrix, or a
+    user's function."""
 
     entry: Any   # the class's entry trampoline, typed as a first-class function
     part: Any    # its row-slice trampoline
@@ -457,9 +498,12 @@ class ErasedState(NamedTuple):
     k: Any       # int64 scalars (keys as their bits)
     m: Any       # 2-D matrix of the cost dtype, C-contiguous: the costs themselves; (0, 0) else
     user: Any    # a user's jitted element function fn(i, j), typed as a first-class function
+    row_fn: Any  # a user's jitted row function fn(i, row), typed as a first-class function
+    key: Any     # int64: a plain Python function's key (``costfns._python_rows``); 0 else
     zero: Any    # a scalar of the cost dtype
     negate: bool = False  # the costs negated (a maximisation), in the same compiled type
     calls_user: bool = False  # the costs are user(i, j)
+    calls_row: bool = False   # the costs are rows of row_fn, or of the Python function ``key``
 
 
 _NO_DATA = np.zeros((0, 0))
@@ -473,8 +517,9 @@ def erased(entry, part, dtype, a=None, b=None, k=()) -> ErasedState:
     def f2(x):
         return _NO_DATA if x is None else np.ascontiguousarray(x, dtype=np.float64)
     dt = np.dtype(dtype)
+    _, _, user, row_fn = _placeholders(dt)
     return ErasedState(entry, part, f2(a), f2(b), np.ascontiguousarray(k, dtype=np.int64),
-                       np.zeros((0, 0), dt), _placeholders(dt)[2], dt.type(0))
+                       np.zeros((0, 0), dt), user, row_fn, _NO_KEY, dt.type(0))
 
 
 def _zero_entry(a, b, k, i, j):  # pragma: no cover - never called (a placeholder)
@@ -485,17 +530,22 @@ def _zero_user(i, j):  # pragma: no cover - never called (a placeholder)
     return 0
 
 
+def _no_row(i, buf):  # pragma: no cover - never called (a placeholder)
+    pass
+
+
 @njit(cache=True, nogil=True)
 def _no_part(a, b, k, i, lo, hi, buf):  # pragma: no cover - never called (a placeholder)
     pass
 
 
-_PLACEHOLDERS: dict = {}  # dtype -> (entry, part, user) placeholders
+_PLACEHOLDERS: dict = {}  # dtype -> (entry, part, user, row) placeholders
+_NO_KEY = np.int64(0)
 
 
 def _placeholders(dtype) -> tuple:
     """Placeholders, typed for cost ``dtype``, of the function fields an erased state does not
-    call: the trampolines of a matrix or a user function, the user function of a class. The
+    call: the trampolines of a matrix or a user function, the user functions of a class. The
     entry forms' arguments do not name the dtype, so each dtype has dispatchers of its own
     (compiled in milliseconds, returning 0 cast to the dtype)."""
     dt = np.dtype(dtype)
@@ -504,7 +554,8 @@ def _placeholders(dtype) -> tuple:
         entry_sig, part_sig = erased_signatures(dt)
         _no_part.compile(part_sig)
         found = _PLACEHOLDERS[dt] = (njit(entry_sig, nogil=True)(_zero_entry), _no_part,
-                                     njit(user_entry_signature(dt), nogil=True)(_zero_user))
+                                     njit(user_entry_signature(dt), nogil=True)(_zero_user),
+                                     njit(user_row_signature(dt), nogil=True)(_no_row))
     return found
 
 
@@ -516,8 +567,8 @@ def matrix_state(matrix) -> ErasedState:
     if matrix.ndim != 2 or not matrix.flags.c_contiguous:
         raise ValueError(f"matrix_state: expected a C-contiguous 2-D matrix, got "
                          f"{matrix.ndim} dimensions, C-contiguous {matrix.flags.c_contiguous}")
-    entry, part, user = _placeholders(matrix.dtype)
-    return ErasedState(entry, part, _NO_DATA, _NO_DATA, _NO_KEYS, matrix, user,
+    entry, part, user, row_fn = _placeholders(matrix.dtype)
+    return ErasedState(entry, part, _NO_DATA, _NO_DATA, _NO_KEYS, matrix, user, row_fn, _NO_KEY,
                        matrix.dtype.type(0))
 
 
@@ -526,6 +577,18 @@ def user_element_state(fn, dtype) -> ErasedState:
     ``dtype``, called through a function pointer: the kernels of the built-in classes of that
     dtype serve it (compiled once, whatever the function), negated or not."""
     dt = np.dtype(dtype)
-    entry, part, _ = _placeholders(dt)
+    entry, part, _, row_fn = _placeholders(dt)
     return ErasedState(entry, part, _NO_DATA, _NO_DATA, _NO_KEYS, np.zeros((0, 0), dt), fn,
-                       dt.type(0), calls_user=True)
+                       row_fn, _NO_KEY, dt.type(0), calls_user=True)
+
+
+def user_row_state(fn, dtype, key: int = 0) -> ErasedState:
+    """The :class:`ErasedState` of a user's row function of cost ``dtype``: a jitted
+    ``fn(i, row)`` called through a function pointer, or (``fn`` None) the plain Python function
+    filed under ``key`` in ``costfns._python_rows``, called from object mode. The kernels of the
+    built-in classes of that dtype serve it, negated or not; it has no entry without its row."""
+    dt = np.dtype(dtype)
+    entry, part, user, placeholder = _placeholders(dt)
+    return ErasedState(entry, part, _NO_DATA, _NO_DATA, _NO_KEYS, np.zeros((0, 0), dt), user,
+                       placeholder if fn is None else fn, np.int64(key), dt.type(0),
+                       calls_row=True)

@@ -36,10 +36,10 @@ def precompile(functions: bool = True, sources: bool = True, candidates: bool = 
 
     Covers matrices in memory of every dtype (float64, float32, int64, int32) on both CPU
     paths (the small path and the ε-passes); with ``functions`` the kernels that serve a
-    user's cost function (``costfns.from_function``, float64: jitted element and row forms,
-    and plain Python functions, which share the jitted row functions' kernels) through a row
-    cache of either policy — the kernels are shared by every such function, so later
-    processes load them instead of compiling; with ``sources`` the kernels of the
+    user's cost function (``costfns.from_function``, float64: jitted element and row forms
+    and plain Python functions, all served by the kernels of the built-in classes of their
+    dtype) through a row cache of either policy — the kernels are shared by every such
+    function, so later processes load them instead of compiling; with ``sources`` the kernels of the
     built-in classes, point sets, matrices streamed through a cache and jitted element functions
     (``costfns.Random``, ``Geometric``, ``SqEuclidean``, images, ``Dense``, ``OnDisk``, …; one
     set of kernels per cost dtype serves them all: float64, int64, float32, int32), as a
