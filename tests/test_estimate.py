@@ -10,7 +10,7 @@ import epslap
 from conftest import assert_optimal, cpu_path
 from epslap._estimate_driver import needs_cde
 from epslap._status import STATUS_CERTIFIED, STATUS_OK
-from epslap.cache import make_cache
+from epslap.cache import join_caches, make_cache
 from epslap._sync import new_sync
 from epslap._validate import read_only_view as ro  # the kernels get matrices read-only
 from epslap.cpu import passes as ker
@@ -170,7 +170,8 @@ def test_dense_and_on_demand_estimates_agree():
         v = np.zeros(n)
         perm = np.zeros(n, np.int64)
         pick = np.zeros(n, np.int64)
-        cached = make_cache(src.state(), n, n, n, "lfu", np.float64)  # as the solver streams
+        # as the solver streams: one thread's row cache, joined (the kernels' type in a solve)
+        cached = join_caches([make_cache(src.state(), n, n, n, "lfu", np.float64)], [0, n])
         status, eu, el = est.estimate(cached, [np.empty(n)], n, n, v, perm, False, pick)
         assert (status, eu, el) == dense[:3]
         np.testing.assert_array_equal(v, dense[3])
