@@ -1,5 +1,6 @@
-"""Batches of small problems: ``epslap.solve_batch`` against lapcpp's ``lapjv_batch``, lapx's and
-fastlap's ``lapjvx_batch`` where installed, and a loop of scipy calls.
+"""Batches of small problems: ``epslap.solve_batch`` against lapcpp's ``lapjv_batch``, lapx's
+``lapjvx_batch``, ``lapjvr_batch`` and ``lapjvh_batch``, fastlap's ``lapjvx_batch`` where
+installed, and a loop of scipy calls.
 
 One 3-D array (B, n, n) per row, random or geometric, float64; each solver timed on 1 thread and
 on every thread, best of ``--rounds``, solvers taking turns; every batch's total cost checked
@@ -49,6 +50,10 @@ def solvers(threads: int) -> dict[str, Callable]:
         import lap
         if hasattr(lap, "lapjvx_batch"):
             out["lapx"] = lambda c: float(np.sum(lap.lapjvx_batch(c, n_threads=threads)[0]))
+        for name in ("lapjvr", "lapjvh"):  # lapx's fastest variants
+            if hasattr(lap, f"{name}_batch"):
+                fn = getattr(lap, f"{name}_batch")
+                out[f"lapx.{name}"] = (lambda c, fn=fn: float(np.sum(fn(c, n_threads=threads)[0])))
     except (ImportError, TypeError):
         pass
     try:
@@ -98,11 +103,14 @@ def run(args: argparse.Namespace, out: Output) -> None:
 
 def render(meta: dict, rows: list[dict]) -> str:
     names = sorted({k for r in rows for k in r["times"]}, key=lambda k: (k != "epslap", k))
-    head = ["class", "batch", "threads"] + [f"{k} s" for k in names] + ["epslap / lapcpp"]
+    head = (["class", "batch", "threads"] + [f"{k} s" for k in names]
+            + ["fastest peer", "epslap / fastest"])
     body = []
     for r in rows:
         t = r["times"]
-        ratio = (f"{t['epslap'] / t['lapcpp']:.2f}" if "lapcpp" in t else "–")
+        peers = {k: v for k, v in t.items() if k != "epslap"}
+        fastest = min(peers, key=peers.get) if peers else None
+        ratio = f"{t['epslap'] / peers[fastest]:.2f}" if fastest else "–"
         body.append([r["cls"], f"{r['batch']} × {r['n']}×{r['n']}", r["threads"]]
-                    + [seconds(t.get(k)) for k in names] + [ratio])
+                    + [seconds(t.get(k)) for k in names] + [fastest or "–", ratio])
     return markdown(head, body)

@@ -148,6 +148,8 @@ def peers(lapx_python: str | None = None) -> dict[str, Callable]:
             out["lapx.lapjv"] = lambda c, c64: float(lap.lapjv(c64)[0])
             out["lapx.lapjvx"] = lambda c, c64: float(lap.lapjvx(c64)[0])
             out["lapx.lapjvr"] = lambda c, c64: float(lap.lapjvr(c64)[0])
+            if hasattr(lap, "lapjvh"):
+                out["lapx.lapjvh"] = lambda c, c64: float(lap.lapjvh(c64)[0])
         else:
             out["lap"] = lambda c, c64: float(lap.lapjv(c64)[0])
     except ImportError:

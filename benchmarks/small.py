@@ -49,6 +49,11 @@ def peers() -> dict[str, tuple[Callable, Callable]]:
                               first)
         if hasattr(lap, "lapjvc"):
             out["lapx.lapjvc"] = (lap.lapjvc, first)
+        for name in ("lapjvr", "lapjvh"):  # lapx's fastest variants (rectangular natively)
+            if hasattr(lap, name):
+                fn = getattr(lap, name)
+                out[f"lapx.{name}"] = ((lambda c, fn=fn: fn(c, extend_cost=c.shape[0] != c.shape[1])),
+                                       first)
     except ImportError:
         pass
     try:
